@@ -1,0 +1,153 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dtfbench developers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: benchmark_plan
+short_description: Validate a benchmark sweep and expand it into runs before anything starts
+description:
+  - Takes the sweep request of C(run-benchmark.yml) (each axis one value, a list or a comma
+    string) and the TF nodes of the inventory, checks every value, computes the cluster
+    layout of every configuration, and returns the list of runs (configuration x repetition).
+  - Any problem is one error naming the input, what is wrong and how to fix it, so that a
+    sweep whose largest point does not fit the inventory fails before its first run.
+  - Pure computation; never changes anything. Runs on the controller.
+version_added: "0.1.0"
+author: dtfbench developers
+options:
+  hosts:
+    description:
+      - The TF nodes in inventory order, as for M(tf_cluster_spec).
+    type: list
+    elements: dict
+    required: true
+  gpus:
+    description: Devices to use in total; an integer, a list or a comma string (C(1,2,4)).
+    type: raw
+    required: true
+  model:
+    description: Model name(s), see C(dtfbench.catalog.MODELS).
+    type: raw
+    default: small_cnn
+  batch_size:
+    description: Batch size per device; one value or a list.
+    type: raw
+    default: 32
+  variable_update:
+    description: C(parameter_server), C(distributed_replicated), C(collective_all_reduce); one or a list.
+    type: raw
+    default: parameter_server
+  num_ps:
+    description:
+      - Parameter servers; one value or a list. Omitted, the study's sweep from 1 to the
+        number of workers (0 for C(collective_all_reduce)).
+    type: raw
+  data:
+    description: C(synthetic), C(real) or C(both).
+    type: raw
+    default: synthetic
+  data_dir:
+    description: Directory of ImageNet TFRecords on the nodes; required for real data.
+    type: str
+  repetitions:
+    description: Repetitions of each configuration (the study used 5).
+    type: int
+    default: 5
+  warmup_steps:
+    description: Warm-up steps, not measured (the study used 10).
+    type: int
+    default: 10
+  steps:
+    description: Measured steps (the study used 100).
+    type: int
+    default: 100
+  devices_per_worker:
+    description: Devices each worker drives (8 for one worker per p2.8xlarge node).
+    type: int
+    default: 1
+  ps_on_worker_nodes:
+    description: Run parameter servers on the worker nodes (the study's best setting).
+    type: bool
+    default: true
+  sweep_id:
+    description: Identifier of this sweep; run ids are derived from it.
+    type: str
+    required: true
+notes:
+  - Supports check mode (it changes nothing in any mode).
+"""
+
+EXAMPLES = r"""
+- name: Plan a sweep over 1, 2 and 4 GPUs with the study's PS sweep
+  benchmark_plan:
+    hosts: "{{ groups['tf_nodes'] | tf_node_specs(hostvars) }}"
+    gpus: "1,2,4"
+    model: inception3
+    batch_size: 64
+    repetitions: 5
+    sweep_id: "{{ sweep_id }}"
+  run_once: true
+  delegate_to: localhost
+  register: plan
+"""
+
+RETURN = r"""
+sweep_id:
+  description: The sweep's identifier.
+  returned: success
+  type: str
+  sample: 20261122T101500-a1b2
+total_runs:
+  description: Number of runs in the sweep.
+  returned: success
+  type: int
+  sample: 4
+runs:
+  description: One entry per run, in execution order.
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {index: 1, run_id: 20261122T101500-a1b2-1, gpus: 1, num_workers: 1, num_ps: 1,
+       model: small_cnn, batch_size: 32, variable_update: parameter_server, data: synthetic,
+       repetition: 1, devices_per_worker: 1, ps_on_worker_nodes: true, warmup_steps: 10, steps: 100}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.dtfbench_plan import PlanError, build_plan
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            hosts=dict(type="list", elements="dict", required=True),
+            gpus=dict(type="raw", required=True),
+            model=dict(type="raw", default="small_cnn"),
+            batch_size=dict(type="raw", default=32),
+            variable_update=dict(type="raw", default="parameter_server"),
+            num_ps=dict(type="raw"),
+            data=dict(type="raw", default="synthetic"),
+            data_dir=dict(type="str"),
+            repetitions=dict(type="int", default=5),
+            warmup_steps=dict(type="int", default=10),
+            steps=dict(type="int", default=100),
+            devices_per_worker=dict(type="int", default=1),
+            ps_on_worker_nodes=dict(type="bool", default=True),
+            sweep_id=dict(type="str", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    request = {k: v for k, v in module.params.items() if k != "hosts"}
+    try:
+        plan = build_plan(request, module.params["hosts"])
+    except PlanError as err:
+        module.fail_json(msg=str(err))
+    module.exit_json(changed=False, **plan)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+# Copyright: dtfbench developers
+# Apache License 2.0 (see LICENSE)
+"""Filters between the inventory and the cluster layout.
+
+tf_node_specs: inventory hosts -> the host list the cluster layout takes.
+tf_run_outcomes: the hosts' view of one run -> what dtfbench.record takes.
+
+
+One place decides which inventory variables describe a TF node:
+  private_ip     address for TF traffic (falls back to ansible_host, then the name)
+  tf_devices     device slots (GPUs, or CPU worker slots)
+  tf_device_type gpu | cpu (default gpu)
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+DOCUMENTATION = r"""
+name: tf_node_specs
+short_description: Describe inventory hosts as TF nodes for the cluster layout
+description:
+  - Maps host names to C({name, address, devices, device_type}) from their host variables
+    C(private_ip) (else C(ansible_host)), C(tf_devices) and C(tf_device_type).
+positional: _input, hostvars
+options:
+  _input:
+    description: Host names, in the order the layout should fill them.
+    type: list
+    elements: str
+    required: true
+  hostvars:
+    description: The C(hostvars) magic variable.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+hosts: "{{ groups['tf_nodes'] | tf_node_specs(hostvars) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: One dict per host with name, address, devices and device_type.
+  type: list
+  elements: dict
+"""
+
+
+def tf_node_specs(host_names, hostvars):
+    specs = []
+    for name in host_names:
+        hv = hostvars[name]
+        if "tf_devices" not in hv:
+            raise AnsibleFilterError(
+                f"host {name} has no tf_devices: set it in the inventory to the GPUs the host has "
+                f"(or the CPU worker slots, with tf_device_type: cpu)")
+        try:
+            devices = int(hv["tf_devices"])
+        except (TypeError, ValueError):
+            raise AnsibleFilterError(f"host {name}: tf_devices={hv['tf_devices']!r} is not an integer") from None
+        specs.append({
+            "name": name,
+            "address": str(hv.get("private_ip") or hv.get("ansible_host") or name),
+            "devices": devices,
+            "device_type": str(hv.get("tf_device_type", "gpu")),
+        })
+    return specs
+
+
+def tf_run_outcomes(all_hosts, hostvars, active_hosts):
+    """What each host of the play saw of one tf_cluster run: its failure and its workers.
+
+    A host that dropped out of the play (unreachable, or failed outside the role's rescue)
+    has no say of its own, so its absence is the failure.
+    """
+    outcomes = {}
+    for name in all_hosts:
+        if name not in active_hosts:
+            outcomes[name] = {"failure": "host left the play (unreachable or failed)", "workers": []}
+            continue
+        hv = hostvars[name]
+        runs = hv.get("tf_cluster_worker_runs") or {}
+        outcomes[name] = {"failure": hv.get("tf_cluster_failure") or "",
+                          "workers": list(runs.get("results") or [])}
+    return outcomes
+
+
+class FilterModule:
+    def filters(self):
+        return {"tf_node_specs": tf_node_specs, "tf_run_outcomes": tf_run_outcomes}

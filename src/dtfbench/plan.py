@@ -1,0 +1,139 @@
+"""The benchmark plan: validate a sweep request and expand it into runs, before anything starts.
+
+Any of gpus, model, batch_size, variable_update, num_ps and data may be a list (or a comma
+string, as `-e gpus=1,2,4` gives); the sweep is their product, times the repetitions. Every
+configuration's cluster layout is computed here too, so that a sweep whose 64-GPU point
+does not fit the inventory fails at once, not after hours of smaller runs.
+
+Pure standard library: Ansible ships this file to the controller as module_utils
+(``module_utils/dtfbench_plan.py`` is a link to it) for the ``benchmark_plan`` module.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any, Iterable, Mapping
+
+try:  # installed package (tests, CLI) or Ansible's module_utils namespace (the module)
+    from dtfbench.catalog import DATA_CHOICES, MODELS, VARIABLE_UPDATES
+    from dtfbench.layout import LayoutError, compute_layout
+except ImportError:  # pragma: no cover - exercised through Ansible
+    from ansible.module_utils.dtfbench_catalog import DATA_CHOICES, MODELS, VARIABLE_UPDATES
+    from ansible.module_utils.dtfbench_layout import LayoutError, compute_layout
+
+
+class PlanError(ValueError):
+    """A sweep request that cannot run, with the input, the problem and the fix."""
+
+
+# The sweep's axes, in the order runs are nested (the last varies fastest).
+AXES = ("gpus", "model", "batch_size", "variable_update", "num_ps", "data")
+
+
+def as_list(name: str, value: Any) -> list[Any]:
+    """`2`, `"1,2,4"`, `[1, 2]` -> list; None/"" -> []."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, str):
+        items = [part.strip() for part in re.split(r"[,\s]+", value.strip("[] ")) if part.strip()]
+    else:
+        items = [value]
+    if not items:
+        raise PlanError(f"{name} is empty; give one value or a comma list")
+    return items
+
+
+def _ints(name: str, values: Iterable[Any], minimum: int) -> list[int]:
+    out = []
+    for value in values:
+        try:
+            number = int(str(value).strip("'\" "))
+        except ValueError:
+            raise PlanError(f"{name}={value!r} is not an integer; give e.g. {name}=1 or {name}=1,2,4") from None
+        if number < minimum:
+            raise PlanError(f"{name}={number} is below {minimum}; give a value >= {minimum}")
+        out.append(number)
+    return out
+
+
+def _choices(name: str, values: Iterable[Any], allowed: Iterable[str]) -> list[str]:
+    allowed = list(allowed)
+    out = []
+    for value in values:
+        text = str(value).strip().lower()
+        if text not in allowed:
+            raise PlanError(f"{name}={value!r} is unknown; choose from {', '.join(allowed)}")
+        out.append(text)
+    return out
+
+
+def default_num_ps(num_workers: int, variable_update: str) -> list[int]:
+    """The study's sweep: 1 to the number of workers (0 for all-reduce, which has no PS)."""
+    if variable_update == "collective_all_reduce":
+        return [0]
+    return list(range(1, num_workers + 1))
+
+
+def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Validate `request` against `hosts` (the layout's host list) and expand it into runs.
+
+    request keys: gpus, model, batch_size, variable_update, num_ps (None: the study's sweep),
+    data (synthetic|real|both), repetitions, warmup_steps, steps, devices_per_worker,
+    ps_on_worker_nodes, sweep_id, data_dir (required for real data).
+    """
+    gpus = _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1)
+    models = _choices("model", as_list("model", request.get("model")) or ["small_cnn"], MODELS)
+    batch_sizes = _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [32], 1)
+    updates = _choices("variable_update",
+                       as_list("variable_update", request.get("variable_update")) or ["parameter_server"],
+                       VARIABLE_UPDATES)
+    data = _choices("data", as_list("data", request.get("data")) or ["synthetic"], DATA_CHOICES + ("both",))
+    data = ["synthetic", "real"] if "both" in data else data
+    num_ps_request = as_list("num_ps", request.get("num_ps"))
+    num_ps_given = _ints("num_ps", num_ps_request, 0) if num_ps_request else None
+    repetitions, = _ints("repetitions", [request.get("repetitions", 5)], 1)
+    warmup_steps, = _ints("warmup_steps", [request.get("warmup_steps", 10)], 0)
+    steps, = _ints("steps", [request.get("steps", 100)], 1)
+    devices_per_worker, = _ints("devices_per_worker", [request.get("devices_per_worker", 1)], 1)
+    ps_on_worker_nodes = bool(request.get("ps_on_worker_nodes", True))
+    if "real" in data and not request.get("data_dir"):
+        raise PlanError("data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
+                        "(train-*), or use data=synthetic")
+    if not hosts:
+        raise PlanError("the inventory has no TF nodes; add hosts to the tf_nodes group")
+
+    runs: list[dict[str, Any]] = []
+    for n_gpus, model, batch_size, update, data_kind in itertools.product(gpus, models, batch_sizes, updates, data):
+        if n_gpus % devices_per_worker:
+            raise PlanError(f"gpus={n_gpus} is not a multiple of devices_per_worker={devices_per_worker}; "
+                            f"choose gpus in steps of {devices_per_worker}")
+        num_workers = n_gpus // devices_per_worker
+        ps_values = num_ps_given if num_ps_given is not None else default_num_ps(num_workers, update)
+        for num_ps in ps_values:
+            if update == "collective_all_reduce" and num_ps:
+                raise PlanError(f"num_ps={num_ps} with variable_update=collective_all_reduce: all-reduce "
+                                "has no parameter servers; use num_ps=0 or another variable_update")
+            if update != "collective_all_reduce" and num_ps < 1:
+                raise PlanError(f"num_ps=0 with variable_update={update}: this mode keeps the variables "
+                                "on parameter servers; give num_ps >= 1")
+            try:
+                layout = compute_layout(hosts, gpus=n_gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
+                                        ps_on_worker_nodes=ps_on_worker_nodes)
+            except LayoutError as err:
+                raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
+            for repetition in range(1, repetitions + 1):
+                runs.append({
+                    "gpus": n_gpus, "model": model, "batch_size": batch_size, "variable_update": update,
+                    "num_ps": num_ps, "data": data_kind, "repetition": repetition,
+                    "num_workers": layout["num_workers"], "devices_per_worker": devices_per_worker,
+                    "ps_on_worker_nodes": ps_on_worker_nodes, "warmup_steps": warmup_steps, "steps": steps,
+                })
+    sweep_id = str(request.get("sweep_id") or "sweep")
+    width = len(str(len(runs)))
+    for index, run in enumerate(runs, start=1):
+        run["index"] = index
+        run["run_id"] = f"{sweep_id}-{index:0{width}d}"
+    return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs)}

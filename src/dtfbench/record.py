@@ -1,0 +1,118 @@
+"""Turn one finished run, as the playbook saw it, into one row of the results store.
+
+The playbook hands over (as JSON on stdin of ``python -m dtfbench.record``):
+
+    {"run": <the plan's run>, "sweep_id": ..., "system": ..., "results_db": ...,
+     "git_revision": ..., "started_at": ..., "finished_at": ...,
+     "layout": <tf_cluster_spec's result>,
+     "hosts": {"<host>": {"failure": "" | "why", "workers": [<tf_task finished results>]}}}
+
+A run is 'ok' only when every worker of the layout returned an 'ok' JSON result; otherwise it
+is 'failed' with the first reason found (a host's failure, a worker's own reason, a missing
+result), so the sweep goes on and the report can list it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from typing import Any, Mapping
+
+from dtfbench import store
+
+
+def _worker_results(hosts: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    for host in hosts.values():
+        for outcome in host.get("workers") or []:
+            result = outcome.get("result") if isinstance(outcome, Mapping) else None
+            if isinstance(result, Mapping) and "task_index" in result:
+                found[int(result["task_index"])] = dict(result)
+    return found
+
+
+def _failure_reason(payload: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) -> str | None:
+    for name, host in sorted(payload.get("hosts", {}).items()):
+        if host.get("failure"):
+            return f"{name}: {host['failure']}"
+    for index, result in sorted(results.items()):
+        if result.get("status") != "ok":
+            return f"worker {index}: {result.get('reason') or result.get('status') or 'failed'}"
+    expected = int(payload["layout"]["num_workers"])
+    missing = [i for i in range(expected) if i not in results]
+    if missing:
+        return f"no result from worker(s) {', '.join(map(str, missing))}"
+    return None
+
+
+def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
+    run = payload["run"]
+    layout = payload["layout"]
+    results = _worker_results(payload.get("hosts", {}))
+    reason = _failure_reason(payload, results)
+    ok = reason is None
+    ordered = [results[i] for i in sorted(results)]
+    rates = [float(r["images_per_sec"]) for r in ordered if r.get("status") == "ok"]
+    step_means = [r["step_time"] for r in ordered if r.get("status") == "ok" and r.get("step_time")]
+
+    def mean_of(key: str) -> float | None:
+        values = [float(s[key]) for s in step_means if s.get(key) is not None]
+        return statistics.fmean(values) if values else None
+
+    first = ordered[0] if ordered else {}
+    config = first.get("config") or {}
+    return {
+        "run_id": run["run_id"],
+        "sweep_id": payload["sweep_id"],
+        "started_at": payload.get("started_at"),
+        "finished_at": payload.get("finished_at"),
+        "system": payload["system"],
+        "hosts": layout.get("hosts_used"),
+        "gpus": run["gpus"],
+        "num_workers": layout.get("num_workers"),
+        "num_ps": run["num_ps"],
+        "devices_per_worker": run.get("devices_per_worker"),
+        "ps_on_worker_nodes": run.get("ps_on_worker_nodes"),
+        "variable_update": run["variable_update"],
+        "cross_replica_sync": config.get("cross_replica_sync"),
+        "data": run["data"],
+        "model": run.get("model"),
+        "batch_size": run.get("batch_size"),
+        "image_size": config.get("image_size"),
+        "repetition": run["repetition"],
+        "warmup_steps": run.get("warmup_steps"),
+        "steps": run.get("steps"),
+        # The study's figure: the sum of the workers' rates (tf_cnn_benchmarks prints one
+        # worker's rate times the number of workers; the sum is exact when they differ).
+        "images_per_sec": sum(rates) if ok else None,
+        "images_per_sec_per_worker": rates,
+        "step_time_mean": mean_of("mean"),
+        "step_time_p50": mean_of("p50"),
+        "step_time_p95": mean_of("p95"),
+        "step_time_stddev": mean_of("stddev"),
+        "status": "ok" if ok else "failed",
+        "reason": reason,
+        "tf_version": first.get("tf_version"),
+        "git_revision": payload.get("git_revision"),
+        "cluster_spec": layout.get("cluster_spec"),
+        "worker_results": ordered,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        payload = json.loads(sys.stdin.read())
+        record = build_record(payload)
+        conn = store.connect(payload.get("results_db") or store.DEFAULT_DB)
+        row_id = store.add_run(conn, record)
+    except (json.JSONDecodeError, KeyError, store.StoreError) as err:
+        print(f"dtfbench.record: error: cannot record the run: {err!r}", file=sys.stderr)
+        return 2
+    print(json.dumps({"id": row_id, "run_id": record["run_id"], "status": record["status"],
+                      "reason": record["reason"], "images_per_sec": record["images_per_sec"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
