@@ -74,9 +74,16 @@ options:
     type: bool
     default: true
   sweep_id:
-    description: Identifier of this sweep; run ids are derived from it.
+    description:
+      - Identifier of this sweep; run ids are derived from it. Giving the id of an earlier
+        sweep resumes it, see O(results_db).
     type: str
     required: true
+  results_db:
+    description:
+      - The results store. Runs of this sweep already recorded there as ok are returned with
+        C(done=true), so that re-running an interrupted sweep runs only what is missing.
+    type: path
 notes:
   - Supports check mode (it changes nothing in any mode).
 """
@@ -106,6 +113,11 @@ total_runs:
   returned: success
   type: int
   sample: 4
+pending_runs:
+  description: Runs not yet recorded as ok in O(results_db).
+  returned: success
+  type: int
+  sample: 4
 runs:
   description: One entry per run, in execution order.
   returned: success
@@ -114,7 +126,8 @@ runs:
   sample:
     - {index: 1, run_id: 20261122T101500-a1b2-1, gpus: 1, num_workers: 1, num_ps: 1,
        model: small_cnn, batch_size: 32, variable_update: parameter_server, data: synthetic,
-       repetition: 1, devices_per_worker: 1, ps_on_worker_nodes: true, warmup_steps: 10, steps: 100}
+       repetition: 1, devices_per_worker: 1, ps_on_worker_nodes: true, warmup_steps: 10, steps: 100,
+       done: false}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -138,6 +151,7 @@ def main():
             devices_per_worker=dict(type="int", default=1),
             ps_on_worker_nodes=dict(type="bool", default=True),
             sweep_id=dict(type="str", required=True),
+            results_db=dict(type="path"),
         ),
         supports_check_mode=True,
     )

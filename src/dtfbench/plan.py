@@ -18,9 +18,11 @@ from typing import Any, Iterable, Mapping
 try:  # installed package (tests, CLI) or Ansible's module_utils namespace (the module)
     from dtfbench.catalog import DATA_CHOICES, MODELS, VARIABLE_UPDATES
     from dtfbench.layout import LayoutError, compute_layout
+    from dtfbench.store import completed_run_ids
 except ImportError:  # pragma: no cover - exercised through Ansible
     from ansible.module_utils.dtfbench_catalog import DATA_CHOICES, MODELS, VARIABLE_UPDATES
     from ansible.module_utils.dtfbench_layout import LayoutError, compute_layout
+    from ansible.module_utils.dtfbench_store import completed_run_ids
 
 
 class PlanError(ValueError):
@@ -82,7 +84,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
 
     request keys: gpus, model, batch_size, variable_update, num_ps (None: the study's sweep),
     data (synthetic|real|both), repetitions, warmup_steps, steps, devices_per_worker,
-    ps_on_worker_nodes, sweep_id, data_dir (required for real data).
+    ps_on_worker_nodes, sweep_id, data_dir (required for real data), results_db (runs of
+    this sweep already recorded there as ok are marked done: re-running a sweep resumes it).
     """
     gpus = _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1)
     models = _choices("model", as_list("model", request.get("model")) or ["small_cnn"], MODELS)
@@ -132,8 +135,11 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     "ps_on_worker_nodes": ps_on_worker_nodes, "warmup_steps": warmup_steps, "steps": steps,
                 })
     sweep_id = str(request.get("sweep_id") or "sweep")
+    done = completed_run_ids(request["results_db"], sweep_id) if request.get("results_db") else set()
     width = len(str(len(runs)))
     for index, run in enumerate(runs, start=1):
         run["index"] = index
         run["run_id"] = f"{sweep_id}-{index:0{width}d}"
-    return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs)}
+        run["done"] = run["run_id"] in done
+    return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs),
+            "pending_runs": sum(1 for run in runs if not run["done"])}

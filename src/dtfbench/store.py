@@ -25,7 +25,7 @@ SCHEMA_VERSION = 1
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "TEXT NOT NULL UNIQUE"),
+    ("run_id", "TEXT NOT NULL"),
     ("sweep_id", "TEXT NOT NULL"),
     ("started_at", "TEXT"),
     ("finished_at", "TEXT"),
@@ -80,6 +80,9 @@ def connect(db_path: str | Path) -> sqlite3.Connection:
     columns = ",\n  ".join(f"{name} {sqltype}" for name, sqltype in COLUMNS)
     with conn:
         conn.execute(f"CREATE TABLE IF NOT EXISTS runs (\n  id INTEGER PRIMARY KEY,\n  {columns}\n)")
+        # A run id is done once: at most one ok row each. Failed attempts stay as history.
+        conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS runs_ok_once ON runs(run_id) WHERE status = 'ok'")
+        conn.execute("CREATE INDEX IF NOT EXISTS runs_by_sweep ON runs(sweep_id)")
         conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         # Append-only: the store never rewrites history.
@@ -130,6 +133,24 @@ def runs(conn: sqlite3.Connection, where: str = "", params: Iterable[Any] = ()) 
                 item[name] = json.loads(item[name])
         result.append(item)
     return result
+
+
+def completed_run_ids(db_path: str | Path, sweep_id: str) -> set[str]:
+    """Run ids of `sweep_id` already recorded as ok: a re-run of the sweep skips them.
+
+    Reads without creating anything, so asking about a store that does not exist yet is free.
+    """
+    path = Path(db_path)
+    if not path.exists():
+        return set()
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = conn.execute("SELECT run_id FROM runs WHERE sweep_id = ? AND status = 'ok'", (sweep_id,))
+        return {run_id for (run_id,) in rows}
+    except sqlite3.OperationalError:  # a file without our schema: nothing recorded
+        return set()
+    finally:
+        conn.close()
 
 
 def export(conn: sqlite3.Connection, fmt: str, out) -> None:

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Every role's molecule scenarios (converge, idempotence, verify), one role after another.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"
+rc=0
+for scenario_dir in roles/*/molecule; do
+  [ -d "$scenario_dir" ] || continue
+  role_dir=$(dirname "$scenario_dir")
+  echo "--- molecule test --all in $role_dir"
+  (cd "$role_dir" && molecule test --all) || rc=1
+done
+exit $rc

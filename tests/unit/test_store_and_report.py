@@ -1,0 +1,137 @@
+"""The results store (append-only, transactional) and the report computed from it."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from dtfbench import record, report, store
+
+
+def row(**overrides):
+    base = {"run_id": "s-1", "sweep_id": "s", "system": "local", "gpus": 1, "num_workers": 1, "num_ps": 1,
+            "variable_update": "parameter_server", "data": "synthetic", "model": "small_cnn",
+            "batch_size": 32, "repetition": 1, "status": "ok", "images_per_sec": 100.0,
+            "images_per_sec_per_worker": [100.0]}
+    base.update(overrides)
+    return base
+
+
+def test_add_and_read_back(tmp_path):
+    conn = store.connect(tmp_path / "r.sqlite")
+    store.add_run(conn, row(hosts=["localhost"]))
+    (got,) = store.runs(conn)
+    assert got["images_per_sec"] == 100.0
+    assert got["hosts"] == ["localhost"]
+    assert got["images_per_sec_per_worker"] == [100.0]
+
+
+def test_store_is_append_only(tmp_path):
+    conn = store.connect(tmp_path / "r.sqlite")
+    store.add_run(conn, row())
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_run(conn, row())  # the same run cannot succeed twice
+    store.add_run(conn, row(run_id="s-2", status="failed", reason="a"))
+    store.add_run(conn, row(run_id="s-2", status="failed", reason="b"))  # failed attempts are history
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        with conn:
+            conn.execute("UPDATE runs SET images_per_sec = 1")
+    assert store.runs(conn)[0]["images_per_sec"] == 100.0
+    assert len(store.runs(conn)) == 3
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"status": "meh"}, "status must be"),
+    ({"gpus": None}, "lacks gpus"),
+    ({"colour": "red"}, "unknown fields colour"),
+])
+def test_bad_records_are_refused_whole(tmp_path, bad, message):
+    conn = store.connect(tmp_path / "r.sqlite")
+    with pytest.raises(store.StoreError, match=message):
+        store.add_run(conn, row(**bad))
+    assert store.runs(conn) == []
+
+
+def test_export_csv_and_json(tmp_path):
+    db = tmp_path / "r.sqlite"
+    store.add_run(store.connect(db), row())
+    out = subprocess.run([sys.executable, "-m", "dtfbench.store", "export", "--db", str(db), "--format", "json"],
+                         check=True, capture_output=True, text=True).stdout
+    assert json.loads(out)[0]["run_id"] == "s-1"
+    csv_file = tmp_path / "r.csv"
+    subprocess.run([sys.executable, "-m", "dtfbench.store", "export", "--db", str(db), "--output", str(csv_file)],
+                   check=True)
+    header, first = csv_file.read_text().splitlines()[:2]
+    assert header.startswith("id,run_id,sweep_id")
+    assert ",s-1,s," in first
+
+
+def test_report_mean_speedup_efficiency_and_failures():
+    rows = [
+        row(run_id="a", gpus=1, repetition=1, images_per_sec=100.0),
+        row(run_id="b", gpus=1, repetition=2, images_per_sec=110.0),
+        row(run_id="c", gpus=2, num_workers=2, repetition=1, images_per_sec=180.0,
+            images_per_sec_per_worker=[90.0, 90.0]),
+        row(run_id="d", gpus=2, num_workers=2, repetition=2, status="failed", images_per_sec=None,
+            reason="worker 1: peer died"),
+    ]
+    one, two = report.summarise(rows)
+    assert one["images_per_sec"] == pytest.approx(105.0)
+    assert (one["images_per_sec_min"], one["images_per_sec_max"]) == (100.0, 110.0)
+    assert one["speedup"] == pytest.approx(1.0)
+    assert two["runs"] == 2 and two["failed"] == 1
+    assert two["images_per_sec"] == pytest.approx(180.0)
+    assert two["images_per_sec_per_worker"] == pytest.approx(90.0)
+    assert two["speedup"] == pytest.approx(180.0 / 105.0)
+    assert two["efficiency"] == pytest.approx(180.0 / 105.0 / 2)
+    table = report.format_table([one, two])
+    assert "1/2" in table and "worker 1: peer died" in table
+
+
+def test_report_without_a_one_gpu_baseline_leaves_speedup_blank():
+    (only,) = report.summarise([row(gpus=2, num_workers=2, images_per_sec=150.0)])
+    assert only["speedup"] is None and only["efficiency"] is None
+    assert " - " in report.format_table([only])
+
+
+LAYOUT = {"num_workers": 2, "num_ps": 1, "hosts_used": ["localhost"],
+          "cluster_spec": {"ps": ["127.0.0.1:2230"], "worker": ["127.0.0.1:2220", "127.0.0.1:2221"]}}
+RUN = {"run_id": "s-1", "gpus": 2, "num_ps": 1, "variable_update": "parameter_server", "data": "synthetic",
+       "repetition": 1, "model": "small_cnn", "batch_size": 32, "devices_per_worker": 1, "warmup_steps": 10,
+       "steps": 100, "ps_on_worker_nodes": True}
+
+
+def worker(index, rate=50.0, status="ok", **extra):
+    result = {"task_index": index, "status": status, "images_per_sec": rate, "tf_version": "2.21.0",
+              "step_time": {"mean": 0.5, "p50": 0.5, "p95": 0.6, "stddev": 0.01},
+              "config": {"image_size": 32, "cross_replica_sync": True}}
+    result.update(extra)
+    return {"result": result, "rc": 0 if status == "ok" else 1}
+
+
+def payload(hosts):
+    return {"run": RUN, "sweep_id": "s", "system": "local", "layout": LAYOUT, "hosts": hosts}
+
+
+def test_record_of_a_good_run_sums_the_workers():
+    rec = record.build_record(payload({"localhost": {"failure": "", "workers": [worker(1, 40.0), worker(0, 50.0)]}}))
+    assert rec["status"] == "ok" and rec["reason"] is None
+    assert rec["images_per_sec"] == pytest.approx(90.0)
+    assert rec["images_per_sec_per_worker"] == [50.0, 40.0]  # by task index
+    assert rec["step_time_p95"] == pytest.approx(0.6)
+    assert rec["image_size"] == 32 and rec["tf_version"] == "2.21.0"
+
+
+@pytest.mark.parametrize("hosts, reason", [
+    ({"localhost": {"failure": "worker 1 exited 1", "workers": [worker(0)]}}, "localhost: worker 1 exited 1"),
+    ({"localhost": {"failure": "", "workers": [worker(0), worker(1, status="failed", reason="peer ps:0 died")]}},
+     "worker 1: peer ps:0 died"),
+    ({"localhost": {"failure": "", "workers": [worker(0)]}}, "no result from worker(s) 1"),
+])
+def test_record_of_a_failed_run_keeps_the_reason(hosts, reason):
+    rec = record.build_record(payload(hosts))
+    assert rec["status"] == "failed"
+    assert rec["reason"] == reason
+    assert rec["images_per_sec"] is None
