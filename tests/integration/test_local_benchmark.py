@@ -1,0 +1,64 @@
+"""run-benchmark.yml end to end on the local inventory: real PS and worker processes."""
+
+import json
+import subprocess
+import uuid
+
+import pytest
+
+from dtfbench import store
+
+pytestmark = [pytest.mark.tf, pytest.mark.ansible]
+
+SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "image_size=32",
+         "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
+
+
+def playbook(project_root, ansible_env, *args, timeout=600):
+    return subprocess.run(["ansible-playbook", "run-benchmark.yml", *args], cwd=project_root, env=ansible_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_local_benchmark_measures_records_and_cleans_up(project_root, ansible_env, tmp_path, live_processes):
+    sweep_id = f"pytest-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "results.sqlite"
+    done = playbook(project_root, ansible_env, "-e", "gpus=1,2", "-e", f"sweep_id={sweep_id}",
+                    "-e", f"results_db={db}", *SMALL)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+    runs = store.runs(store.connect(db))
+    assert [(r["gpus"], r["status"]) for r in runs] == [(1, "ok"), (2, "ok")], [r["reason"] for r in runs]
+    one, two = runs
+    assert len(two["images_per_sec_per_worker"]) == 2
+    assert all(rate > 0 for r in runs for rate in r["images_per_sec_per_worker"])
+    assert two["images_per_sec"] == pytest.approx(sum(two["images_per_sec_per_worker"]))
+    assert two["cluster_spec"]["ps"] == ["127.0.0.1:2230"]
+    assert two["cluster_spec"]["worker"] == ["127.0.0.1:2220", "127.0.0.1:2221"]
+    assert two["hosts"] == ["localhost"] and two["sweep_id"] == sweep_id and two["tf_version"]
+
+    # The table the user sees: both configurations, speedup and efficiency against 1 worker.
+    assert "img/s total" in done.stdout and "efficiency" in done.stdout
+    assert "1.00" in done.stdout  # the 1-worker row's speedup
+
+    assert live_processes(sweep_id) == []
+
+    # Re-running the same sweep resumes it: nothing left to do, nothing changes.
+    again = playbook(project_root, ansible_env, "-e", "gpus=1,2", "-e", f"sweep_id={sweep_id}",
+                     "-e", f"results_db={db}", *SMALL)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "0 of 2 runs to do" in again.stdout.replace("\n", " ")
+    assert len(store.runs(store.connect(db))) == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-e", "gpus=64"], "not enough"),
+    (["-e", "system=mars"], "system=mars is unknown"),
+    (["-e", "gpus=2", "-e", "model=googlenet9"], "model='googlenet9' is unknown"),
+    (["-e", "gpus=1", "-e", "data=real"], "data=real needs a dataset"),
+])
+def test_bad_input_fails_before_anything_starts(project_root, ansible_env, tmp_path, args, message):
+    db = tmp_path / "results.sqlite"
+    result = playbook(project_root, ansible_env, "-e", f"results_db={db}", *args, timeout=120)
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr
+    assert not db.exists()

@@ -1,0 +1,61 @@
+"""Run the project's Ansible modules for real (ad-hoc ``ansible localhost -c local``)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIBRARY = os.path.join(REPO, "library")
+MODULE_UTILS = os.path.join(REPO, "module_utils")
+BIN = os.path.dirname(sys.executable)
+RESULT_RE = re.compile(r"^localhost \| [A-Z!]+(?: \| rc=-?\d+)? => \{", re.MULTILINE)
+
+
+def ansible_tool(name):
+    """The ansible executable next to this interpreter (any venv), else on PATH."""
+    path = os.path.join(BIN, name)
+    if os.path.exists(path):
+        return path
+    found = shutil.which(name)
+    if not found:
+        pytest.skip("%s is not installed" % name)
+    return found
+
+
+def adhoc_env():
+    env = dict(os.environ)
+    env.update(ANSIBLE_MODULE_UTILS=MODULE_UTILS, ANSIBLE_LIBRARY=LIBRARY, ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_LOAD_CALLBACK_PLUGINS="false",
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+               ANSIBLE_DEPRECATION_WARNINGS="false", ANSIBLE_RETRY_FILES_ENABLED="false")
+    env.pop("ANSIBLE_CONFIG", None)
+    return env
+
+
+@pytest.fixture
+def run_module(tmp_path):
+    """run_module(name, args, check=False, extra_args=()) -> (rc, result) via ``ansible -m``."""
+    def run(module, args, check=False, timeout=180, extra_args=()):
+        cmd = [ansible_tool("ansible"), "localhost", "-i", "localhost,", "-c", "local",
+               "-M", LIBRARY, "-m", module, "-a", json.dumps(args),
+               "-e", "ansible_python_interpreter=%s" % sys.executable]
+        if check:
+            cmd.append("--check")
+        cmd.extend(extra_args)
+        # cwd: a directory without ansible.cfg, so the test does not depend on the project's.
+        proc = subprocess.run(cmd, cwd=str(tmp_path), env=adhoc_env(), capture_output=True,
+                              text=True, timeout=timeout)
+        # The ad-hoc (minimal) callback prints "localhost | CHANGED => {json}".
+        match = RESULT_RE.search(proc.stdout)
+        if not match:
+            raise AssertionError("ansible gave no result (rc %d):\n%s\n%s"
+                                 % (proc.returncode, proc.stdout, proc.stderr))
+        result, _ = json.JSONDecoder().raw_decode(proc.stdout, match.end() - 1)
+        return proc.returncode, result
+
+    return run

@@ -1,0 +1,58 @@
+"""Every module in library/ documents itself: ansible-doc renders it and its JSON parses."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.ansible
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIBRARY = os.path.join(REPO, "library")
+MODULES = sorted(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(LIBRARY, "*.py"))
+                 if not os.path.basename(path).startswith("_"))
+
+
+def ansible_doc(*args):
+    tool = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
+    if not os.path.exists(tool):
+        pytest.skip("ansible-doc is not installed next to %s" % sys.executable)
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_DOC_FRAGMENT_PLUGINS=os.path.join(
+        REPO, "plugins", "doc_fragments"))
+    env.pop("ANSIBLE_CONFIG", None)
+    return subprocess.run([tool, "-M", LIBRARY] + list(args), cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_project_modules_are_there():
+    assert {"tf_cluster_spec", "tf_task"} <= set(MODULES)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_ansible_doc_renders(module):
+    proc = ansible_doc(module)
+    assert proc.returncode == 0, proc.stderr
+    assert "[WARNING]" not in proc.stderr and "[ERROR]" not in proc.stderr, proc.stderr
+    assert "OPTIONS" in proc.stdout and "RETURN VALUES" in proc.stdout, proc.stdout
+    assert "EXAMPLES" in proc.stdout and "AUTHOR" in proc.stdout.upper()
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_ansible_doc_json(module):
+    proc = ansible_doc("--json", module)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    entry = data.get(module) or data[next(iter(data))]
+    doc = entry["doc"]
+    assert doc["module"] == module
+    assert doc["short_description"] and doc["description"]
+    assert doc["author"]
+    assert doc["options"] and entry["return"] and entry["examples"].strip()
+    rendered = ansible_doc(module).stdout
+    for option in doc["options"]:
+        assert option in rendered
+    for key in entry["return"]:
+        assert key in rendered

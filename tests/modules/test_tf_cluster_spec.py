@@ -1,0 +1,65 @@
+"""tf_cluster_spec through Ansible: the module returns what dtfbench.layout computes."""
+
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "src"))
+from dtfbench.layout import compute_layout  # noqa: E402
+
+pytestmark = pytest.mark.ansible
+
+HOSTS = [
+    {"name": "node1", "address": "10.0.0.1", "devices": 2, "device_type": "gpu"},
+    {"name": "node2", "address": "10.0.0.2", "devices": 2, "device_type": "gpu"},
+    {"name": "ps1", "address": "10.0.0.3", "devices": 0, "device_type": "cpu"},
+]
+KEYS = ("cluster_spec", "tasks", "hosts", "num_workers", "num_ps", "hosts_used")
+
+
+def test_module_utils_is_a_relative_link_to_the_one_layout():
+    link = os.path.join(REPO, "module_utils", "dtfbench_layout.py")
+    assert os.path.islink(link)
+    assert not os.path.isabs(os.readlink(link))
+    assert os.path.samefile(link, os.path.join(REPO, "src", "dtfbench", "layout.py"))
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_layout_matches_compute_layout(run_module, check):
+    args = dict(hosts=HOSTS, gpus=4, num_ps=1, ps_on_worker_nodes=False)
+    rc, result = run_module("tf_cluster_spec", args, check=check)
+    assert rc == 0, result
+    assert result["changed"] is False
+    expected = compute_layout(HOSTS, 4, 1, ps_on_worker_nodes=False)
+    assert {key: result[key] for key in KEYS} == expected
+    assert result["cluster_spec"] == {
+        "ps": ["10.0.0.3:2230"],
+        "worker": ["10.0.0.1:2220", "10.0.0.1:2221", "10.0.0.2:2220", "10.0.0.2:2221"]}
+
+
+def test_defaults_and_type_conversion(run_module):
+    # INI inventories give strings; address and device_type have defaults.
+    hosts = [{"name": "a", "devices": "8"}, {"name": "b", "devices": "8"}]
+    rc, result = run_module("tf_cluster_spec", dict(hosts=hosts, gpus="16", num_ps="2",
+                                                    devices_per_worker="8"))
+    assert rc == 0, result
+    assert result["cluster_spec"] == {"ps": ["a:2230", "b:2230"], "worker": ["a:2220", "b:2220"]}
+    eight = "0,1,2,3,4,5,6,7"
+    assert [t["cuda_visible_devices"] for t in result["tasks"]] == ["", "", eight, eight]
+
+
+def test_layout_error_is_the_failure_message(run_module):
+    rc, result = run_module("tf_cluster_spec", dict(hosts=HOSTS[:1], gpus=8, num_ps=3))
+    assert rc != 0
+    assert result["msg"].startswith("the allocated nodes are not enough for 8 workers")
+    assert "add hosts or lower gpus/num_ps" in result["msg"]
+
+
+def test_argument_validation(run_module):
+    rc, result = run_module("tf_cluster_spec", dict(
+        hosts=[{"name": "a", "devices": 1, "device_type": "tpu"}], gpus=1, num_ps=0))
+    assert rc != 0 and "device_type" in result["msg"] and "tpu" in result["msg"]
+    rc, result = run_module("tf_cluster_spec", dict(hosts=[{"name": "a", "devices": 1}], gpus=1))
+    assert rc != 0 and "num_ps" in result["msg"]
