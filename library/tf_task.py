@@ -71,12 +71,22 @@ options:
     required: true
   state:
     description:
-      - V(started) - the program runs and O(port) is ready (idempotent).
+      - V(started) - the program runs and O(port) is ready (idempotent). With
+        O(wait_ready=false) it returns as soon as the program is spawned.
+      - V(ready) - wait until an already started task accepts connections on O(port); never
+        starts anything, and fails with the log tail when the task has exited. Together with
+        O(wait_ready=false) this starts many tasks at once and then waits for all of them.
       - V(finished) - wait for the program to exit and report how it went.
       - V(stopped) - no process of the task remains (idempotent).
     type: str
-    choices: [started, finished, stopped]
+    choices: [started, ready, finished, stopped]
     default: started
+  wait_ready:
+    description:
+      - With O(state=started), wait until O(port) accepts connections before returning.
+        V(false) returns right after the spawn; follow with O(state=ready).
+    type: bool
+    default: true
   port:
     description:
       - TCP port the program listens on. With O(state=started) the module returns once a
@@ -483,7 +493,8 @@ class TfTask(object):
         chdir=dict(type="path"),
         environment=dict(type="dict", default={}),
         run_dir=dict(type="path", required=True),
-        state=dict(type="str", default="started", choices=["started", "finished", "stopped"]),
+        state=dict(type="str", default="started", choices=["started", "ready", "finished", "stopped"]),
+        wait_ready=dict(type="bool", default=True),
         port=dict(type="int"),
         ready_host=dict(type="str", default="127.0.0.1"),
         ready_timeout=dict(type="float", default=120.0),
@@ -493,7 +504,7 @@ class TfTask(object):
         result_file=dict(type="path"),
         log_tail_lines=dict(type="int", default=40),
     )
-    required_if = [("state", "started", ["argv"])]
+    required_if = [("state", "started", ["argv"]), ("state", "ready", ["port"])]
 
     def __init__(self, module):
         self.module = module
@@ -811,7 +822,19 @@ class TfTask(object):
                            cmd=list(params["argv"]))
         if params["port"] is None:
             self.exit_json(ready=True, ready_after=self.elapsed())
+        if not params["wait_ready"]:
+            self.exit_json(ready=False)
         self.wait_ready(process.pid, process)
+
+    def ready(self):
+        pid = self.read_pid()
+        if pid is None:
+            self.fail_json("task %s was never started: no pid file in %s; start it with "
+                           "state=started first" % (self.name, self.run_dir), ready=False)
+        self.result.update(pid=pid, running=self.is_supervisor(pid))
+        if self.module.check_mode:
+            self.exit_json(ready=_port_open(self.params["ready_host"], self.params["port"], 1.0))
+        self.wait_ready(pid, None)
 
     def wait_ready(self, pid, process):
         """Poll the port until it accepts; fail fast when the task exits (started it: stop it
