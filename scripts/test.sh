@@ -26,6 +26,8 @@ pytest_stage() {
   return $rc
 }
 
+# Debian packages the tests use (sshd for the test bed, Slurm and munge): installed when missing.
+stage test-deps bash -c 'scripts/test-deps.sh && { [ ! -x scripts/test-deps-slurm.sh ] || scripts/test-deps-slurm.sh; }'
 stage pytest pytest_stage "$@"
 stage ansible-lint scripts/lint.sh
 stage molecule scripts/molecule.sh

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""How the launch scales with the number of hosts: start time on 16 test-bed hosts / on 1.
+
+    .venv/bin/python benchmarks/launch_scaling.py [--hosts 16] [--repeats 3]
+
+Brings up the multi-host test bed (tests/testbed/testbed.py: network namespaces with their
+own sshd, reached over real SSH), then, for 1 host and for all hosts, starts the cluster of
+the layout with the tf_cluster role's own start code (roles/tf_cluster/tasks/start.yml:
+launch every PS at once, wait until they listen, the same for the workers), one PS and one
+worker per host, and takes the time from the first remote task until every task listens.
+Prints the ratio and writes results/benchmarks/launch_scaling.json. Goal: <= 1.5.
+
+The tasks are this very file in its `--job_name` mode: a process that takes the cluster
+flags, listens on its endpoint and sleeps. It imports nothing heavy, so the measurement is
+the launch machinery (Ansible's fan-out over SSH, the tf_task module on each host, the
+process start, the readiness check) and not TensorFlow's ~10 s import, which a real
+task adds on top, in parallel on every host.
+
+Two numbers per host count, each the median of --repeats runs:
+  cold  the SSH connections to the hosts are opened by the launch itself (no ControlPersist
+        master is left from an earlier run): what a user's first launch costs;
+  warm  the connections exist (a ping ran before): the launch alone.
+Neither includes ansible-playbook's own start-up, reading the inventory or computing the
+layout (the same for any number of hosts); `playbook_wall_s` is the whole command, for
+reference. All hosts share this machine's cores (the controller, 16 sshds, the modules
+and the tasks): on real hosts the per-host work runs on each host's own CPU.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# ---- the task: `launch_scaling.py --job_name ps|worker --task_index N --ps_hosts ... --worker_hosts ...`
+if "--job_name" in sys.argv:
+    import signal
+    import socket
+    import time
+
+    def _flag(name: str, default: str = "") -> str:
+        args = sys.argv[1:]
+        for i, arg in enumerate(args):
+            if arg == name and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+        return default
+
+    job, index = _flag("--job_name"), int(_flag("--task_index", "0"))
+    endpoint = _flag(f"--{job}_hosts").split(",")[index]
+    host, port = endpoint.rsplit(":", 1)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    server = socket.create_server((host, int(port)), backlog=16)
+    while True:  # accept readiness probes until stopped
+        connection, _ = server.accept()
+        connection.close()
+        time.sleep(0)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "testbed"))
+import testbed  # noqa: E402
+
+PLAYBOOK = """
+- name: Time the start of one PS and one worker per host
+  hosts: tf_nodes
+  gather_facts: false
+  vars:
+    tf_cluster_run_id: "{run_id}"
+    tf_cluster_run_dir: "{{{{ dtfbench_run_root }}}}/{run_id}"
+    tf_cluster_program: ["{{{{ dtfbench_python }}}}", "{script}"]
+    tf_cluster_program_args: []
+    tf_cluster_environment: {{}}
+    tf_cluster_result_flag: ""
+    tf_cluster_ready_timeout: 60
+    tf_cluster_my_tasks: "{{{{ tf_cluster_layout.hosts[inventory_hostname] | default([]) }}}}"
+  tasks:
+    - name: Open the SSH connections first (warm runs only)
+      ansible.builtin.ping:
+      when: {warm}
+
+    - name: Compute the layout
+      tf_cluster_spec:
+        hosts: "{{{{ groups['tf_nodes'] | tf_node_specs(hostvars) }}}}"
+        gpus: {gpus}
+        num_ps: {gpus}
+      run_once: true
+      delegate_to: localhost
+      register: tf_cluster_layout
+
+    - name: Note the start
+      ansible.builtin.set_fact:
+        launch_t0: "{{{{ now().timestamp() }}}}"
+      run_once: true
+      delegate_to: localhost
+
+    - name: Start the parameter servers
+      ansible.builtin.include_tasks: "{start_yml}"
+      vars:
+        tf_cluster_job: ps
+
+    - name: Start the workers
+      ansible.builtin.include_tasks: "{start_yml}"
+      vars:
+        tf_cluster_job: worker
+
+    - name: Report the time
+      ansible.builtin.debug:
+        msg: "LAUNCH_SCALING {{{{ {{'seconds': now().timestamp() - launch_t0 | float, 'tasks': tf_cluster_layout.tasks | length}} | to_json }}}}"
+      run_once: true
+
+    - name: Stop every task
+      tf_task:
+        name: "{{{{ tf_cluster_run_id }}}}-{{{{ item.job }}}}-{{{{ item.task_index }}}}"
+        state: stopped
+        run_dir: "{{{{ tf_cluster_run_dir }}}}"
+        grace_period: 2
+      loop: "{{{{ tf_cluster_my_tasks }}}}"
+      loop_control:
+        label: "{{{{ item.job }}}} {{{{ item.task_index }}}}"
+
+    - name: Remove the run's files
+      ansible.builtin.file:
+        path: "{{{{ tf_cluster_run_dir }}}}"
+        state: absent
+"""
+
+
+def kill_ssh_masters(state: dict) -> None:
+    testbed.kill_all(lambda: testbed.ssh_clients_of(Path(state["dir"]), state["public_net"]))
+
+
+def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int, env: dict) -> dict:
+    run_id = f"launch-scaling-{hosts}-{'warm' if warm else 'cold'}-{run_no}-{os.getpid()}"
+    book = workdir / f"{run_id}.yml"
+    book.write_text(PLAYBOOK.format(run_id=run_id, script=Path(__file__).resolve(), gpus=hosts,
+                                    warm=str(warm).lower(),
+                                    start_yml=ROOT / "roles" / "tf_cluster" / "tasks" / "start.yml"))
+    if not warm:
+        kill_ssh_masters(state)
+    limit = "tf_nodes" if hosts > 1 else "node01"
+    nodes_before = sum(testbed.cpu_seconds(state).values())
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    done = subprocess.run(["ansible-playbook", "-i", str(Path(state["dir"]) / "hosts.yml"), "--limit", limit,
+                           str(book)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - started
+    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    controller_cpu = ((children_after.ru_utime + children_after.ru_stime)
+                      - (children_before.ru_utime + children_before.ru_stime))
+    nodes_cpu = sum(testbed.cpu_seconds(state).values()) - nodes_before
+    if done.returncode != 0:
+        raise SystemExit(f"launch with {hosts} hosts failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
+    line = next(part for part in done.stdout.splitlines() if "LAUNCH_SCALING" in part)
+    measured = json.loads(re.search(r"\{.*\}", line.split("LAUNCH_SCALING", 1)[1]).group(0))
+    return {"seconds": measured["seconds"], "tasks": measured["tasks"], "playbook_wall_s": wall,
+            # CPU of the whole playbook run: ansible-playbook and its children on the controller
+            # (not the detached ControlPersist masters), and the nodes' processes (their cgroups).
+            "controller_cpu_s": controller_cpu, "nodes_cpu_s": nodes_cpu,
+            "load_avg_1min": os.getloadavg()[0]}
+
+
+def summarize(samples: dict[str, list[dict]], n: int, repeats: int) -> dict:
+    """The medians, the ratios and the CPU split of the samples (one dict per run)."""
+
+    def median(key: str, field: str) -> float:
+        return statistics.median(s[field] for s in samples[key])
+
+    report = {
+        "benchmark": "launch_scaling",
+        "what": ("time from the first remote task until every task listens, roles/tf_cluster/tasks/start.yml, "
+                 "1 PS + 1 worker per host, tiny listener program (no TensorFlow), test-bed hosts over SSH"),
+        "hosts": [1, n],
+        "repeats": repeats,
+        "start_s": {"1": median("1-cold", "seconds"), str(n): median(f"{n}-cold", "seconds")},
+        "start_warm_s": {"1": median("1-warm", "seconds"), str(n): median(f"{n}-warm", "seconds")},
+        "playbook_wall_s": {"1": median("1-cold", "playbook_wall_s"), str(n): median(f"{n}-cold", "playbook_wall_s")},
+        # CPU of the whole playbook (start, stop, clean up), cold runs: where the time goes
+        # when every host's work shares this machine's cores.
+        "playbook_cpu_s": {
+            "controller": {"1": median("1-cold", "controller_cpu_s"), str(n): median(f"{n}-cold", "controller_cpu_s")},
+            "nodes": {"1": median("1-cold", "nodes_cpu_s"), str(n): median(f"{n}-cold", "nodes_cpu_s")},
+        },
+        "load_avg_1min": {key: [round(s["load_avg_1min"], 1) for s in runs] for key, runs in samples.items()},
+        "samples": samples,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "goal": 1.5,
+    }
+    report["ratio"] = report["start_s"][str(n)] / report["start_s"]["1"]
+    report["ratio_warm"] = report["start_warm_s"][str(n)] / report["start_warm_s"]["1"]
+    report["ratio_playbook_wall"] = report["playbook_wall_s"][str(n)] / report["playbook_wall_s"]["1"]
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-launch-scaling"))
+    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "launch_scaling.json")
+    args = parser.parse_args(argv)
+
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
+    env["ANSIBLE_NOCOLOR"] = "1"
+
+    testbed.down(args.dir)
+    state = testbed.up(args.dir, hosts=args.hosts)
+    workdir = Path(tempfile.mkdtemp(prefix="launch-scaling-"))
+    samples: dict[str, list[dict]] = {}
+    try:
+        for run_no in range(args.repeats):
+            # Alternate, so that a change in the machine's load hits both sides alike.
+            for hosts in (1, args.hosts):
+                for warm in (False, True):
+                    key = f"{hosts}-{'warm' if warm else 'cold'}"
+                    result = one_run(state, workdir, hosts, warm, run_no, env)
+                    samples.setdefault(key, []).append(result)
+                    print(f"{key:>9}: start {result['seconds']:.2f} s ({result['tasks']} tasks), "
+                          f"playbook {result['playbook_wall_s']:.2f} s, CPU controller "
+                          f"{result['controller_cpu_s']:.1f} s + nodes {result['nodes_cpu_s']:.1f} s, "
+                          f"load {result['load_avg_1min']:.1f}", flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        testbed.down(args.dir)
+
+    n = args.hosts
+    report = summarize(samples, n, args.repeats)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    cpu = report["playbook_cpu_s"]
+    print(f"start of all tasks, {n} hosts / 1 host: {report['ratio']:.2f} cold "
+          f"({report['start_s'][str(n)]:.2f} s / {report['start_s']['1']:.2f} s), "
+          f"{report['ratio_warm']:.2f} warm ({report['start_warm_s'][str(n)]:.2f} s / "
+          f"{report['start_warm_s']['1']:.2f} s); whole playbook {report['ratio_playbook_wall']:.2f}; goal <= 1.5")
+    print(f"CPU of a whole playbook, 1 host: controller {cpu['controller']['1']:.1f} s + nodes {cpu['nodes']['1']:.1f} s; "
+          f"{n} hosts: controller {cpu['controller'][str(n)]:.1f} s + nodes {cpu['nodes'][str(n)]:.1f} s "
+          f"(all on this machine's {os.cpu_count()} cores)")
+    print(f"written to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

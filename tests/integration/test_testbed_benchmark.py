@@ -1,0 +1,100 @@
+"""run-benchmark.yml across 4 test-bed hosts over real SSH: up, benchmark, down, twice in a row.
+
+Each host is a network namespace with its own sshd, hostname and local disk
+(tests/testbed/testbed.py), one CPU worker slot each: gpus=4 puts one worker on every host,
+the PS(s) on the first host(s). TF traffic must go over the private addresses (the
+ClusterSpec in the results store, and each worker's own flags in its result), the run files
+onto each host's own /mnt/local_ssd, and nothing may be left once the test bed is down.
+"""
+
+import ipaddress
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from dtfbench import store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
+from testbed_fixtures import testbed_factory  # noqa: E402,F401
+
+pytestmark = [pytest.mark.tf, pytest.mark.ansible]
+
+SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "image_size=32",
+         "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
+
+
+def playbook(project_root, ansible_env, *args, timeout=480):
+    env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
+    return subprocess.run(["ansible-playbook", "run-benchmark.yml", *args], cwd=project_root, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# Round 1 through the test bed's YAML inventory with 1 PS, round 2 through the ip_pairs
+# plugin and the IP files with 2 PSs (on node01 and node02).
+ROUNDS = [("hosts.yml", 1), ("testbed.ip_pairs.yml", 2)]
+
+
+def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansible_env, tmp_path, live_processes):
+    for round_no, (inventory_file, num_ps) in enumerate(ROUNDS, start=1):
+        bed = testbed_factory(hosts=4)
+        private_net = ipaddress.ip_network(bed.state["private_net"])
+        sweep_id = f"pytest-testbed-{uuid.uuid4().hex[:8]}"
+        db = tmp_path / f"results-{round_no}.sqlite"
+
+        done = playbook(project_root, ansible_env, "-i", str(bed.dir / inventory_file), "-e", "system=testbed",
+                        "-e", "gpus=4", "-e", f"num_ps={num_ps}", "-e", f"sweep_id={sweep_id}",
+                        "-e", f"results_db={db}", *SMALL)
+        assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+
+        runs = store.runs(store.connect(db))
+        assert len(runs) == 1
+        run = runs[0]
+        assert run["status"] == "ok", run["reason"]
+        assert run["system"] == "testbed" and run["sweep_id"] == sweep_id
+        assert run["hosts"] == ["node01", "node02", "node03", "node04"]
+        assert run["num_workers"] == 4 and run["num_ps"] == num_ps
+        assert len(run["images_per_sec_per_worker"]) == 4 and all(r > 0 for r in run["images_per_sec_per_worker"])
+
+        # The ClusterSpec: every endpoint on a private address, one worker per host, the
+        # PSs on the first hosts (they share the worker nodes, the study's best setting).
+        spec = run["cluster_spec"]
+        private = {n["name"]: n["private_ip"] for n in bed.nodes}
+        assert spec["worker"] == [f"{private[f'node0{i}']}:2220" for i in (1, 2, 3, 4)]
+        assert spec["ps"] == [f"{private[f'node0{i}']}:2230" for i in range(1, num_ps + 1)]
+        for endpoint in spec["worker"] + spec["ps"]:
+            assert ipaddress.ip_address(endpoint.rsplit(":", 1)[0]) in private_net
+        assert not any(ip in json.dumps(spec) for ip in bed.public_ips)
+
+        # What each worker itself was started with, as it reported it.
+        for index, result in enumerate(run["worker_results"]):
+            assert result["task_index"] == index and result["status"] == "ok"
+            assert result["config"]["worker_hosts"].split(",") == spec["worker"]
+            assert result["config"]["ps_hosts"].split(",") == spec["ps"]
+            assert result["num_workers"] == 4
+
+        # Each worker ran on its own host and kept its files on that host's own disk.
+        for index in range(4):
+            node = f"node0{index + 1}"
+            run_dir = bed.local_ssd(node) / "dtfbench" / "runs" / run["run_id"]
+            assert (run_dir / f"worker-{index}.json").is_file(), sorted(p.name for p in run_dir.parent.rglob("*"))
+            others = [f"node0{i + 1}" for i in range(4) if i != index]
+            assert not any((bed.local_ssd(o) / "dtfbench" / "runs" / run["run_id"] / f"worker-{index}.json").exists()
+                           for o in others)
+        assert not (Path("/tmp/dtfbench/runs") / run["run_id"]).exists()
+        assert "img/s total" in done.stdout
+
+        bed.down()
+        assert bed.leftovers() == []
+        assert live_processes(sweep_id) == []
+        assert live_processes(str(bed.dir)) == []
+        assert not any(name.startswith(bed.state["prefix"] + "-") for name in bed_names())
+
+
+def bed_names():
+    links = json.loads(subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout or "[]")
+    netns = json.loads(subprocess.run(["ip", "-j", "netns", "list"], capture_output=True, text=True).stdout or "[]")
+    return [link["ifname"] for link in links] + [ns["name"] for ns in netns]

@@ -1,0 +1,120 @@
+"""pytest fixtures for the multi-host test bed (tests/testbed/testbed.py).
+
+    from testbed_fixtures import testbed_factory, testbed4   # in a test module (or conftest)
+
+    def test_something(testbed_factory):
+        bed = testbed_factory(hosts=4)        # up; taken down at the end of the test
+        subprocess.run(["ansible", "-i", bed.inventory, "tf_nodes", "-m", "ping"], ...)
+        bed.down()                            # or earlier, to check what it leaves
+        assert bed.leftovers() == []
+
+`testbed4` is one 4-host test bed shared by a module's tests. Both skip (with the reason)
+when the machine cannot host a test bed: not root, or sshd/iproute2/util-linux missing
+(scripts/test-deps.sh installs them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import testbed as tb  # noqa: E402
+
+
+@dataclass
+class Testbed:
+    dir: Path
+    state: dict = field(default_factory=dict)
+
+    @property
+    def inventory(self) -> str:
+        """The static YAML inventory (group tf_nodes)."""
+        return str(self.dir / "hosts.yml")
+
+    @property
+    def ip_pairs_config(self) -> str:
+        """The same hosts through the ip_pairs inventory plugin."""
+        return str(self.dir / "testbed.ip_pairs.yml")
+
+    @property
+    def nodes(self) -> list[dict]:
+        return self.state["nodes"]
+
+    @property
+    def public_ips(self) -> list[str]:
+        return [n["public_ip"] for n in self.nodes]
+
+    @property
+    def private_ips(self) -> list[str]:
+        return [n["private_ip"] for n in self.nodes]
+
+    def local_ssd(self, name: str) -> Path:
+        """The host-side directory that node `name` sees as /mnt/local_ssd."""
+        return Path(next(n["dir"] for n in self.nodes if n["name"] == name)) / "local_ssd"
+
+    def down(self) -> None:
+        tb.down(self.dir)
+
+    def leftovers(self) -> list[str]:
+        """Namespaces, links, processes, cgroups and files of this test bed that still exist."""
+        return tb.leftovers(self.state, self.dir)
+
+
+def unavailable() -> str | None:
+    try:
+        tb.check_prerequisites()
+    except tb.TestbedError as err:
+        return str(err)
+    return None
+
+
+@pytest.fixture
+def testbed_factory(tmp_path_factory):
+    """up(hosts=4, devices=1) -> Testbed; every test bed it made is down after the test."""
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"no multi-host test bed here: {reason}")
+    made: list[Testbed] = []
+
+    def up(hosts: int = 4, devices: int = 1) -> Testbed:
+        directory = tmp_path_factory.mktemp("testbed")
+        bed = Testbed(directory)
+        made.append(bed)
+        bed.state = tb.up(directory, hosts=hosts, devices=devices)
+        return bed
+
+    yield up
+    for bed in made:
+        bed.down()
+
+
+@pytest.fixture(scope="module")
+def testbed4(tmp_path_factory):
+    """One 4-host test bed for a whole test module."""
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"no multi-host test bed here: {reason}")
+    directory = tmp_path_factory.mktemp("testbed")
+    bed = Testbed(directory)
+    try:
+        bed.state = tb.up(directory, hosts=4)
+        yield bed
+    finally:
+        bed.down()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def ansible_command(tool: str) -> str:
+    """Path of an Ansible CLI next to this interpreter (the project's .venv)."""
+    path = Path(sys.executable).parent / tool
+    return str(path) if path.exists() else (shutil.which(tool) or tool)
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
