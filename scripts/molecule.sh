@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Every role's molecule scenarios (converge, idempotence, verify), one role after another.
+# Every role's molecule scenarios (converge, idempotence, verify), one role after another,
+# then the test bed's own scenario (its create/destroy playbooks bring up sshd hosts).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 rc=0
-for scenario_dir in roles/*/molecule; do
+for scenario_dir in roles/*/molecule tests/testbed/molecule; do
   [ -d "$scenario_dir" ] || continue
   role_dir=$(dirname "$scenario_dir")
   echo "--- molecule test --all in $role_dir"
