@@ -1,22 +1,40 @@
-"""Names the workload accepts, without importing TensorFlow.
+"""Names the workload accepts, and what each model needs, without importing TensorFlow.
 
 The plan (validated on the controller before anything starts) and the workload's flag
-parser both read these, so a name is known in exactly one place.
+parser both read these, so a name is known in exactly one place. Pure standard library:
+Ansible ships this file as module_utils (``module_utils/dtfbench_catalog.py`` links here).
 """
 
-# model name -> default image size (pixels, square), as in tf_cnn_benchmarks.
-MODELS = {
-    "inception3": 299,
-    "resnet50": 224,
-    "resnet101": 224,
-    "vgg16": 224,
-    "alexnet": 224,
-    "lenet": 28,
-    # Small models for tests and the local default: seconds to build, ~1 GB per process.
-    "small_cnn": 32,
-    "trivial": 32,
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    default_image_size: int
+    # The smallest input the architecture accepts (Keras refuses smaller ones, or the
+    # feature maps shrink to nothing); checked as bad input before TF is imported.
+    min_image_size: int
+    description: str
+
+
+MODEL_SPECS = {
+    spec.name: spec
+    for spec in (
+        ModelSpec("inception3", 299, 75, "InceptionV3 (keras.applications), the study's model"),
+        ModelSpec("resnet50", 224, 32, "ResNet50 (keras.applications)"),
+        ModelSpec("resnet101", 224, 32, "ResNet101 (keras.applications)"),
+        ModelSpec("vgg16", 224, 32, "VGG16 (keras.applications)"),
+        ModelSpec("alexnet", 224, 67, "AlexNet as in tf_cnn_benchmarks (5 conv, 3 fc)"),
+        ModelSpec("lenet", 28, 16, "LeNet-5 style (2 conv, 2 fc)"),
+        ModelSpec("trivial", 32, 1, "one dense layer on the flattened image (tests, overhead)"),
+        ModelSpec("small_cnn", 32, 8, "two small conv layers (tests)"),
+    )
 }
+
+# The launcher's modes (cluster jobs) and the workload's single-process baseline.
 VARIABLE_UPDATES = ("parameter_server", "distributed_replicated", "collective_all_reduce")
-# Single-process mode (no cluster): the workload's local baseline, not a launcher mode.
 LOCAL_VARIABLE_UPDATES = ("independent",)
+MODELS = tuple(MODEL_SPECS)
 DATA_CHOICES = ("synthetic", "real")

@@ -1,0 +1,79 @@
+"""Host lists, cluster identity, bounded waiting (no TF)."""
+
+import socket
+import threading
+import time
+
+import pytest
+
+from dtfbench.cluster import Address, build_cluster, parse_address, parse_host_list
+from dtfbench.errors import RunFailure, UsageError
+from dtfbench.liveness import Watchdog, port_open, wait_for_ports
+from dtfbench.reporting import describe_peer
+
+
+def test_parse_host_list():
+    assert parse_host_list("--ps_hosts", "a:1, b.example.org:2230") == [Address("a", 1),
+                                                                          Address("b.example.org", 2230)]
+    assert parse_host_list("--ps_hosts", "") == []
+    assert str(parse_address("--ps_hosts", "[::1]:2222")) == "[::1]:2222"
+    with pytest.raises(UsageError, match="IPv6"):
+        parse_address("--ps_hosts", "[::1]2222")
+
+
+def test_cluster_identity():
+    cluster = build_cluster("worker", 0, "n1:2230,n2:2230", "n1:2220,n2:2220,n3:2220")
+    assert cluster.is_chief and cluster.num_ps == 2 and cluster.num_workers == 3
+    assert str(cluster.own_address) == "n1:2220"
+    assert cluster.as_dict() == {"ps": ["n1:2230", "n2:2230"], "worker": ["n1:2220", "n2:2220", "n3:2220"]}
+    assert cluster.address_of("ps", 1) == "n2:2230" and cluster.address_of("ps", 5) is None
+    ps = build_cluster("ps", 1, "n1:2230,n2:2230", "n1:2220")
+    assert not ps.is_chief and str(ps.own_address) == "n2:2230"
+
+
+def test_describe_peer_in_tf_messages():
+    cluster = build_cluster("worker", 0, "127.0.0.1:2230", "127.0.0.1:2220,127.0.0.1:2221")
+    message = "From /job:worker/replica:0/task:0: Socket closed ... remote target /job:ps/replica:0/task:0 while"
+    assert describe_peer(message, cluster) == "ps 0 (127.0.0.1:2230)"
+    assert describe_peer("failed to connect to all addresses; ipv4:127.0.0.1:2221", cluster) == \
+        "worker 1 (127.0.0.1:2221)"
+    assert describe_peer("nothing useful", cluster) is None
+
+
+def _listener():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
+def test_port_probe_and_wait():
+    sock = _listener()
+    up = Address("127.0.0.1", sock.getsockname()[1])
+    try:
+        assert port_open(up)
+        wait_for_ports([("ps 0", up)], timeout=2)
+    finally:
+        sock.close()
+    assert not port_open(up)
+    started = time.monotonic()
+    with pytest.raises(RunFailure, match=r"ps 0 \(127\.0\.0\.1:\d+\) did not come up within 0\.5 s"):
+        wait_for_ports([("ps 0", up)], timeout=0.5, poll=0.05)
+    assert time.monotonic() - started < 5
+
+
+def test_watchdog_fires_once_and_can_be_disarmed():
+    fired = []
+    event = threading.Event()
+
+    def on_expire(what, seconds):
+        fired.append((what, seconds))
+        event.set()
+
+    dog = Watchdog(on_expire, poll=0.02)
+    dog.arm(10, "never")
+    dog.disarm()
+    dog.arm(0.1, "step 3")
+    assert event.wait(5)
+    time.sleep(0.2)
+    assert fired == [("step 3", 0.1)]

@@ -1,0 +1,152 @@
+"""Real dtfbench.train processes on 127.0.0.1: every mode, real data, dead peers, exit codes.
+
+Each test starts its own cluster on free ports; the `tasks` fixture kills whatever is
+left (process groups) and checks that no process of the test survives.
+"""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from workload_helpers import SMALL, task_env, wait_for_line
+
+pytestmark = pytest.mark.tf
+
+RUN_TIMEOUT = 150  # generous: several TF processes share 2 cores
+STEP_TIMEOUT = 20  # as in SMALL
+
+
+def check_worker_result(worker, mode, measured=6, workers=2):
+    result = worker.result()
+    assert result["status"] == "ok", result.get("reason")
+    assert result["images_per_sec"] > 0
+    assert result["total_images_per_sec"] == pytest.approx(result["images_per_sec"] * workers)
+    assert result["measured_steps"] == measured and result["warmup_steps"] == 2
+    assert set(result["step_time"]) >= {"mean", "p50", "p95", "stddev"}
+    assert result["step_time"]["mean"] > 0
+    assert set(result["wall_time"]) >= {"import", "session_ready", "run"}
+    assert result["cpu_time"]["measured"] > 0
+    assert result["config"]["variable_update"] == mode
+    assert result["config"]["model"] == "small_cnn" and result["config"]["batch_size"] == 8
+    assert result["tf_version"].startswith("2.")
+    # The same JSON went to --result_file.
+    written = json.loads((worker.stdout_path.parent / f"{worker.name}.json").read_text())
+    assert written == result
+    assert "total images/sec:" in worker.stdout
+    return result
+
+
+def run_cluster(tasks, mode, num_ps, num_workers=2, extra=(), worker_extra=None):
+    ps, workers = tasks.cluster(mode, num_ps, num_workers, extra, worker_extra)
+    for task in workers + ps:
+        code = task.wait(RUN_TIMEOUT)
+        assert code == 0, f"{task.name} exited {code}\n{task.stderr[-3000:]}"
+    return ps, workers
+
+
+def test_parameter_server_sync(tasks):
+    ps, workers = run_cluster(tasks, "parameter_server", num_ps=1)
+    for worker in workers:
+        result = check_worker_result(worker, "parameter_server")
+        assert result["config"]["cross_replica_sync"] is True
+        assert len(result["ps_bytes"]) == 1 and result["ps_bytes"][0] > 0
+    assert "all 2 worker(s) done" in ps[0].stderr
+
+
+def test_parameter_server_async(tasks):
+    _, workers = run_cluster(tasks, "parameter_server", num_ps=1, extra=["--cross_replica_sync=false"])
+    for worker in workers:
+        assert check_worker_result(worker, "parameter_server")["config"]["cross_replica_sync"] is False
+
+
+def test_distributed_replicated_two_cpu_towers(tasks):
+    # --device cpu --num_gpus 2: two CPU towers per worker, aggregated locally before the PS.
+    _, workers = run_cluster(tasks, "distributed_replicated", num_ps=1,
+                             extra=["--device", "cpu", "--num_gpus", "2", "--optimizer", "momentum"])
+    for worker in workers:
+        result = check_worker_result(worker, "distributed_replicated")
+        assert len(result["devices"]) == 2 and result["images_per_step"] == 16
+        assert result["devices"][1].endswith("/device:CPU:1")
+
+
+def test_collective_all_reduce(tasks):
+    ps, workers = run_cluster(tasks, "collective_all_reduce", num_ps=0)
+    assert ps == []
+    for worker in workers:
+        result = check_worker_result(worker, "collective_all_reduce")
+        assert result["ps_bytes"] == []
+
+
+def test_greedy_placement_over_two_ps(tasks):
+    """The greedy strategy spreads small_cnn's variables as the pure function predicts."""
+    from dtfbench.placement import bytes_per_ps, greedy_assign
+
+    _, workers = run_cluster(tasks, "parameter_server", num_ps=2, num_workers=1,
+                             extra=["--ps_placement", "greedy", "--cross_replica_sync=false"])
+    result = check_worker_result(workers[0], "parameter_server", workers=1)
+    # small_cnn at 32 px, 1001 classes, float32, in creation order (kernel, bias per layer).
+    sizes = [3 * 3 * 3 * 16 * 4, 16 * 4, 3 * 3 * 16 * 32 * 4, 32 * 4, 32 * 1001 * 4, 1001 * 4]
+    expected = bytes_per_ps(sizes, greedy_assign(sizes, 2), 2)
+    expected[0] += 8 + 4 + 4  # global_step (int64) and the ready/done counters, pinned to PS 0
+    assert result["ps_bytes"] == expected
+
+
+def test_real_data_from_generated_tfrecords(tasks, tmp_path):
+    data_dir = tmp_path / "imagenet"
+    made = subprocess.run([sys.executable, "-m", "dtfbench.tfrecords", "--output_dir", str(data_dir), "--shards", "4",
+                           "--images_per_shard", "12", "--image_size", "40", "--validation_shards", "1"],
+                          capture_output=True, text=True, timeout=120, env=task_env(tasks.marker))
+    assert made.returncode == 0, made.stderr
+    names = sorted(p.name for p in data_dir.iterdir())
+    assert names == ["train-00000-of-00004", "train-00001-of-00004", "train-00002-of-00004",
+                     "train-00003-of-00004", "validation-00000-of-00001"]
+    _, workers = run_cluster(tasks, "distributed_replicated", num_ps=1,
+                             extra=["--data_dir", str(data_dir), "--cross_replica_sync=false"])
+    for worker in workers:
+        result = check_worker_result(worker, "distributed_replicated")
+        assert result["config"]["data_dir"] == str(data_dir)
+        assert f"Data:        real ({data_dir})" in worker.stdout
+
+
+def test_killed_worker_ends_the_others_with_an_error(tasks):
+    ps, workers = tasks.cluster("parameter_server", 1, 2, extra=["--num_batches", "100000"])
+    wait_for_line(workers[1], "1\timages/sec", RUN_TIMEOUT)
+    workers[1].proc.send_signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    bound = STEP_TIMEOUT + 30
+    for task in (workers[0], ps[0]):
+        code = task.wait(bound)
+        assert code == 1, f"{task.name} exited {code}\n{task.stderr[-3000:]}"
+        assert task.ended_at - killed_at < bound
+        errors = [line for line in task.stderr.splitlines() if line.startswith("dtfbench.train: error:")]
+        assert len(errors) == 1, task.stderr[-3000:]
+    assert "worker 1" in ps[0].stderr and "went away" in ps[0].stderr
+    result = workers[0].result()
+    assert result["status"] == "failed" and result["reason"]
+    assert json.loads((workers[0].stdout_path.parent / "worker0.json").read_text())["status"] == "failed"
+
+
+def test_independent_single_process_and_sigterm(tasks):
+    done = tasks.start("solo", ["--variable_update", "independent", *SMALL,
+                                "--result_file", str(tasks.folder / "solo.json")])
+    assert done.wait(RUN_TIMEOUT) == 0, done.stderr[-3000:]
+    result = done.result()
+    assert result["status"] == "ok" and result["ps_bytes"] == [] and result["num_workers"] == 1
+    assert result["total_images_per_sec"] == pytest.approx(result["images_per_sec"])
+    # SIGTERM (what the launcher sends first) ends a running task promptly.
+    long = tasks.start("long", ["--variable_update", "independent", *SMALL, "--num_batches", "100000"])
+    wait_for_line(long, "1\timages/sec", RUN_TIMEOUT)
+    long.proc.send_signal(signal.SIGTERM)
+    assert long.wait(10) == -signal.SIGTERM
+
+
+def test_ps_gives_up_when_a_worker_never_comes(tasks):
+    ps, workers = tasks.cluster("parameter_server", 1, 1, extra=["--startup_timeout", "5"])
+    workers[0].kill_group()  # the only worker never gets to start its server
+    code = ps[0].wait(60)
+    assert code == 1
+    assert "did not come up within 5 s" in ps[0].stderr
