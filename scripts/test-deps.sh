@@ -3,18 +3,36 @@
 # (idempotent: no apt-get at all when everything is there). Needs root (or sudo) when it
 # installs. Called by scripts/test.sh before pytest.
 #
-#   openssh-server  sshd of every multi-host test-bed node (tests/testbed/)
-#   openssh-client  ssh/ssh-keygen: Ansible's connection and the test bed's keys
-#   iproute2        ip netns / ip link / bridge: the test bed's namespaces, veths and bridges
-#   util-linux      unshare / nsenter: each node's own hostname and mount namespace
-#   procps          pgrep/ps: the tests' leftover checks
+#   openssh-server       sshd of every multi-host test-bed node (tests/testbed/)
+#   openssh-client       ssh/ssh-keygen: Ansible's connection and the test bed's keys
+#   slurmctld, slurmd    the test Slurm cluster (tests/slurm/): controller on the host,
+#                        one slurmd per node namespace
+#   slurm-client         sbatch, srun, scontrol, sinfo, scancel (the slurm_cluster role)
+#   munge                authentication between them (a private munged, its own key)
+#   environment-modules  `module use/load` in the batch scripts (Tcl modules, as on Cray)
+#   iproute2             ip netns / ip link / bridge: namespaces, veths and bridges
+#   util-linux           unshare / nsenter: each node's own hostname, mounts and network
+#   procps               pgrep/ps: the tests' leftover checks
+#
+# Installing never starts the packages' own services (sshd, slurmctld, slurmd, munge): the
+# test infrastructure runs its own daemons with its own configuration, never these.
 set -euo pipefail
 
-# command -> package that provides it
+# file -> package that provides it
 declare -A need=(
   [/usr/sbin/sshd]=openssh-server
   [/usr/bin/ssh]=openssh-client
   [/usr/bin/ssh-keygen]=openssh-client
+  [/usr/sbin/slurmctld]=slurmctld
+  [/usr/sbin/slurmd]=slurmd
+  [/usr/bin/sbatch]=slurm-client
+  [/usr/bin/srun]=slurm-client
+  [/usr/bin/scontrol]=slurm-client
+  [/usr/bin/sinfo]=slurm-client
+  [/usr/bin/scancel]=slurm-client
+  [/usr/sbin/munged]=munge
+  [/usr/sbin/mungekey]=munge
+  [/usr/share/modules/init/bash]=environment-modules
   [/usr/sbin/ip]=iproute2
   [/usr/bin/unshare]=util-linux
   [/usr/bin/nsenter]=util-linux
@@ -23,7 +41,7 @@ declare -A need=(
 
 missing=()
 for path in "${!need[@]}"; do
-  if [ ! -x "$path" ]; then
+  if [ ! -e "$path" ]; then
     pkg=${need[$path]}
     [[ " ${missing[*]-} " == *" $pkg "* ]] || missing+=("$pkg")
   fi
@@ -38,11 +56,15 @@ echo "test-deps: installing ${missing[*]}"
 SUDO=()
 [ "$(id -u)" -eq 0 ] || SUDO=(sudo)
 export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -qq
-# --no-install-recommends: no extra daemons (xauth, ncurses-term, ...) are needed.
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# The package's own sshd (if its postinst started one) is not the test bed's: the test bed
-# runs its own sshd per node with its own configuration, and never this service.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet ssh 2>/dev/null; then
-  echo "test-deps: note: the system's ssh service is running; the test bed does not use it"
+
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# scripts/test-deps.sh: no service starts while it installs\nexit 101\n' \
+    | "${SUDO[@]}" tee "$policy" >/dev/null
+  "${SUDO[@]}" chmod 755 "$policy"
+  trap '"${SUDO[@]}" rm -f "$policy"' EXIT
 fi
+
+"${SUDO[@]}" apt-get update -qq
+# --no-install-recommends: no mail transport agent, no extra daemons.
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -27,7 +27,7 @@ pytest_stage() {
 }
 
 # Debian packages the tests use (sshd for the test bed, Slurm and munge): installed when missing.
-stage test-deps bash -c 'scripts/test-deps.sh && { [ ! -x scripts/test-deps-slurm.sh ] || scripts/test-deps-slurm.sh; }'
+stage test-deps scripts/test-deps.sh
 stage pytest pytest_stage "$@"
 stage ansible-lint scripts/lint.sh
 stage molecule scripts/molecule.sh

@@ -42,7 +42,7 @@ and the bridge and removes the directory's files; it is idempotent. With ``--wat
 process dies without doing it (a killed test run).
 
 Needs root, iproute2, util-linux (nsenter, unshare), slurmctld, slurmd, slurm-client, munge
-and environment-modules: scripts/test-deps-slurm.sh installs them.
+and environment-modules: scripts/test-deps.sh installs them.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def missing_prerequisites() -> str:
     if not os.path.exists(MODULES_INIT):
         missing.append("environment-modules")
     if missing:
-        return f"missing Debian packages {', '.join(missing)}: run scripts/test-deps-slurm.sh"
+        return f"missing Debian packages {', '.join(missing)}: run scripts/test-deps.sh"
     return ""
 
 
@@ -148,7 +148,7 @@ def tool(name: str) -> str:
     for base in ("/usr/sbin", "/usr/bin", "/sbin"):
         if os.access(f"{base}/{name}", os.X_OK):
             return f"{base}/{name}"
-    raise ClusterError(f"{name} not found: run scripts/test-deps-slurm.sh")
+    raise ClusterError(f"{name} not found: run scripts/test-deps.sh")
 
 
 # --------------------------------------------------------------------------- processes
