@@ -56,6 +56,13 @@ options:
         type: str
         choices: [gpu, cpu]
         default: gpu
+      max_ps:
+        description:
+          - Parameter servers the host may run beside its workers when
+            O(ps_on_worker_nodes=true). One on a cluster node, as the study's launchers on
+            Piz Daint and EC2; more on a workstation (its local launcher).
+        type: int
+        default: 1
   gpus:
     description: Devices to train on in total (GPUs, or CPU slots on CPU hosts).
     type: int
@@ -232,6 +239,7 @@ class TfClusterSpec(object):
             address=dict(type="str"),
             devices=dict(type="int", required=True),
             device_type=dict(type="str", choices=["gpu", "cpu"], default="gpu"),
+            max_ps=dict(type="int", default=1),
         )),
         gpus=dict(type="int", required=True),
         num_ps=dict(type="int", required=True),

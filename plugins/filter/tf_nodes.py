@@ -11,6 +11,7 @@ One place decides which inventory variables describe a TF node:
   private_ip     address for TF traffic (falls back to ansible_host, then the name)
   tf_devices     device slots (GPUs, or CPU worker slots)
   tf_device_type gpu | cpu (default gpu)
+  tf_max_ps      parameter servers the host may run beside its workers (default 1)
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ DOCUMENTATION = r"""
 name: tf_node_specs
 short_description: Describe inventory hosts as TF nodes for the cluster layout
 description:
-  - Maps host names to C({name, address, devices, device_type}) from their host variables
-    C(private_ip) (else C(ansible_host)), C(tf_devices) and C(tf_device_type).
+  - Maps host names to C({name, address, devices, device_type, max_ps}) from their host
+    variables C(private_ip) (else C(ansible_host)), C(tf_devices), C(tf_device_type) and
+    C(tf_max_ps) (parameter servers the host may run beside its workers, default 1).
 positional: _input, hostvars
 options:
   _input:
@@ -60,12 +62,15 @@ def tf_node_specs(host_names, hostvars):
             devices = int(hv["tf_devices"])
         except (TypeError, ValueError):
             raise AnsibleFilterError(f"host {name}: tf_devices={hv['tf_devices']!r} is not an integer") from None
-        specs.append({
+        spec = {
             "name": name,
             "address": str(hv.get("private_ip") or hv.get("ansible_host") or name),
             "devices": devices,
             "device_type": str(hv.get("tf_device_type", "gpu")),
-        })
+        }
+        if "tf_max_ps" in hv:
+            spec["max_ps"] = hv["tf_max_ps"]
+        specs.append(spec)
     return specs
 
 

@@ -80,10 +80,10 @@ def _normalise_hosts(hosts):
         if not isinstance(host, dict):
             raise LayoutError("%s must be a mapping with name, address, devices and device_type, "
                               "got %r" % (where, host))
-        unknown = sorted(set(host) - {"name", "address", "devices", "device_type"})
+        unknown = sorted(set(host) - {"name", "address", "devices", "device_type", "max_ps"})
         if unknown:
             raise LayoutError("%s has unknown keys %s; allowed: name, address, devices, "
-                              "device_type" % (where, ", ".join(unknown)))
+                              "device_type, max_ps" % (where, ", ".join(unknown)))
         name = host.get("name")
         if not isinstance(name, str) or not name.strip():
             raise LayoutError("%s.name must be a non-empty string, got %r" % (where, name))
@@ -99,6 +99,10 @@ def _normalise_hosts(hosts):
                               "(or CPU worker slots when device_type is cpu)" % where)
         devices = _as_int(host["devices"], "%s.devices" % where, minimum=0)
         device_type = host.get("device_type") or "gpu"
+        # How many PSs the host may run beside its workers: one on a cluster node (the
+        # study's launchers on Daint and EC2), several on a workstation (its local launcher).
+        max_ps = host.get("max_ps")
+        max_ps = 1 if max_ps is None else _as_int(max_ps, "%s.max_ps" % where, minimum=1)
         if device_type not in DEVICE_TYPES:
             raise LayoutError("%s.device_type must be one of %s, got %r"
                               % (where, ", ".join(DEVICE_TYPES), device_type))
@@ -112,7 +116,7 @@ def _normalise_hosts(hosts):
         names[name] = position
         addresses[address] = (position, name)
         result.append({"name": name, "address": address, "devices": devices,
-                       "device_type": device_type})
+                       "device_type": device_type, "max_ps": max_ps})
     return result
 
 
@@ -188,10 +192,14 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
             remaining -= slots
     worker_host_indices = [index for index, _ in workers_on]
     if ps_on_worker_nodes:
+        # Round-robin over the worker hosts, each up to its max_ps.
         ps_host_indices = []
-        if worker_host_indices and num_ps:
-            ps_host_indices = [worker_host_indices[i % len(worker_host_indices)]
-                               for i in range(num_ps)]
+        room = {index: hosts[index]["max_ps"] for index in worker_host_indices}
+        while len(ps_host_indices) < num_ps and any(room.values()):
+            for index in worker_host_indices:
+                if len(ps_host_indices) < num_ps and room[index]:
+                    ps_host_indices.append(index)
+                    room[index] -= 1
         spare = []
     else:
         used = set(worker_host_indices)
@@ -211,12 +219,15 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
             % (wanted, _hosts_offer(len(hosts)), _plural(total_devices, "device"),
                _plural(capacity, "worker"), _plural(devices_per_worker, "device"),
                "" if devices_per_worker == 1 else "/devices_per_worker"))
-    if ps_on_worker_nodes and num_ps > len(worker_host_indices):
+    if ps_on_worker_nodes and num_ps > len(ps_host_indices):
+        limits = sorted({hosts[index]["max_ps"] for index in worker_host_indices})
+        each = ("at most one parameter server" if limits == [1] else
+                "at most its max_ps parameter servers (%s)" % ", ".join(map(str, limits)))
         raise LayoutError(
             "the allocated nodes are not enough for %s: the workers occupy %s and each takes "
-            "at most one parameter server; lower num_ps to %d, or set ps_on_worker_nodes=false "
-            "and add hosts for the parameter servers"
-            % (wanted, _plural(len(worker_host_indices), "host"), len(worker_host_indices)))
+            "%s; lower num_ps to %d, raise the hosts' max_ps (inventory: tf_max_ps), or set "
+            "ps_on_worker_nodes=false and add hosts for the parameter servers"
+            % (wanted, _plural(len(worker_host_indices), "host"), each, len(ps_host_indices)))
     if not ps_on_worker_nodes and num_ps > len(spare):
         raise LayoutError(
             "the allocated nodes are not enough for %s: %s %s; the workers need %s and "

@@ -372,3 +372,21 @@ def test_cli_errors():
     rc, out, err = run_cli(["--nodelist", "a,b", "--devices-per-node", "1", "--gpus", "1",
                             "--num-ps", "0"])
     assert rc == 2 and "--address-same-as-name" in err
+
+
+def test_a_workstation_may_run_several_parameter_servers():
+    # The study's local launcher: PSs at 2230, 2231, ... beside the workers on one machine.
+    local = [{"name": "localhost", "address": "127.0.0.1", "devices": 8, "device_type": "cpu", "max_ps": 8}]
+    layout = compute_layout(local, gpus=2, num_ps=2)
+    assert layout["cluster_spec"]["ps"] == ["127.0.0.1:2230", "127.0.0.1:2231"]
+    assert layout["cluster_spec"]["worker"] == ["127.0.0.1:2220", "127.0.0.1:2221"]
+    with pytest.raises(LayoutError, match=r"at most its max_ps parameter servers \(8\); lower num_ps to 8"):
+        compute_layout(local, gpus=2, num_ps=9)
+
+
+def test_max_ps_fills_round_robin_and_respects_each_hosts_room():
+    hosts = [{"name": "a", "devices": 1, "max_ps": 2}, {"name": "b", "devices": 1, "max_ps": 1}]
+    layout = compute_layout(hosts, gpus=2, num_ps=3)
+    assert [t["host"] for t in layout["tasks"] if t["job"] == "ps"] == ["a", "b", "a"]
+    with pytest.raises(LayoutError, match="lower num_ps to 3"):
+        compute_layout(hosts, gpus=2, num_ps=4)
