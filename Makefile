@@ -28,7 +28,7 @@ lint: setup
 	scripts/lint.sh
 
 doc-check: setup
-	scripts/doc-check.sh
+	$(BIN)/python -m pytest tests/modules/test_ansible_doc.py
 
 molecule: setup
 	scripts/molecule.sh

@@ -46,6 +46,10 @@ options:
       - Parameter servers; one value or a list. Omitted, the study's sweep from 1 to the
         number of workers (0 for C(collective_all_reduce)).
     type: raw
+  image_size:
+    description: Image size in pixels for every model; 0 for each model's default. Checked against each model's minimum.
+    type: int
+    default: 0
   data:
     description: C(synthetic), C(real) or C(both).
     type: raw
@@ -75,7 +79,8 @@ options:
     default: true
   sweep_id:
     description:
-      - Identifier of this sweep; run ids are derived from it. Giving the id of an earlier
+      - Identifier of this sweep (letters, digits, C(.), C(_), C(-)); run ids are derived
+        from it and from a digest of each run's configuration. Giving the id of an earlier
         sweep resumes it, see O(results_db).
     type: str
     required: true
@@ -124,7 +129,7 @@ runs:
   type: list
   elements: dict
   sample:
-    - {index: 1, run_id: 20261122T101500-a1b2-1, gpus: 1, num_workers: 1, num_ps: 1,
+    - {index: 1, run_id: 20261122T101500-a1b2-1-3f9c2a1e, image_size: null, gpus: 1, num_workers: 1, num_ps: 1,
        model: small_cnn, batch_size: 32, variable_update: parameter_server, data: synthetic,
        repetition: 1, devices_per_worker: 1, ps_on_worker_nodes: true, warmup_steps: 10, steps: 100,
        done: false}
@@ -143,6 +148,7 @@ def main():
             batch_size=dict(type="raw", default=32),
             variable_update=dict(type="raw", default="parameter_server"),
             num_ps=dict(type="raw"),
+            image_size=dict(type="int", default=0),
             data=dict(type="raw", default="synthetic"),
             data_dir=dict(type="str"),
             repetitions=dict(type="int", default=5),

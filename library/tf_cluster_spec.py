@@ -17,7 +17,7 @@ description:
     (C(src/dtfbench/layout.py), shipped as C(module_utils/dtfbench_layout.py)); it changes
     nothing and is usually run once on the controller (C(run_once), C(delegate_to=localhost)).
   - Workers fill the hosts in order, O(hosts[].devices // devices_per_worker) per host.
-    Parameter servers go round-robin over the worker hosts (at most one per worker host) when
+    Parameter servers go round-robin over the worker hosts (each up to O(hosts[].max_ps)) when
     O(ps_on_worker_nodes) is true, else one per host that holds no worker, in host order.
     On each host the k-th worker listens on O(worker_port_base) + k, the k-th parameter server
     on O(ps_port_base) + k. A parameter server never gets a GPU.
@@ -79,8 +79,8 @@ options:
     default: 1
   ps_on_worker_nodes:
     description:
-      - V(true) places the parameter servers on the worker hosts (round-robin, at most one
-        per host); V(false) on the hosts after the worker hosts, one per host.
+      - V(true) places the parameter servers on the worker hosts (round-robin, each up to its
+        O(hosts[].max_ps)); V(false) on the hosts after the worker hosts, one per host.
     type: bool
     default: true
   ps_port_base:

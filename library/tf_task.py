@@ -310,6 +310,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import socket
 import subprocess
 import sys
@@ -477,15 +478,8 @@ def _tail(path, lines):
     return data.decode("utf-8", "replace").splitlines()[-lines:]
 
 
-def _signal_name(number):
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return "SIG%d" % number
-
-
 class TfTask(object):
-    """One task process: its files, its processes and the three states."""
+    """One task process: its files, its processes and its states."""
 
     argument_spec = dict(
         name=dict(type="str", required=True),
@@ -771,10 +765,17 @@ class TfTask(object):
         env = self.environment()
         if not os.path.isdir(self.run_dir):
             try:
-                os.makedirs(self.run_dir)
+                os.makedirs(self.run_dir, 0o700)
             except OSError as error:
                 if error.errno != errno.EEXIST:
                     self.fail_json("cannot create run_dir %s: %s" % (self.run_dir, error))
+        # The supervisor script is written here and executed: a directory that someone else
+        # owns or may write to (a shared /tmp planted in advance) could swap it.
+        info = os.lstat(self.run_dir)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            self.fail_json("run_dir %s is not a directory of this user that only it can write (owner "
+                           "uid %d, mode %o); remove it or choose another run_dir"
+                           % (self.run_dir, info.st_uid, stat.S_IMODE(info.st_mode)))
         self.check_program(env)
         # Leftovers of an earlier start (a stale pid file; descendants that outlived it).
         leftovers = self.processes()[0]

@@ -12,7 +12,7 @@ Rules (in order):
   device indices ``k*devices_per_worker .. (k+1)*devices_per_worker - 1``
   (``CUDA_VISIBLE_DEVICES``; empty on a CPU host).
 * With ``ps_on_worker_nodes`` the parameter servers go round-robin over the worker hosts
-  (at most one per worker host: more is an error); otherwise one per host that holds no
+  (each up to its ``max_ps``, default 1: more is an error); otherwise one per host that holds no
   worker, in host order.  A parameter server never gets a GPU (``CUDA_VISIBLE_DEVICES=""``).
 * On each host the k-th worker listens on ``worker_port_base + k`` and the k-th parameter
   server on ``ps_port_base + k``.

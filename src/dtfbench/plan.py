@@ -11,16 +11,18 @@ Pure standard library: Ansible ships this file to the controller as module_utils
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import re
 from typing import Any, Iterable, Mapping
 
 try:  # installed package (tests, CLI) or Ansible's module_utils namespace (the module)
-    from dtfbench.catalog import DATA_CHOICES, MODELS, VARIABLE_UPDATES
+    from dtfbench.catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
     from dtfbench.layout import LayoutError, compute_layout
     from dtfbench.store import completed_run_ids
 except ImportError:  # pragma: no cover - exercised through Ansible
-    from ansible.module_utils.dtfbench_catalog import DATA_CHOICES, MODELS, VARIABLE_UPDATES
+    from ansible.module_utils.dtfbench_catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
     from ansible.module_utils.dtfbench_layout import LayoutError, compute_layout
     from ansible.module_utils.dtfbench_store import completed_run_ids
 
@@ -31,6 +33,16 @@ class PlanError(ValueError):
 
 # The sweep's axes, in the order runs are nested (the last varies fastest).
 AXES = ("gpus", "model", "batch_size", "variable_update", "num_ps", "data")
+# A sweep id names files, directories and Slurm jobs: keep it to safe characters.
+SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# What defines a run: a resumed sweep skips a run only if this same run was recorded ok.
+RUN_KEYS = ("gpus", "model", "batch_size", "image_size", "variable_update", "num_ps", "data",
+            "repetition", "devices_per_worker", "ps_on_worker_nodes", "warmup_steps", "steps")
+
+
+def run_digest(run: Mapping[str, Any]) -> str:
+    text = json.dumps({key: run.get(key) for key in RUN_KEYS}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def as_list(name: str, value: Any) -> list[Any]:
@@ -102,6 +114,17 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     steps, = _ints("steps", [request.get("steps", 100)], 1)
     devices_per_worker, = _ints("devices_per_worker", [request.get("devices_per_worker", 1)], 1)
     ps_on_worker_nodes = bool(request.get("ps_on_worker_nodes", True))
+    image_size, = _ints("image_size", [request.get("image_size") or 0], 0)
+    for model in models:
+        spec = MODEL_SPECS[model]
+        if image_size and image_size < spec.min_image_size:
+            raise PlanError(f"image_size={image_size} is too small for model={model}: it needs at least "
+                            f"{spec.min_image_size} pixels; raise image_size or leave it out for "
+                            f"{spec.default_image_size}")
+    sweep_id = str(request.get("sweep_id") or "sweep")
+    if not SWEEP_ID.match(sweep_id):
+        raise PlanError(f"sweep_id={sweep_id!r} is not a plain name; use letters, digits, '.', '_' and '-' "
+                        "(up to 64, starting with a letter or digit)")
     if "real" in data and not request.get("data_dir"):
         raise PlanError("data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
                         "(train-*), or use data=synthetic")
@@ -129,17 +152,21 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                 raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
             for repetition in range(1, repetitions + 1):
                 runs.append({
-                    "gpus": n_gpus, "model": model, "batch_size": batch_size, "variable_update": update,
+                    "gpus": n_gpus, "model": model, "batch_size": batch_size, "image_size": image_size or None,
+                    "variable_update": update,
                     "num_ps": num_ps, "data": data_kind, "repetition": repetition,
                     "num_workers": layout["num_workers"], "devices_per_worker": devices_per_worker,
                     "ps_on_worker_nodes": ps_on_worker_nodes, "warmup_steps": warmup_steps, "steps": steps,
                 })
-    sweep_id = str(request.get("sweep_id") or "sweep")
     done = completed_run_ids(request["results_db"], sweep_id) if request.get("results_db") else set()
+    done_digests = {run_id.rsplit("-", 1)[-1] for run_id in done}
     width = len(str(len(runs)))
     for index, run in enumerate(runs, start=1):
+        # The digest makes the id name the configuration, not only its position: resuming a
+        # sweep with other axes never takes a different run for a done one.
+        digest = run_digest(run)
         run["index"] = index
-        run["run_id"] = f"{sweep_id}-{index:0{width}d}"
-        run["done"] = run["run_id"] in done
+        run["run_id"] = f"{sweep_id}-{index:0{width}d}-{digest}"
+        run["done"] = digest in done_digests
     return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs),
             "pending_runs": sum(1 for run in runs if not run["done"])}

@@ -15,6 +15,7 @@ result), so the sweep goes on and the report can list it.
 from __future__ import annotations
 
 import json
+import sqlite3
 import statistics
 import sys
 from typing import Any, Mapping
@@ -39,6 +40,8 @@ def _failure_reason(payload: Mapping[str, Any], results: Mapping[int, Mapping[st
     for index, result in sorted(results.items()):
         if result.get("status") != "ok":
             return f"worker {index}: {result.get('reason') or result.get('status') or 'failed'}"
+        if not isinstance(result.get("images_per_sec"), (int, float)):
+            return f"worker {index}: its result has no images_per_sec"
     expected = int(payload["layout"]["num_workers"])
     missing = [i for i in range(expected) if i not in results]
     if missing:
@@ -53,7 +56,8 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
     reason = _failure_reason(payload, results)
     ok = reason is None
     ordered = [results[i] for i in sorted(results)]
-    rates = [float(r["images_per_sec"]) for r in ordered if r.get("status") == "ok"]
+    rates = [float(r["images_per_sec"]) for r in ordered
+             if r.get("status") == "ok" and isinstance(r.get("images_per_sec"), (int, float))]
     step_means = [r["step_time"] for r in ordered if r.get("status") == "ok" and r.get("step_time")]
 
     def mean_of(key: str) -> float | None:
@@ -106,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         record = build_record(payload)
         conn = store.connect(payload.get("results_db") or store.DEFAULT_DB)
         row_id = store.add_run(conn, record)
-    except (json.JSONDecodeError, KeyError, store.StoreError) as err:
+    except (json.JSONDecodeError, KeyError, TypeError, store.StoreError, sqlite3.Error) as err:
         print(f"dtfbench.record: error: cannot record the run: {err!r}", file=sys.stderr)
         return 2
     print(json.dumps({"id": row_id, "run_id": record["run_id"], "status": record["status"],

@@ -28,7 +28,7 @@ def test_sweep_is_the_product_of_the_axes_times_repetitions():
     assert result["total_runs"] == 2 * 2 * 3
     assert [r["index"] for r in result["runs"]] == list(range(1, 13))
     assert len({r["run_id"] for r in result["runs"]}) == 12
-    assert result["runs"][0]["run_id"] == "s-01"
+    assert result["runs"][0]["run_id"].startswith("s-01-")
     first = result["runs"][0]
     assert (first["gpus"], first["variable_update"], first["repetition"]) == (1, "parameter_server", 1)
     assert [r["repetition"] for r in result["runs"][:3]] == [1, 2, 3]
@@ -58,6 +58,9 @@ def test_both_data_kinds_expand():
     ({"gpus": 3, "devices_per_worker": 2}, "not a multiple of devices_per_worker=2"),
     ({"gpus": 2, "variable_update": "collective_all_reduce", "num_ps": 1}, "all-reduce has no parameter servers"),
     ({"gpus": 2, "num_ps": 0}, "give num_ps >= 1"),
+    ({"gpus": 1, "model": "inception3", "image_size": 32}, "image_size=32 is too small for model=inception3"),
+    ({"gpus": 1, "sweep_id": "x$(reboot)"}, "is not a plain name"),
+    ({"gpus": 1, "sweep_id": "../up"}, "is not a plain name"),
 ])
 def test_bad_requests_are_named(request_, message):
     with pytest.raises(PlanError, match=message.replace("(", r"\(").replace("[", r"\[")):
@@ -92,3 +95,20 @@ def test_a_sweep_resumes_where_the_store_says_it_stopped(tmp_path):
     again = plan(gpus="1,2", num_ps=1, repetitions=1, results_db=str(db))
     assert [r["done"] for r in again["runs"]] == [True, False]  # a failed run is run again
     assert again["pending_runs"] == 1
+
+
+def test_resuming_with_other_axes_never_takes_a_different_run_for_a_done_one(tmp_path):
+    from dtfbench import store
+    db = tmp_path / "r.sqlite"
+    first = plan(gpus="1,2", num_ps=1, repetitions=1, results_db=str(db))
+    conn = store.connect(db)
+    for run in first["runs"]:
+        store.add_run(conn, {"run_id": run["run_id"], "sweep_id": "s", "system": "local", "gpus": run["gpus"],
+                             "num_ps": 1, "variable_update": "parameter_server", "data": "synthetic",
+                             "repetition": 1, "status": "ok"})
+    other = plan(gpus="4", num_ps=1, repetitions=1, results_db=str(db))  # index 1 is another run now
+    assert [r["done"] for r in other["runs"]] == [False]
+    wider = plan(gpus="2,1", num_ps=1, repetitions=1, results_db=str(db))  # same runs, other order
+    assert [r["done"] for r in wider["runs"]] == [True, True]
+    many = plan(gpus="1,2", num_ps=1, repetitions=6, results_db=str(db))  # other padding, same runs
+    assert sum(r["done"] for r in many["runs"]) == 2

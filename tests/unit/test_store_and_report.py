@@ -129,6 +129,8 @@ def test_record_of_a_good_run_sums_the_workers():
     ({"localhost": {"failure": "", "workers": [worker(0), worker(1, status="failed", reason="peer ps:0 died")]}},
      "worker 1: peer ps:0 died"),
     ({"localhost": {"failure": "", "workers": [worker(0)]}}, "no result from worker(s) 1"),
+    ({"localhost": {"failure": "", "workers": [worker(0), worker(1, rate=None)]}},
+     "worker 1: its result has no images_per_sec"),
 ])
 def test_record_of_a_failed_run_keeps_the_reason(hosts, reason):
     rec = record.build_record(payload(hosts))
