@@ -175,7 +175,8 @@ def test_submit_false_only_writes_the_scripts(slurm_env, slurm_test_cluster, tmp
     done = playbook(slurm_env, "-e", "system=slurm-test", "-e", "gpus=2", "-e", "submit=false",
                     "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}", *SMALL, timeout=300)
     assert done.returncode == 0, output(done)
-    directory = run_dir(slurm_test_cluster, f"{sweep_id}-1")
+    # The run id is the sweep id, the run's index and a digest of its configuration.
+    (directory,) = (Path(slurm_test_cluster["dir"]) / "work" / "runs").glob(f"{sweep_id}-1-*")
     script = (directory / "job.sbatch").read_text()
     assert "#SBATCH --nodes=2" in script and "#SBATCH --partition=debug" in script
     assert '--nodelist "$SLURM_JOB_NODELIST"' in script and "--account" not in script
