@@ -104,7 +104,13 @@ def moto_server(log_path: Path | None = None):
         server.stop()
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    # A plain kill stops the server too: the child is in its own session and would outlive us.
+    signal.signal(signal.SIGTERM, _interrupt)
     with moto_server() as server:
         for name, value in server.env.items():
             if "SECRET" not in name:
