@@ -30,18 +30,24 @@ ACCESS_KEY_ID = "AKIADTFBENCHTESTING1"
 SECRET_ACCESS_KEY = "dtfbench-fake-secret-6f1c0e2b9a7d4e58b3c1"
 
 
-def _free_port() -> int:
+def _free_port(host: str) -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 
 class MotoServer:
-    """One moto server process; ``env`` holds what a client needs to reach it."""
+    """One moto server process; ``env`` holds what a client needs to reach it.
 
-    def __init__(self, log_path: Path | None = None):
-        self.port = _free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+    ``host`` is loopback unless the caller's own hosts must reach it: the test bed's nodes
+    live in network namespaces and reach the controller only at its address on the test
+    bed's public bridge, so a test that syncs data onto them serves moto there.
+    """
+
+    def __init__(self, log_path: Path | None = None, host: str = "127.0.0.1"):
+        self.host = host
+        self.port = _free_port(host)
+        self.endpoint = f"http://{host}:{self.port}"
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
 
@@ -62,7 +68,7 @@ class MotoServer:
     def start(self, timeout: float = 30.0) -> "MotoServer":
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.monotonic() + timeout
@@ -96,8 +102,8 @@ class MotoServer:
 
 
 @contextmanager
-def moto_server(log_path: Path | None = None):
-    server = MotoServer(log_path).start()
+def moto_server(log_path: Path | None = None, host: str = "127.0.0.1"):
+    server = MotoServer(log_path, host).start()
     try:
         yield server
     finally:
