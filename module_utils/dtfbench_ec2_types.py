@@ -1,0 +1,1 @@
+../src/dtfbench/ec2_types.py
