@@ -118,6 +118,15 @@ options:
     description: Seconds between SIGTERM and SIGKILL when stopping.
     type: float
     default: 10
+  max_runtime:
+    description:
+      - With O(state=started), the most seconds the program may run. The supervisor itself
+        enforces it (SIGTERM to the task's process group, O(grace_period), SIGKILL) and
+        records C(deadline_exceeded) in the exit status, so a task ends even when no
+        controller is left to stop it (the host became unreachable, the playbook was killed).
+      - V(0) means no limit.
+    type: float
+    default: 0
   result_file:
     description:
       - JSON file the program writes (for example C(--result_file) of C(dtfbench.train)).
@@ -259,7 +268,8 @@ exit:
     - The exit-status record - C(rc), C(signal), C(signal_name), C(pid) (the program),
       C(supervisor_pid), C(started), C(ended) (epoch seconds), C(duration), C(argv), C(error)
       (when the program could not be executed), C(stopped_by) (written by O(state=stopped)
-      when the supervisor itself had to be killed).
+      when the supervisor itself had to be killed), C(deadline_exceeded) (true when the
+      supervisor ended the program at O(max_runtime)).
   returned: when the task has exited
   type: dict
 result:
@@ -338,6 +348,10 @@ import sys
 import time
 
 
+DEADLINE_ENV = "TF_TASK_SUPERVISOR_MAX_RUNTIME"
+GRACE_ENV = "TF_TASK_SUPERVISOR_GRACE"
+
+
 def say(text):
     sys.stdout.write("[tf_task %s] %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), text))
     sys.stdout.flush()
@@ -365,6 +379,9 @@ def main():
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, note)
+    # The dead-man deadline: the module passes it in the environment, the program never sees it.
+    max_runtime = float(os.environ.pop(DEADLINE_ENV, "0") or 0)
+    grace = float(os.environ.pop(GRACE_ENV, "10") or 10)
     record = {"schema": 1, "supervisor_pid": os.getpid(), "argv": argv, "pid": None,
               "started": time.time(), "rc": None, "signal": None, "signal_name": None}
     say("starting: %s" % " ".join(argv))
@@ -378,7 +395,21 @@ def main():
         write_exit(exit_file, record)
         return 127
     record["pid"] = child.pid
-    status = child.wait()
+    status = None
+    if max_runtime > 0:
+        try:
+            status = child.wait(timeout=max_runtime)
+        except subprocess.TimeoutExpired:
+            record["deadline_exceeded"] = True
+            say("max_runtime=%g s passed: stopping the task's process group" % max_runtime)
+            os.killpg(os.getpgrp(), signal.SIGTERM)  # we only note it (see note())
+            try:
+                status = child.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                status = child.wait()
+    if status is None:
+        status = child.wait()
     record["ended"] = time.time()
     record["duration"] = record["ended"] - record["started"]
     if status < 0:
@@ -495,6 +526,7 @@ class TfTask(object):
         timeout=dict(type="float", default=3600.0),
         stop_on_timeout=dict(type="bool", default=False),
         grace_period=dict(type="float", default=10.0),
+        max_runtime=dict(type="float", default=0.0),
         result_file=dict(type="path"),
         log_tail_lines=dict(type="int", default=40),
     )
@@ -509,7 +541,7 @@ class TfTask(object):
             module.fail_json(msg="name %r is not a valid task id: use letters, digits, '.', '_', "
                                  "'-', '+', '@', starting with a letter or digit (at most 200)"
                                  % self.name)
-        for option in ("ready_timeout", "timeout", "grace_period"):
+        for option in ("ready_timeout", "timeout", "grace_period", "max_runtime"):
             if params[option] < 0:
                 module.fail_json(msg="%s must be >= 0, got %s" % (option, params[option]))
         if params["port"] is not None and not 1 <= params["port"] <= 65535:
@@ -697,6 +729,9 @@ class TfTask(object):
             else:
                 env[key] = str(value)
         env[MARKER_ENV] = self.marker
+        if self.params["max_runtime"]:
+            env["TF_TASK_SUPERVISOR_MAX_RUNTIME"] = str(self.params["max_runtime"])
+            env["TF_TASK_SUPERVISOR_GRACE"] = str(self.params["grace_period"])
         return env
 
     def check_program(self, env):
@@ -926,6 +961,8 @@ class TfTask(object):
             how = "was killed by %s" % record.get("signal_name")
         else:
             how = "exited with rc %s" % record.get("rc")
+        if record.get("deadline_exceeded"):
+            how += " after running past its max_runtime"
         if record.get("error"):
             how += " (%s)" % record["error"]
         reason = None

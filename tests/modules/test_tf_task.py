@@ -389,3 +389,19 @@ def test_async_start_as_the_role_does(task, tmp_path, run_module):
         return True
 
     assert wait_for(watcher_gone, 20)
+
+
+def test_max_runtime_ends_a_task_no_controller_stops(task, tmp_path):
+    # The dead-man deadline: nobody calls state=stopped (the host became unreachable, the
+    # playbook was killed), yet the supervisor ends the task and says why.
+    rc, started = task("t-deadline", program_args=["--run", "600"], max_runtime=2, grace_period=2)
+    assert rc == 0 and started["ready"] is True
+    deadline = time.time() + 20
+    while alive(started["pid"]) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not alive(started["pid"])
+    rc, result = task("t-deadline", state="finished", timeout=5)
+    assert rc != 0 and "killed by SIGTERM after running past its max_runtime" in result["msg"]
+    assert result["exit"]["deadline_exceeded"] is True
+    assert 2 <= result["exit"]["duration"] < 10
+    assert processes_of(tmp_path) == []
