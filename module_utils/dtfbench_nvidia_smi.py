@@ -1,0 +1,1 @@
+../src/dtfbench/nvidia_smi.py
