@@ -72,6 +72,17 @@ COMPUTE_CAPABILITY_BY_NAME = (
 )
 
 
+# PCI device ids of the boards on EC2 GPU types (and a few others), so that a node without a
+# driver can still be told what it holds (a K80 is refused by the current profile before
+# any driver is installed). https://pci-ids.ucw.cz/read/PC/10de
+PCI_DEVICE_NAMES = {
+    "102d": "Tesla K80", "13f2": "Tesla M60", "15f8": "Tesla P100-PCIE-16GB",
+    "1db1": "Tesla V100-SXM2-16GB", "1db5": "Tesla V100-SXM2-32GB", "1eb8": "Tesla T4",
+    "2237": "NVIDIA A10G", "20b0": "NVIDIA A100-SXM4-40GB", "20b2": "NVIDIA A100-SXM4-80GB",
+    "2330": "NVIDIA H100 80GB HBM3", "27b8": "NVIDIA L4",
+}
+
+
 def compute_capability_of(name: str | None) -> str | None:
     """The compute capability of a board by its name ('Tesla K80' -> '3.7'), else None."""
     words = re.split(r"[\s\-]+", name or "")
@@ -239,9 +250,9 @@ def pci_nvidia_devices(sysfs: str = "/sys/bus/pci/devices", lspci: str = "lspci"
             pci_class = _read(os.path.join(entry, "class"))
             if vendor and vendor.lower().removeprefix("0x") == NVIDIA_VENDOR_ID and pci_class \
                     and pci_class.lower().removeprefix("0x")[:4] in GPU_PCI_CLASSES:
-                found.append({"slot": os.path.basename(entry),
-                              "device_id": (_read(os.path.join(entry, "device")) or "").lower().removeprefix("0x"),
-                              "pci_class": pci_class.lower().removeprefix("0x")[:4]})
+                found.append(_pci_device(os.path.basename(entry),
+                                         (_read(os.path.join(entry, "device")) or "").lower().removeprefix("0x"),
+                                         pci_class.lower().removeprefix("0x")[:4]))
         return found
     path = find_binary(lspci)
     if path is None:
@@ -263,8 +274,14 @@ def parse_lspci(stdout: str) -> list[dict]:
     for line in stdout.splitlines():
         match = _LSPCI_RE.match(line.strip())
         if match and match.group(2) in GPU_PCI_CLASSES:
-            found.append({"slot": match.group(1), "device_id": match.group(3).lower(), "pci_class": match.group(2)})
+            found.append(_pci_device(match.group(1), match.group(3).lower(), match.group(2)))
     return found
+
+
+def _pci_device(slot: str, device_id: str, pci_class: str) -> dict:
+    name = PCI_DEVICE_NAMES.get(device_id)
+    return {"slot": slot, "device_id": device_id, "pci_class": pci_class, "name": name,
+            "compute_capability": compute_capability_of(name)}
 
 
 def _read(path: str) -> str | None:

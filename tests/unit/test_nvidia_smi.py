@@ -165,14 +165,16 @@ def test_query_timeout(fake, tmp_path):
 def test_parse_lspci_k80():
     devices = smi.parse_lspci((OUTPUTS / "k80_p2_8xlarge.lspci").read_text())
     assert len(devices) == 8
-    assert devices[0] == {"slot": "00:17.0", "device_id": "102d", "pci_class": "0302"}
+    assert devices[0] == {"slot": "00:17.0", "device_id": "102d", "pci_class": "0302", "name": "Tesla K80",
+                          "compute_capability": "3.7"}
 
 
 def test_parse_lspci_ignores_other_nvidia_functions():
     text = ("00:03.0 VGA compatible controller [0300]: Cirrus Logic GD 5446 [1013:00b8]\n"
             "01:00.1 Audio device [0403]: NVIDIA Corporation GK104 HDMI Audio Controller [10de:0e0a] (rev a1)\n"
             "01:00.0 VGA compatible controller [0300]: NVIDIA Corporation GK104 [GeForce GTX 680] [10de:1180] (rev a1)\n")
-    assert smi.parse_lspci(text) == [{"slot": "01:00.0", "device_id": "1180", "pci_class": "0300"}]
+    assert smi.parse_lspci(text) == [{"slot": "01:00.0", "device_id": "1180", "pci_class": "0300", "name": None,
+                                      "compute_capability": None}]
 
 
 def test_pci_from_sysfs(tmp_path):
@@ -186,7 +188,8 @@ def test_pci_from_sysfs(tmp_path):
     device("0000:00:1f.0", "0x10de", "0x040300", "0x0e0a")  # its audio function
     device("0000:00:03.0", "0x1d0f", "0x030000", "0x1111")  # the EC2 VGA adapter
     assert smi.pci_nvidia_devices(sysfs=str(tmp_path)) == [
-        {"slot": "0000:00:1e.0", "device_id": "102d", "pci_class": "0302"}]
+        {"slot": "0000:00:1e.0", "device_id": "102d", "pci_class": "0302", "name": "Tesla K80",
+         "compute_capability": "3.7"}]
 
 
 def test_pci_on_this_machine_does_not_fail():
