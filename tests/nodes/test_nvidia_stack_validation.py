@@ -1,0 +1,80 @@
+"""nvidia_stack refuses bad input with one clear error before it installs anything.
+
+Runs the real role on localhost (ansible-playbook, local connection). The OS facts of an
+Ubuntu 16.04 node are given as extra vars where a case needs to get past the OS check on
+this Debian machine; the K80 case puts the recorded-output nvidia-smi of a p2.8xlarge
+(tests/nodes/nvidia_smi_outputs/) first on PATH.
+"""
+
+import re
+
+import pytest
+
+from node_helpers import recorded_nvidia_smi_env
+
+pytestmark = pytest.mark.ansible
+
+PLAY = """
+- name: Apply nvidia_stack
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  roles:
+    - role: nvidia_stack
+"""
+XENIAL = ["-e", "ansible_distribution=Ubuntu", "-e", "ansible_distribution_version=16.04"]
+
+
+def failed_message(proc):
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert not re.search(r"changed=[1-9]", proc.stdout), "something changed before the error"
+    return " ".join(proc.stdout.split()) + " " + " ".join(proc.stderr.split())
+
+
+def test_cscs2017_without_the_cudnn_tarball(run_playbook):
+    text = failed_message(run_playbook(PLAY, "-e", "node_profile=cscs2017", *XENIAL))
+    assert "node_profile=cscs2017 needs cuDNN 5.1 for CUDA 8.0: set nvidia_cudnn_tarball" in text
+    assert "NVIDIA requires a login to download it" in text
+
+
+def test_cscs2017_with_a_missing_local_tarball(run_playbook, tmp_path):
+    missing = tmp_path / "cudnn-8.0-linux-x64-v5.1.tgz"
+    text = failed_message(run_playbook(PLAY, "-e", "node_profile=cscs2017", "-e", f"nvidia_cudnn_tarball={missing}",
+                                       *XENIAL))
+    assert f"nvidia_cudnn_tarball={missing} is not a file on this machine" in text
+
+
+def test_cscs2017_with_a_bad_s3_location(run_playbook):
+    text = failed_message(run_playbook(PLAY, "-e", "node_profile=cscs2017", "-e", "nvidia_cudnn_tarball=s3://bucket/",
+                                       *XENIAL))
+    assert "nvidia_cudnn_tarball=s3://bucket/ is not s3://bucket/key of a file" in text
+
+
+def test_cscs2017_on_another_os(run_playbook, tmp_path):
+    tarball = tmp_path / "cudnn-8.0-linux-x64-v5.1.tgz"
+    tarball.write_bytes(b"not used")
+    text = failed_message(run_playbook(PLAY, "-e", "node_profile=cscs2017", "-e", f"nvidia_cudnn_tarball={tarball}"))
+    assert "node_profile=cscs2017 needs Ubuntu 16.04" in text and "runs Debian 12" in text
+
+
+def test_k80_with_the_current_profile_names_cscs2017(run_playbook):
+    proc = run_playbook(PLAY, "-e", "node_profile=current", env=recorded_nvidia_smi_env("k80_p2_8xlarge"))
+    text = failed_message(proc)
+    assert ("localhost: node_profile=current cannot drive the Tesla K80 GPUs of this node (compute capability 3.7): "
+            "its CUDA 12 needs compute capability >= 5.0; use node_profile=cscs2017") in text
+
+
+def test_unknown_profile(run_playbook):
+    text = failed_message(run_playbook(PLAY, "-e", "node_profile=cscs2018"))
+    assert "nvidia_stack_profile" in text and "cscs2017" in text and "cscs2018" in text
+
+
+def test_v100_with_the_current_profile_installs_only_with_gpus(run_playbook):
+    # A V100 node, driver already there (recorded output): the check passes; install=never
+    # so nothing is installed on this machine, and the expected count is verified.
+    proc = run_playbook(PLAY, "-e", "node_profile=current", "-e", "nvidia_stack_install=never",
+                        "-e", "nvidia_stack_expect_gpus=4", env=recorded_nvidia_smi_env("v100_p3_8xlarge"))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    proc = run_playbook(PLAY, "-e", "node_profile=current", "-e", "nvidia_stack_install=never",
+                        "-e", "nvidia_stack_expect_gpus=8", env=recorded_nvidia_smi_env("v100_p3_8xlarge"))
+    assert "expected 8 GPU(s), nvidia-smi lists 4 (status ok)" in failed_message(proc)
