@@ -1,0 +1,1 @@
+../src/dtfbench/s3sync.py
