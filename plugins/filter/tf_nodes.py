@@ -88,6 +88,7 @@ def tf_run_outcomes(all_hosts, hostvars, active_hosts):
         hv = hostvars[name]
         runs = hv.get("tf_cluster_worker_runs") or {}
         outcomes[name] = {"failure": hv.get("tf_cluster_failure") or "",
+                          "failed_at": hv.get("tf_cluster_failed_at") or None,
                           "workers": list(runs.get("results") or [])}
     return outcomes
 

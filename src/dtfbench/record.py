@@ -5,11 +5,13 @@ The playbook hands over (as JSON on stdin of ``python -m dtfbench.record``):
     {"run": <the plan's run>, "sweep_id": ..., "system": ..., "results_db": ...,
      "git_revision": ..., "started_at": ..., "finished_at": ...,
      "layout": <tf_cluster_spec's result>,
-     "hosts": {"<host>": {"failure": "" | "why", "workers": [<tf_task finished results>]}}}
+     "hosts": {"<host>": {"failure": "" | "why", "failed_at": <epoch s> | null,
+                          "workers": [<tf_task finished results>]}}}
 
 A run is 'ok' only when every worker of the layout returned an 'ok' JSON result; otherwise it
-is 'failed' with the first reason found (a host's failure, a worker's own reason, a missing
-result), so the sweep goes on and the report can list it.
+is 'failed' with the first reason found (the hosts' failures, the earliest first since it is
+the cause; a worker's own reason; a missing result), so the sweep goes on and the report can
+list it.
 """
 
 from __future__ import annotations
@@ -33,10 +35,30 @@ def _worker_results(hosts: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
     return found
 
 
+def _failed_at(host: Mapping[str, Any]) -> float:
+    try:
+        return float(host.get("failed_at"))
+    except (TypeError, ValueError):
+        return float("inf")
+
+
+def _host_failures(hosts: Mapping[str, Any]) -> str | None:
+    """Every host's failure, the earliest first: it is the cause, the later ones (peers that
+    lost the failed task) are its consequences and get their first line only."""
+    failed = sorted(((_failed_at(h), name, str(h["failure"])) for name, h in hosts.items() if h.get("failure")))
+    if not failed:
+        return None
+    (_, first_host, first), others = failed[0], failed[1:]
+    reason = f"{first_host}: {first}"
+    if others:
+        reason += "\nthen: " + "; ".join(f"{name}: {text.splitlines()[0]}" for _, name, text in others)
+    return reason
+
+
 def _failure_reason(payload: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) -> str | None:
-    for name, host in sorted(payload.get("hosts", {}).items()):
-        if host.get("failure"):
-            return f"{name}: {host['failure']}"
+    host_reason = _host_failures(payload.get("hosts", {}))
+    if host_reason:
+        return host_reason
     for index, result in sorted(results.items()):
         if result.get("status") != "ok":
             return f"worker {index}: {result.get('reason') or result.get('status') or 'failed'}"

@@ -129,6 +129,15 @@ def test_record_of_a_good_run_sums_the_workers():
     ({"localhost": {"failure": "", "workers": [worker(0), worker(1, status="failed", reason="peer ps:0 died")]}},
      "worker 1: peer ps:0 died"),
     ({"localhost": {"failure": "", "workers": [worker(0)]}}, "no result from worker(s) 1"),
+    # The earliest failure is the cause (with its log tail); a peer's later one follows, first line only.
+    ({"node01": {"failure": "worker 0 exited with rc 1: step 3 failed with ps 0\nlog tail", "failed_at": 200.0,
+                 "workers": []},
+      "node02": {"failure": "worker 1 was killed by SIGKILL\nlog tail", "failed_at": 150.5, "workers": []}},
+     "node02: worker 1 was killed by SIGKILL\nlog tail\nthen: node01: worker 0 exited with rc 1: step 3 failed with ps 0"),
+    # A host that left the play has no time: it sorts after the timed ones.
+    ({"node01": {"failure": "host left the play (unreachable or failed)", "workers": []},
+      "node02": {"failure": "worker 1 timed out", "failed_at": "1700000000.5", "workers": []}},
+     "node02: worker 1 timed out\nthen: node01: host left the play (unreachable or failed)"),
     ({"localhost": {"failure": "", "workers": [worker(0), worker(1, rate=None)]}},
      "worker 1: its result has no images_per_sec"),
 ])
