@@ -1,0 +1,117 @@
+"""The S3 sync engine's pure parts: URLs, key names, completeness, the manifest and journal."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from dtfbench import s3sync
+from dtfbench.flags import tfrecord_files
+from dtfbench.s3sync import RemoteObject, SyncError
+
+MD5 = "9e107d9d372bb6826bd81d3542a419d6"
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("s3://bucket", ("bucket", "")),
+    ("s3://bucket/", ("bucket", "")),
+    ("s3://bucket/imagenet", ("bucket", "imagenet/")),
+    ("s3://bucket/a/b/", ("bucket", "a/b/")),
+])
+def test_parse_s3_url(url, expected):
+    assert s3sync.parse_s3_url(url) == expected
+
+
+@pytest.mark.parametrize("url", ["bucket/prefix", "s3://", "s3:///prefix", "", None, "S3://bucket"])
+def test_parse_s3_url_refuses_what_is_no_s3_location(url):
+    with pytest.raises(SyncError, match="s3://BUCKET/PREFIX"):
+        s3sync.parse_s3_url(url)
+
+
+def test_md5_only_from_single_part_etags():
+    assert RemoteObject("k", "k", 1, MD5).md5 == MD5
+    assert RemoteObject("k", "k", 1, f'"{MD5}"').md5 == MD5
+    assert RemoteObject("k", "k", 1, f"{MD5[:32]}-3").md5 is None
+    assert RemoteObject("k", "k", 1, "").md5 is None
+
+
+def test_partial_names_never_look_like_shards(tmp_path):
+    for name in ("train-00000-of-01024", "validation-00127-of-00128", "sub/train-00001-of-00002"):
+        path = s3sync.partial_path(str(tmp_path), name)
+        base = os.path.basename(path)
+        assert base.startswith(".") and base.endswith(s3sync.PARTIAL_SUFFIX)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "w").close()
+    assert tfrecord_files(str(tmp_path)) == []  # the workload's own glob sees none of them
+
+
+@pytest.mark.parametrize("key", ["p/../etc", "p/a//b", "p/./x", f"p/x{s3sync.PARTIAL_SUFFIX}"])
+def test_keys_that_cannot_be_local_names_are_refused(key):
+    with pytest.raises(SyncError, match="cannot be a local file name"):
+        s3sync._relative_name(key, "p/")
+
+
+def test_directory_markers_are_skipped():
+    assert s3sync._relative_name("p/", "p/") is None
+    assert s3sync._relative_name("p/sub/", "p/") is None
+    assert s3sync._relative_name("p/sub/train-0", "p/") == "sub/train-0"
+
+
+def test_completeness(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 10)
+    st = os.stat(path)
+    obj = RemoteObject("k", "f", 10, MD5)
+    record = {"etag": MD5, "size": 10, "mtime_ns": st.st_mtime_ns}
+    assert s3sync._is_complete(obj, st, record) is True
+    assert s3sync._is_complete(obj, None, record) is False                       # missing
+    assert s3sync._is_complete(RemoteObject("k", "f", 11, MD5), st, record) is False  # wrong size
+    assert s3sync._is_complete(obj, st, dict(record, mtime_ns=1)) is None          # touched: hash it
+    assert s3sync._is_complete(obj, st, dict(record, etag="other")) is None        # object replaced
+    assert s3sync._is_complete(obj, st, None) is None                              # never recorded
+    multipart = RemoteObject("k", "f", 10, "abc-2")
+    assert s3sync._is_complete(multipart, st, None) is False                       # nothing to hash against
+
+
+def test_journal_lines_after_the_manifest_win_and_a_cut_line_is_ignored(tmp_path):
+    s3sync.write_manifest(str(tmp_path), {"a": {"etag": "1", "size": 1, "mtime_ns": 1}})
+    with open(tmp_path / s3sync.JOURNAL, "w") as f:
+        f.write(json.dumps({"name": "a", "record": {"etag": "2", "size": 2, "mtime_ns": 2}}) + "\n")
+        f.write(json.dumps({"name": "b", "record": {"etag": "3", "size": 3, "mtime_ns": 3}}) + "\n")
+        f.write('{"name": "c", "rec')  # killed while writing
+    records = s3sync.read_manifest(str(tmp_path))
+    assert records == {"a": {"etag": "2", "size": 2, "mtime_ns": 2}, "b": {"etag": "3", "size": 3, "mtime_ns": 3}}
+    s3sync.write_manifest(str(tmp_path), records)
+    assert not (tmp_path / s3sync.JOURNAL).exists()
+    assert s3sync.read_manifest(str(tmp_path)) == records
+
+
+def test_a_missing_or_broken_manifest_is_empty(tmp_path):
+    assert s3sync.read_manifest(str(tmp_path)) == {}
+    (tmp_path / s3sync.MANIFEST).write_text("{not json")
+    assert s3sync.read_manifest(str(tmp_path)) == {}
+
+
+def test_scan_leaves_out_bookkeeping_and_finds_partials(tmp_path):
+    for name in ("train-0", s3sync.MANIFEST, s3sync.JOURNAL, s3sync.LOCK, f".train-1{s3sync.PARTIAL_SUFFIX}"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "train-2").write_text("x")
+    files, partials = s3sync._scan_local(str(tmp_path))
+    assert sorted(files) == ["sub/train-2", "train-0"]
+    assert partials == [f".train-1{s3sync.PARTIAL_SUFFIX}"]
+
+
+def test_bandwidth_limit_spreads_bytes_over_time():
+    limit = s3sync.Bandwidth(1_000_000)
+    started = time.monotonic()
+    for _ in range(4):
+        limit.take(100_000)
+    assert time.monotonic() - started >= 0.29  # 400 kB at 1 MB/s, the first chunk free
+    unlimited = s3sync.Bandwidth(0)
+    started = time.monotonic()
+    unlimited.take(10**9)
+    assert time.monotonic() - started < 0.05
