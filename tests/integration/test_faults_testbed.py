@@ -190,3 +190,39 @@ def test_task_that_never_listens_fails_after_ready_timeout(bed2, project_root, a
     assert "pretending to start" in done.stdout  # the log tail
     assert time.monotonic() - started < 120
     assert [p for p in live_processes(run_id) if "never_listens" in p or "tf_task_supervisor" in p] == []
+
+
+# Last in this module on purpose: node02 has no sshd afterwards (the test bed goes down next).
+def test_host_that_goes_away_fails_its_runs_and_leaves_no_task(bed2, project_root, ansible_env, tmp_path,
+                                                                 live_processes):
+    # node02 disappears in the middle of the first run: its sshd and every SSH session into
+    # it are killed and both of its links go down. Nothing can reach its tasks any more;
+    # they must end by themselves (the workload's own timeouts, else the supervisors'
+    # max_runtime), and the controller must record the runs as failed and go on.
+    sweep = Sweep(bed2, project_root, ansible_env, tmp_path, "-e", "gpus=2", "-e", "num_ps=1",
+                  "-e", "repetitions=2", "-e", "steps=400")
+    sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
+    node02 = next(n for n in bed2.nodes if n["name"] == "node02")
+    inode = tb.netns_inode(node02["netns"])
+    for pid in tb.pids_in_netns(inode):
+        if tb.cmdline(pid)[:1] and "sshd" in tb.cmdline(pid)[0]:
+            os.kill(pid, signal.SIGKILL)
+    for link in ("pub0", "prv0"):
+        tb.ip("-n", node02["netns"], "link", "set", link, "down")
+    try:
+        rc = sweep.wait()
+        out = sweep.output()
+        runs = sweep.runs()
+        assert len(runs) == 2, out[-4000:]
+        assert all(r["status"] == "failed" for r in runs), [r["reason"] for r in runs]
+        assert "node02" in runs[0]["reason"], runs[0]["reason"]
+        assert rc == 4, out[-3000:]  # ansible-playbook's code for an unreachable host
+        assert "UNREACHABLE" in out
+        # Out of reach, node02's tasks still end on their own.
+        deadline = time.monotonic() + 180
+        while tf_processes(sweep.sweep_id, live_processes) and time.monotonic() < deadline:
+            time.sleep(2)
+        assert tf_processes(sweep.sweep_id, live_processes) == []
+    finally:
+        for link in ("pub0", "prv0"):
+            tb.ip("-n", node02["netns"], "link", "set", link, "up", check=False)
