@@ -19,7 +19,7 @@ How a sync goes:
 3. Every download goes to a temporary file in the destination directory, named
    ``.<name>.dtfbench-partial`` (hidden: it never matches ``train-*``/``validation-*``),
    is hashed while it streams, checked (size, and MD5 against the ETag when the ETag is
-   one), fsync'ed and renamed onto its final name: a final name only ever holds a whole,
+   one) and renamed onto its final name: a final name only ever holds a whole,
    checked file. Temporary files left by a killed sync are removed by the next one.
 4. Each completed file is appended to a journal (one JSON line, flushed), so a sync killed
    halfway keeps what it finished; at the end the journal is folded into the manifest.
@@ -239,8 +239,6 @@ def download(client, bucket: str, obj: RemoteObject, dest: str, bandwidth: Bandw
                 if digest is not None:
                     digest.update(chunk)
                 written += len(chunk)
-            f.flush()
-            os.fsync(f.fileno())
         if written != obj.size:
             raise SyncError(f"{obj.key}: got {written} bytes, the listing says {obj.size}")
         if digest is not None and digest.hexdigest() != obj.md5:
@@ -391,6 +389,13 @@ def _sync_locked(client, bucket, prefix, dest, report, started, *, workers, dele
         for name in sorted(set(local) - set(remote)):
             os.unlink(os.path.join(dest, name))
             report.deleted.append(name)
+    # One flush of the file system instead of an fsync per file (measured: up to 1 s per 300
+    # small files on a busy disk): what the manifest vouches for is on disk before it is.
+    # A killed process loses nothing either way (the page cache survives it); after a power
+    # loss the journal may vouch for a file that did not reach the disk: re-run with
+    # verify_checksums.
+    if report.downloaded_files:
+        flush_file_system(dest)
     write_manifest(dest, records)
     verify(remote, dest)
     report.verified = True
@@ -398,6 +403,23 @@ def _sync_locked(client, bucket, prefix, dest, report, started, *, workers, dele
     report.seconds = round(time.monotonic() - started, 3)
     report.mb_per_s = round(report.downloaded_bytes / 1e6 / report.seconds, 2) if report.seconds > 0 else 0.0
     return report
+
+
+def flush_file_system(path: str) -> None:
+    """syncfs(2) of the file system holding `path` (only it, not every disk); sync(2) without it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if libc.syncfs(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    except (OSError, AttributeError):
+        pass
+    os.sync()
 
 
 def verify(remote: dict[str, RemoteObject], dest: str) -> None:

@@ -1,0 +1,75 @@
+"""Bad input through the user's own command: one clear error before anything starts (#8).
+
+Each case runs run-benchmark.yml on the local inventory as a user would and checks that
+the message names the input, what is wrong and how to fix it, and that nothing was started
+or stored: no results database, no run directory, no TF process. The planner's messages
+are unit-tested in tests/unit/test_plan.py; here they must reach the user intact.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import uuid
+
+import pytest
+
+from dtfbench import store
+
+pytestmark = [pytest.mark.ansible]
+
+BASE = ["-e", "model=trivial", "-e", "image_size=32", "-e", "warmup_steps=1", "-e", "steps=2",
+        "-e", "repetitions=1"]
+
+
+def run_benchmark(project_root, ansible_env, tmp_path, *args):
+    sweep_id = f"bad-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "results.sqlite"
+    run_root = tmp_path / "runs"
+    done = subprocess.run(
+        ["ansible-playbook", "run-benchmark.yml", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}",
+         "-e", f"dtfbench_run_root={run_root}", *BASE, *args],
+        cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=300)
+    return done, db, run_root, sweep_id
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-e", "system=cray9000"], "system=cray9000 is unknown; choose one of"),
+    (["-e", "gpus=1", "-e", "model=resnet9000"], "model='resnet9000' is unknown"),
+    (["-e", "gpus=1", "-e", "variable_update=telepathy"], "variable_update='telepathy' is unknown"),
+    (["-e", "gpus=1,2,64"], "gpus=64"),                       # more than the inventory holds
+    (["-e", "gpus=2", "-e", "num_ps=9"], "num_ps=9"),           # more PSs than the nodes may run
+    (["-e", "gpus=1", "-e", "data=real"], "data=real needs a dataset"),
+    (["-e", "gpus=1", "-e", "data=real", "-e", "data_dir=/nonexistent/imagenet"],
+     "no train-* TFRecord shards in data_dir=/nonexistent/imagenet"),
+    (["-e", "gpus=1", "-e", "sweep_id=x;rm"], "is not a plain name"),
+])
+def test_bad_input_is_one_clear_error_before_anything_starts(project_root, ansible_env, tmp_path, live_processes,
+                                                            args, message):
+    done, db, run_root, sweep_id = run_benchmark(project_root, ansible_env, tmp_path, *args)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output[-3000:]
+    assert message in " ".join(output.split()), output[-3000:]
+    assert "Traceback" not in output
+    assert not run_root.exists()
+    assert not db.exists() or store.runs(store.connect(db)) == []
+    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+
+
+def test_a_port_already_taken_stops_the_run_before_any_task_starts(project_root, ansible_env, tmp_path,
+                                                                  live_processes):
+    # Something else listens on the PS port (2230): the run is recorded as failed with the
+    # port named, and not one of its tasks was started.
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", 2230))
+        squatter.listen()
+        done, db, run_root, sweep_id = run_benchmark(project_root, ansible_env, tmp_path, "-e", "gpus=1",
+                                                     "-e", "num_ps=1")
+    assert done.returncode == 0, done.stdout[-3000:]
+    (run,) = store.runs(store.connect(db))
+    assert run["status"] == "failed"
+    assert "port 2230 on localhost (127.0.0.1), wanted by ps 0, is already in use" in run["reason"]
+    assert "tf_cluster_ps_port_base" in run["reason"]
+    assert not (run_root / run["run_id"]).exists()
+    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
