@@ -84,11 +84,35 @@ def _choices(name: str, values: Iterable[Any], allowed: Iterable[str]) -> list[s
     return out
 
 
+# Up to this many workers the default tries every PS count, as the study did; beyond it the
+# sweep is pruned to powers of two (and the worker count itself): at 64 GPUs the study's
+# full sweep would be 64 configurations x 5 repetitions, and throughput changes slowly
+# between neighbouring PS counts there. Give num_ps explicitly to try other values.
+FULL_PS_SWEEP_UP_TO = 8
+
+
 def default_num_ps(num_workers: int, variable_update: str) -> list[int]:
-    """The study's sweep: 1 to the number of workers (0 for all-reduce, which has no PS)."""
+    """The study's sweep: 1 to the number of workers, pruned for large counts (see
+    FULL_PS_SWEEP_UP_TO); 0 for all-reduce, which has no PS."""
     if variable_update == "collective_all_reduce":
         return [0]
-    return list(range(1, num_workers + 1))
+    if num_workers <= FULL_PS_SWEEP_UP_TO:
+        return list(range(1, num_workers + 1))
+    values = list(range(1, FULL_PS_SWEEP_UP_TO + 1))
+    power = FULL_PS_SWEEP_UP_TO * 2
+    while power < num_workers:
+        values.append(power)
+        power *= 2
+    return values + [num_workers]
+
+
+def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes) -> bool:
+    try:
+        compute_layout(hosts, gpus=gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
+                       ps_on_worker_nodes=ps_on_worker_nodes)
+    except LayoutError:
+        return False
+    return True
 
 
 def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -149,6 +173,11 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                 layout = compute_layout(hosts, gpus=n_gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
                                         ps_on_worker_nodes=ps_on_worker_nodes)
             except LayoutError as err:
+                # The default sweep stops where the nodes run out of PS slots; a value the
+                # user asked for must fit.
+                if num_ps_given is None and num_ps > 1 and _fits(hosts, n_gpus, 1, devices_per_worker,
+                                                                 ps_on_worker_nodes):
+                    continue
                 raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
             for repetition in range(1, repetitions + 1):
                 runs.append({

@@ -41,6 +41,22 @@ def test_default_num_ps_is_the_studys_sweep():
     assert [r["num_ps"] for r in runs] == [1, 2, 3, 4]
 
 
+def test_default_num_ps_is_pruned_for_large_worker_counts():
+    assert default_num_ps(8, "parameter_server") == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert default_num_ps(9, "parameter_server") == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert default_num_ps(64, "parameter_server") == [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64]
+    assert default_num_ps(100, "parameter_server") == [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 100]
+
+
+def test_default_num_ps_stops_where_the_nodes_run_out_of_ps_slots():
+    # 8 nodes x 8 GPUs, one PS per node beside its workers (EC2 p2.8xlarge, the study's setting).
+    hosts = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 8, "max_ps": 1} for i in range(1, 9)]
+    runs = plan(hosts=hosts, gpus=64, num_ps=None, repetitions=1)["runs"]
+    assert [r["num_ps"] for r in runs] == [1, 2, 3, 4, 5, 6, 7, 8]
+    with pytest.raises(PlanError, match="num_ps=16"):
+        plan(hosts=hosts, gpus=64, num_ps=16, repetitions=1)
+
+
 def test_both_data_kinds_expand():
     runs = plan(gpus=1, num_ps=1, repetitions=1, data="both", data_dir="/data")["runs"]
     assert [r["data"] for r in runs] == ["synthetic", "real"]

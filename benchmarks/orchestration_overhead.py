@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""P1 orchestration overhead: wall time of a whole sweep / the training time the workers report.
+
+    .venv/bin/python benchmarks/orchestration_overhead.py [--hosts 4] [--repetitions 5] [--steps 300]
+
+Brings up the multi-host test bed (tests/testbed/testbed.py, real SSH), runs
+``run-benchmark.yml`` exactly as a user would (gpus = --hosts, one CPU worker per host,
+1 PS, --repetitions runs of one configuration), and divides the playbook's wall time by
+the sum over runs of the training time the workers themselves report (per run the longest
+worker's ``wall_time.run``: warm-up + measured steps, what the study's method pays for).
+
+It also splits the overhead, per run, into the TF start of the tasks (``wall_time.import``
++ ``wall_time.session_ready``: Python and TensorFlow import, servers, session, start
+barrier, all inside the tasks) and the rest, which is the orchestration proper (Ansible's
+fan-out, the tf_task module calls, recording). Goal (issue #9): ratio <= 1.15.
+
+Everything shares this machine's cores: on one 2-core machine four hosts' TF imports run
+one after the other, so the TF start dominates; the orchestration part is the number the
+project controls. Results: printed, and written to results/benchmarks/orchestration_overhead.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests" / "testbed"))
+import testbed  # noqa: E402
+
+from dtfbench import store  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=4)
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=300, help="measured steps per run (plus 10 warm-up)")
+    parser.add_argument("--model", default="trivial")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-orchestration"))
+    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "orchestration_overhead.json")
+    args = parser.parse_args(argv)
+
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
+    env["ANSIBLE_NOCOLOR"] = "1"
+    sweep_id = f"p1-{uuid.uuid4().hex[:8]}"
+    db = args.dir.with_name(args.dir.name + "-results.sqlite")
+    if db.exists():
+        db.unlink()
+
+    testbed.down(args.dir)
+    state = testbed.up(args.dir, hosts=args.hosts)
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            ["ansible-playbook", "run-benchmark.yml", "-i", str(args.dir / "hosts.yml"), "-e", "system=testbed",
+             "-e", f"gpus={args.hosts}", "-e", "num_ps=1", "-e", f"model={args.model}", "-e", "batch_size=8",
+             "-e", "image_size=32", "-e", f"repetitions={args.repetitions}", "-e", "warmup_steps=10",
+             "-e", f"steps={args.steps}", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+        wall = time.monotonic() - started
+    finally:
+        testbed.down(args.dir)
+    if done.returncode != 0:
+        raise SystemExit(f"the sweep failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
+
+    runs = store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))
+    failed = [r for r in runs if r["status"] != "ok"]
+    if failed or len(runs) != args.repetitions:
+        raise SystemExit(f"expected {args.repetitions} ok runs, got {len(runs)} ({len(failed)} failed)")
+    per_run = []
+    for run in runs:
+        walls = [w["wall_time"] for w in run["worker_results"]]
+        per_run.append({
+            "run_id": run["run_id"],
+            "training_s": max(w["run"] for w in walls),
+            "tf_start_s": max((w.get("import") or 0) + (w.get("session_ready") or 0) for w in walls),
+            "images_per_sec": run["images_per_sec"],
+        })
+    training = sum(r["training_s"] for r in per_run)
+    tf_start = sum(r["tf_start_s"] for r in per_run)
+    report = {
+        "benchmark": "orchestration_overhead",
+        "what": (f"run-benchmark.yml wall time / sum of the workers' training time, {args.hosts} test-bed hosts, "
+                 f"{args.repetitions} repetitions, model {args.model}, {args.steps} + 10 steps"),
+        "playbook_wall_s": wall,
+        "training_s": training,
+        "ratio": wall / training,
+        "goal": 1.15,
+        "tf_start_s": tf_start,
+        "orchestration_s": wall - training - tf_start,
+        "ratio_without_tf_start": (wall - tf_start) / training,
+        "runs": per_run,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": state["nodes"].__len__()},
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"sweep wall {wall:.1f} s / training {training:.1f} s = {report['ratio']:.2f} (goal <= 1.15)")
+    print(f"  of the {wall - training:.1f} s outside training: TF start in the tasks {tf_start:.1f} s, "
+          f"orchestration {report['orchestration_s']:.1f} s "
+          f"({report['orchestration_s'] / args.repetitions:.1f} s per run); "
+          f"without the TF start the ratio is {report['ratio_without_tf_start']:.2f}")
+    print(f"written to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
