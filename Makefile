@@ -33,8 +33,11 @@ doc-check: setup
 molecule: setup
 	scripts/molecule.sh
 
+# The benchmark suite (P1-P4 of issue #9): ratios against baselines measured in the same run.
+# BENCH="p1 p4" runs only those.
+BENCH ?=
 bench: setup
-	$(BIN)/python benchmarks/workload_vs_keras.py
+	scripts/bench.sh $(BENCH)
 
 clean:
 	rm -rf $(VENV) .pytest_cache results/report

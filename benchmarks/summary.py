@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""One table of the benchmark suite's figures: each against its baseline, measured in the same run.
+
+    .venv/bin/python benchmarks/summary.py [results/benchmarks]
+
+Reads what each benchmark wrote (results/benchmarks/*.json) and prints, per goal of issue
+#9, the figure, the baseline it is divided by, the ratio, the goal and whether it is met.
+A benchmark that has not been run is listed as such, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(directory: Path, name: str) -> dict | None:
+    path = directory / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool | None]]:
+    """(id, figure, baseline, ratio, goal, met) per goal."""
+    out = []
+    p1 = _load(directory, "orchestration_overhead")
+    out.append(("P1", "run-benchmark.yml wall, 4 hosts, 5 reps" if p1 else "not run",
+                f"workers' training time {p1['training_s']:.0f} s" if p1 else "-",
+                p1["ratio"] if p1 else None, "<= 1.15", p1["ratio"] <= 1.15 if p1 else None))
+    p2 = _load(directory, "launch_scaling")
+    out.append(("P2", f"start of all tasks on {p2['hosts'][1]} hosts {p2['start_s'][str(p2['hosts'][1])]:.1f} s"
+                if p2 else "not run", f"on 1 host {p2['start_s']['1']:.1f} s" if p2 else "-",
+                p2["ratio"] if p2 else None, "<= 1.5", p2["ratio"] <= 1.5 if p2 else None))
+    p3 = _load(directory, "staging")
+    if p3:
+        ours = p3["mb_per_s"]["dtfbench"]
+        out.append(("P3", f"dataset sync {ours:.1f} MB/s", f"raw GET loop {p3['mb_per_s']['raw']:.1f} MB/s",
+                    p3["dtfbench_vs_raw"], ">= 0.9", p3["dtfbench_vs_raw"] >= 0.9))
+        out.append(("P3", f"dataset sync {ours:.1f} MB/s", f"aws s3 sync {p3['mb_per_s'].get('aws', 0):.1f} MB/s",
+                    p3["dtfbench_vs_aws"], ">= 1.0", p3["dtfbench_vs_aws"] >= 1.0))
+        out.append(("P3", f"no-op re-sync of {p3['noop_shards']} shards {p3['noop_resync_s']:.2f} s", "2 s",
+                    p3["noop_resync_s"] / 2.0, "<= 1.0", p3["noop_resync_s"] < 2.0))
+    else:
+        out.append(("P3", "not run", "-", None, ">= 0.9", None))
+    p4 = _load(directory, "workload_vs_keras")
+    if p4:
+        ratio = p4["ratio_to_keras"]["ours_independent"]
+        out.append(("P4", f"our workload, {p4['config']['model']} {p4['config']['image_size']} px",
+                    "plain Keras loop, same CPU", ratio, ">= 0.95", ratio >= 0.95))
+    else:
+        out.append(("P4", "not run", "-", None, ">= 0.95", None))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    directory = Path(argv[0]) if argv else ROOT / "results" / "benchmarks"
+    table = [("goal", "figure", "baseline (same run)", "ratio", "target", "met")]
+    for ident, figure, baseline, ratio, goal, met in rows(directory):
+        table.append((ident, figure, baseline, "-" if ratio is None else f"{ratio:.2f}", goal,
+                      "-" if met is None else ("yes" if met else "NO")))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for number, row in enumerate(table):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        if number == 0:
+            print("  ".join("-" * width for width in widths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The benchmark suite of issue #9 (not part of `make test`): each benchmark measures its
+# baseline in the same run and writes results/benchmarks/<name>.json; the summary table
+# comes last. `make bench` runs all; name some to run only those: scripts/bench.sh p1 p4
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg" PYTHONPATH="$PWD/src"
+selected=("$@")
+[ ${#selected[@]} -gt 0 ] || selected=(p4 p3 p2 p1)
+for name in "${selected[@]}"; do
+  echo "=== $name"
+  case "$name" in
+    p1) python benchmarks/orchestration_overhead.py ;;
+    p2) python benchmarks/launch_scaling.py ;;
+    p3) python benchmarks/staging.py ;;
+    p4) python benchmarks/workload_vs_keras.py ;;
+    *) echo "unknown benchmark $name: choose from p1 p2 p3 p4" >&2; exit 2 ;;
+  esac
+done
+echo "=== summary"
+python benchmarks/summary.py
