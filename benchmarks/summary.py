@@ -38,8 +38,11 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
         ours = p3["mb_per_s"]["dtfbench"]
         out.append(("P3", f"dataset sync {ours:.1f} MB/s", f"raw GET loop {p3['mb_per_s']['raw']:.1f} MB/s",
                     p3["dtfbench_vs_raw"], ">= 0.9", p3["dtfbench_vs_raw"] >= 0.9))
-        out.append(("P3", f"dataset sync {ours:.1f} MB/s", f"aws s3 sync {p3['mb_per_s'].get('aws', 0):.1f} MB/s",
-                    p3["dtfbench_vs_aws"], ">= 1.0", p3["dtfbench_vs_aws"] >= 1.0))
+        vs_aws = p3.get("dtfbench_vs_aws")  # None when awscli was not installed
+        out.append(("P3", f"dataset sync {ours:.1f} MB/s",
+                    f"aws s3 sync {p3['mb_per_s']['aws']:.1f} MB/s" if vs_aws else "aws s3 sync: not installed",
+                    vs_aws, ">= 1.0", None if vs_aws is None else vs_aws >= 1.0))
+        # A new process, as a user's re-run pays it (interpreter start and boto3 included).
         out.append(("P3", f"no-op re-sync of {p3['noop_shards']} shards {p3['noop_resync_s']:.2f} s", "2 s",
                     p3["noop_resync_s"] / 2.0, "<= 1.0", p3["noop_resync_s"] < 2.0))
     else:

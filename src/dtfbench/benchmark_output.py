@@ -113,13 +113,15 @@ def result_line(result):
 
 def build_result(*, config, step_times, images_per_step, measured_seconds, num_workers,
                  warmup_steps, wall_time, devices, tf_version, ps_bytes, status="ok", reason=None,
-                 final_loss=None, measured_cpu_seconds=None):
+                 final_loss=None, measured_cpu_seconds=None, gpu_utilization=None):
     """The result dict of docs/design.md (schema 1) plus ``samples``, ``reason``, ``final_loss``.
 
     images_per_sec is this worker's measured images over the measured wall time;
     total_images_per_sec is that times the number of workers, as tf_cnn_benchmarks reports.
     cpu_time is this process's CPU time (user + sys) over the measured steps: unlike wall
     time it hardly changes when other programs share the CPUs.
+    gpu_utilization is nvidia-smi's utilization.gpu sampled during the measured steps
+    (dtfbench.nvidia_smi.summarise: mean/max per GPU and over them), None without GPUs.
     """
     measured = len(step_times)
     rate = None
@@ -149,6 +151,7 @@ def build_result(*, config, step_times, images_per_step, measured_seconds, num_w
         "final_loss": final_loss,
         "reason": reason,
         "cpu_time": {"measured": measured_cpu_seconds, "unit": "s"},
+        "gpu_utilization": gpu_utilization,
     }
     result["samples"] = samples(result)
     return result
@@ -170,6 +173,9 @@ def samples(result):
         if key != "unit":
             add(f"wall_time_{key}", value, "s")
     add("cpu_time_measured", result.get("cpu_time", {}).get("measured"), "s")
+    gpu = result.get("gpu_utilization") or {}
+    add("gpu_util_mean", gpu.get("mean"), "%")
+    add("gpu_util_max", gpu.get("max"), "%")
     add("warmup_steps", result["warmup_steps"], "steps")
     add("measured_steps", result["measured_steps"], "steps")
     for index, value in enumerate(result["ps_bytes"]):

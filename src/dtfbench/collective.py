@@ -124,6 +124,7 @@ def run(tf, config, cluster, report, watchdog):
     for n in range(config.num_warmup_batches):
         step(f"warm-up step {n + 1}")
     report.emit(out.step_header())
+    report.start_gpu_sampling()
     measured_start = time.perf_counter()
     cpu_start = time.process_time()
     for n in range(1, config.num_batches + 1):
@@ -135,6 +136,7 @@ def run(tf, config, cluster, report, watchdog):
             report.emit(out.step_line(n, report.images_per_step, report.step_times, loss))
     report.measured_seconds = time.perf_counter() - measured_start
     report.measured_cpu_seconds = time.process_time() - cpu_start
+    report.stop_gpu_sampling()
     report.wall_time["run"] = time.monotonic() - run_started
     watchdog.arm(watchdog_bound(config.step_timeout), "waiting for the other workers to finish")
     _finish_together(tf, cluster, config)

@@ -72,6 +72,8 @@ def build_parser():
     add("--num_intra_threads", type=int, default=0, help="intra-op threads (0: TF chooses)")
     add("--num_inter_threads", type=int, default=0, help="inter-op threads (0: TF chooses)")
     add("--result_file", default="", help="write the JSON result here (atomically); workers only")
+    add("--gpu_sample_interval", type=float, default=1.0,
+        help="seconds between nvidia-smi samples of GPU utilisation during the measured steps; 0: off")
     # Lifecycle bounds.
     add("--step_timeout", type=float, default=300.0,
         help="seconds one step (or barrier) may take before a peer is declared dead")
@@ -111,6 +113,7 @@ class Config:
     num_intra_threads: int
     num_inter_threads: int
     result_file: str
+    gpu_sample_interval: float
     step_timeout: float
     startup_timeout: float
     ps_idle_timeout: float
@@ -164,7 +167,8 @@ def _check_numbers(args):
         raise UsageError(f"--num_classes {args.num_classes}: must be at least 2")
     non_negative = {"--num_warmup_batches": args.num_warmup_batches, "--task_index": args.task_index,
                     "--num_intra_threads": args.num_intra_threads, "--num_inter_threads": args.num_inter_threads,
-                    "--image_size": args.image_size, "--ps_idle_timeout": args.ps_idle_timeout}
+                    "--image_size": args.image_size, "--ps_idle_timeout": args.ps_idle_timeout,
+                    "--gpu_sample_interval": args.gpu_sample_interval}
     for flag, value in non_negative.items():
         if value < 0:
             raise UsageError(f"{flag} {value}: must not be negative")

@@ -260,6 +260,7 @@ class GraphWorker:
         for step in range(config.num_warmup_batches):
             self._run(sess, fetches, f"warm-up step {step + 1}")
         report.emit(out.step_header())
+        report.start_gpu_sampling()
         measured_start = time.perf_counter()
         cpu_start = time.process_time()
         for step in range(1, config.num_batches + 1):
@@ -271,6 +272,7 @@ class GraphWorker:
                 report.emit(out.step_line(step, report.images_per_step, report.step_times, float(loss)))
         report.measured_seconds = time.perf_counter() - measured_start
         report.measured_cpu_seconds = time.process_time() - cpu_start
+        report.stop_gpu_sampling()
 
     def _leave(self, sess, built):
         """Finish without stranding anyone, then tell every PS we are gone."""

@@ -71,6 +71,15 @@ def _failure_reason(payload: Mapping[str, Any], results: Mapping[int, Mapping[st
     return None
 
 
+def _gpu_utilisation(results: list[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+    """(mean of the workers' mean utilisation, highest sample) over the workers that sampled GPUs."""
+    sampled = [r["gpu_utilization"] for r in results
+               if isinstance(r.get("gpu_utilization"), Mapping) and r["gpu_utilization"].get("mean") is not None]
+    if not sampled:
+        return None, None
+    return statistics.fmean(float(s["mean"]) for s in sampled), max(float(s["max"]) for s in sampled)
+
+
 def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
     run = payload["run"]
     layout = payload["layout"]
@@ -86,6 +95,7 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         values = [float(s[key]) for s in step_means if s.get(key) is not None]
         return statistics.fmean(values) if values else None
 
+    gpu_util_mean, gpu_util_max = _gpu_utilisation(ordered)
     first = ordered[0] if ordered else {}
     config = first.get("config") or {}
     return {
@@ -123,6 +133,8 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         "git_revision": payload.get("git_revision"),
         "cluster_spec": layout.get("cluster_spec"),
         "worker_results": ordered,
+        "gpu_util_mean": gpu_util_mean,
+        "gpu_util_max": gpu_util_max,
     }
 
 

@@ -31,6 +31,9 @@ class RunReport:
         self.tf_version = None
         self.ps_bytes = []
         self.images_per_step = config.batch_size * config.num_gpus
+        self.requested_device = config.device
+        self.gpu_utilization = None
+        self._gpu_sampler = None
         self._lock = threading.Lock()
         self._finished = False
         # Sessions and servers live until os._exit: a TF session closed by the garbage
@@ -54,13 +57,28 @@ class RunReport:
         # Progress notes go to stderr so stdout stays tf_cnn_benchmarks' lines + the result.
         print(f"[dtfbench {self.label}] {message}", file=sys.stderr, flush=True)
 
+    def start_gpu_sampling(self):
+        """Sample this worker's GPUs (nvidia-smi) until stop_gpu_sampling; nothing on CPU-only nodes."""
+        from dtfbench import nvidia_smi
+
+        self._gpu_sampler = nvidia_smi.start_sampler(self.config.gpu_sample_interval, self.requested_device)
+
+    def stop_gpu_sampling(self, wait=True):
+        sampler, self._gpu_sampler = self._gpu_sampler, None
+        if sampler is not None:
+            if wait:
+                self.gpu_utilization = sampler.stop()
+            else:  # the watchdog's path: never wait on a hung nvidia-smi
+                sampler._stop.set()
+
     def result(self, status="ok", reason=None):
         return out.build_result(
             config=self.config.as_dict(), step_times=self.step_times, images_per_step=self.images_per_step,
             measured_seconds=self.measured_seconds, num_workers=self.cluster.num_workers,
             warmup_steps=self.config.num_warmup_batches, wall_time=self.wall_time, devices=self.devices,
             tf_version=self.tf_version, ps_bytes=self.ps_bytes, status=status, reason=reason,
-            final_loss=self.final_loss, measured_cpu_seconds=self.measured_cpu_seconds)
+            final_loss=self.final_loss, measured_cpu_seconds=self.measured_cpu_seconds,
+            gpu_utilization=self.gpu_utilization)
 
     def succeed(self):
         with self._lock:
@@ -79,6 +97,7 @@ class RunReport:
             if self._finished:
                 return FAILURE_EXIT_CODE
             self._finished = True
+            self.stop_gpu_sampling(wait=False)
             print(error_line(f"{self.label}: {reason}"), file=sys.stderr, flush=True)
             if self.is_worker:
                 try:

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 DEFAULT_DB = "results/results.sqlite"
-SCHEMA_VERSION = 1
+# 2: gpu_util_mean, gpu_util_max. A store of an older version gets the new columns when it
+# is opened (NULL in its old rows); every column added later must be nullable for that.
+SCHEMA_VERSION = 2
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -57,6 +59,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("git_revision", "TEXT"),
     ("cluster_spec", "TEXT"),  # JSON: the ClusterSpec the workers used
     ("worker_results", "TEXT"),  # JSON list of the workers' result documents
+    # GPU utilisation (nvidia-smi utilization.gpu, percent) during the measured steps: the
+    # mean of the workers' means and the highest sample; NULL where the nodes have no GPU.
+    ("gpu_util_mean", "REAL"),
+    ("gpu_util_max", "REAL"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data",
@@ -84,7 +90,13 @@ def connect(db_path: str | Path) -> sqlite3.Connection:
         conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS runs_ok_once ON runs(run_id) WHERE status = 'ok'")
         conn.execute("CREATE INDEX IF NOT EXISTS runs_by_sweep ON runs(sweep_id)")
         conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        # A store made by an older version lacks the newer columns: add them (appending a
+        # nullable column rewrites no row, so the append-only history stays as it was).
+        present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        for name, sqltype in COLUMNS:
+            if name not in present:
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {sqltype}")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         # Append-only: the store never rewrites history.
         conn.execute("CREATE TRIGGER IF NOT EXISTS runs_no_update BEFORE UPDATE ON runs "
                      "BEGIN SELECT RAISE(ABORT, 'runs are append-only'); END")

@@ -43,6 +43,9 @@ def main(argv=None):
     from dtfbench.reporting import RunReport
 
     report = RunReport(config, cluster, process_start)
+    # Before check_devices resolves auto: a worker asked to run on GPUs that TF cannot see
+    # still gets its GPUs sampled (idle GPUs explain a slow run).
+    report.requested_device = config.device
     report.wall_time["import"] = time.monotonic() - process_start
     report.tf_version = tf.__version__
     try:

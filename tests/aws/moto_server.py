@@ -71,16 +71,23 @@ class MotoServer:
             [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
+        try:
+            self._wait_until_it_answers(timeout)
+        except BaseException:  # also an interrupt while waiting: never leave the child behind
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_it_answers(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"moto server exited with {self.process.returncode}")
             try:
                 urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()
-                return self
+                return
             except OSError:
                 time.sleep(0.2)
-        self.stop()
         raise RuntimeError(f"moto server did not answer on {self.endpoint} in {timeout:.0f} s")
 
     def reset(self) -> None:
@@ -114,15 +121,20 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-if __name__ == "__main__":
+def main() -> int:
     # A plain kill stops the server too: the child is in its own session and would outlive us.
     signal.signal(signal.SIGTERM, _interrupt)
-    with moto_server() as server:
-        for name, value in server.env.items():
-            if "SECRET" not in name:
-                print(f"export {name}={value}")
-        print("# serving; Ctrl-C stops it", flush=True)
-        try:
+    try:
+        with moto_server() as server:
+            for name, value in server.env.items():
+                if "SECRET" not in name:
+                    print(f"export {name}={value}")
+            print("# serving; Ctrl-C stops it", flush=True)
             signal.pause()
-        except KeyboardInterrupt:
-            pass
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

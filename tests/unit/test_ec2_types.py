@@ -110,3 +110,10 @@ def test_markdown_table_lists_every_type_once():
 
 def test_profiles_are_named_by_their_keys():
     assert all(p.name == k for k, p in NODE_PROFILES.items())
+
+
+def test_docs_table_is_current():
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "docs", "aws.md")
+    with open(docs) as handle:
+        assert markdown_table() in handle.read(), "docs/aws.md: paste `python -m dtfbench.ec2_types`"
