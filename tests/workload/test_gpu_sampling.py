@@ -1,0 +1,127 @@
+"""GPU utilisation sampled during the measured steps ends up in the worker's result and the store.
+
+Real workers (1 PS + 2 workers, parameter_server) on this CPU-only machine, each with an
+executable nvidia-smi first on its PATH that replays recorded output of a p3.8xlarge
+(tests/nodes/nvidia_smi_outputs/v100_p3_8xlarge.util: one block of utilisation rows per
+call, in turn): the recorded-output approach, so the sampler thread, its nvidia-smi calls
+(--id from CUDA_VISIBLE_DEVICES) and the whole result path are the real ones. Each worker
+counts its calls in its own file, so the expected mean follows from the count.
+Then `python -m dtfbench.record` stores the run and the row must carry the values.
+"""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dtfbench import store
+
+pytestmark = pytest.mark.tf
+
+NODES = Path(__file__).resolve().parents[1] / "nodes"
+CASE = NODES / "nvidia_smi_outputs" / "v100_p3_8xlarge"
+BLOCKS = [{int(i): float(u) for i, u in (row.split(", ") for row in block.strip().splitlines())}
+          for block in CASE.with_suffix(".util").read_text().split("\n\n") if block.strip()]
+
+
+def expected_per_gpu(gpus, calls):
+    values = {g: [BLOCKS[n % len(BLOCKS)][g] for n in range(calls)] for g in gpus}
+    return {str(g): {"mean": sum(v) / len(v), "max": max(v), "samples": len(v)} for g, v in values.items()}
+
+
+def record(payload, db):
+    payload = dict(payload, results_db=str(db))
+    proc = subprocess.run([sys.executable, "-m", "dtfbench.record"], input=json.dumps(payload), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return store.runs(store.connect(db))[-1]
+
+
+def payload_for(results, num_workers, run_id):
+    return {
+        "run": {"run_id": run_id, "gpus": num_workers, "num_ps": 1, "variable_update": "parameter_server",
+                "data": "synthetic", "repetition": 1},
+        "sweep_id": "pytest-gpu", "system": "local",
+        "layout": {"num_workers": num_workers, "hosts_used": ["localhost"], "cluster_spec": {}},
+        "hosts": {"localhost": {"failure": "", "workers": [{"result": r} for r in results]}},
+    }
+
+
+def test_sampled_utilisation_reaches_the_store(tasks, tmp_path):
+    fake_path = f"{NODES / 'fake_nvidia_smi'}{os.pathsep}{os.environ['PATH']}"
+    visible = {0: "0,2", 1: "1,3"}
+    worker_env = {i: {"PATH": fake_path, "DTFBENCH_FAKE_NVIDIA_SMI": str(CASE), "CUDA_VISIBLE_DEVICES": visible[i],
+                      "DTFBENCH_FAKE_NVIDIA_SMI_COUNTER": str(tmp_path / f"calls-{i}")} for i in (0, 1)}
+    ps, workers = tasks.cluster("parameter_server", 1, 2, extra=["--gpu_sample_interval", "0.05"])
+    # cluster() started them with the suite's environment; restart the workers with the GPU one.
+    for worker in workers:
+        worker.kill_group()
+    for path in tmp_path.glob("calls-*"):
+        path.unlink()
+    args = {i: workers[i].args for i in (0, 1)}
+    workers = [tasks.start(f"gpu-worker{i}", args[i], env=worker_env[i]) for i in (0, 1)]
+    for task in workers + ps:
+        assert task.wait(240) == 0, task.stderr[-3000:]
+
+    results = []
+    for i, worker in enumerate(workers):
+        result = worker.result()
+        calls = int((tmp_path / f"calls-{i}").read_text())
+        assert calls >= 1
+        gpus = [int(g) for g in visible[i].split(",")]
+        util = result["gpu_utilization"]
+        assert util["status"] == "ok" and util["samples"] == 2 * calls and util["unit"] == "%"
+        expected = expected_per_gpu(gpus, calls)
+        assert set(util["per_gpu"]) == set(expected)
+        for gpu, stats in expected.items():
+            assert util["per_gpu"][gpu] == pytest.approx(stats)
+        assert util["mean"] == pytest.approx(sum(v["mean"] for v in util["per_gpu"].values()) / 2)
+        assert {s["metric"] for s in result["samples"]} >= {"gpu_util_mean", "gpu_util_max"}
+        results.append(result)
+
+    row = record(payload_for(results, 2, "gpu-run-1"), tmp_path / "results.sqlite")
+    assert row["status"] == "ok", row["reason"]
+    assert row["gpu_util_mean"] == pytest.approx(sum(r["gpu_utilization"]["mean"] for r in results) / 2)
+    assert row["gpu_util_max"] == max(r["gpu_utilization"]["max"] for r in results)
+
+
+def test_cpu_only_workers_store_null(tasks, tmp_path):
+    # The suite's environment: CUDA_VISIBLE_DEVICES="" as the launcher sets it on CPU hosts.
+    _, workers = tasks.cluster("parameter_server", 1, 1)
+    assert workers[0].wait(240) == 0, workers[0].stderr[-3000:]
+    result = workers[0].result()
+    assert result["gpu_utilization"] is None
+    assert not {"gpu_util_mean", "gpu_util_max"} & {s["metric"] for s in result["samples"]}
+    row = record(payload_for([result], 1, "cpu-run-1"), tmp_path / "results.sqlite")
+    assert row["status"] == "ok" and row["gpu_util_mean"] is None and row["gpu_util_max"] is None
+
+
+def test_a_store_of_schema_1_opens_and_takes_the_new_columns(tmp_path):
+    """A results store written before the GPU columns existed still opens, keeps its rows."""
+    db = tmp_path / "old.sqlite"
+    old_columns = [(n, t) for n, t in store.COLUMNS if n not in ("gpu_util_mean", "gpu_util_max")]
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, "
+                 + ", ".join(f"{n} {t}" for n, t in old_columns) + ")")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO runs (run_id, sweep_id, system, gpus, num_ps, variable_update, data, repetition, status, "
+                 "images_per_sec) VALUES ('old-1', 's', 'local', 1, 1, 'parameter_server', 'synthetic', 1, 'ok', 12.5)")
+    conn.commit()
+    conn.close()
+
+    conn = store.connect(db)
+    store.add_run(conn, {"run_id": "new-1", "sweep_id": "s", "system": "local", "gpus": 1, "num_ps": 1,
+                         "variable_update": "parameter_server", "data": "synthetic", "repetition": 1,
+                         "status": "ok", "gpu_util_mean": 87.5, "gpu_util_max": 99.0})
+    rows = store.runs(conn)
+    assert [(r["run_id"], r["images_per_sec"], r["gpu_util_mean"], r["gpu_util_max"]) for r in rows] == [
+        ("old-1", 12.5, None, None), ("new-1", None, 87.5, 99.0)]
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(store.SCHEMA_VERSION)
+    assert store.completed_run_ids(db, "s") == {"old-1", "new-1"}
+    conn.close()
+    store.connect(db).close()  # opening again changes nothing
