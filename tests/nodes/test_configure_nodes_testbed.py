@@ -1,0 +1,80 @@
+"""configure-nodes.yml over real SSH on a 2-host test bed, profile current, twice.
+
+The test-bed hosts have no NVIDIA GPU: nvidia_stack must say so and install nothing;
+tf_virtualenv makes each host its own virtualenv on its own disk (/mnt/local_ssd, private
+to the host, as an EC2 node's disk is) with the lock file's CPU TensorFlow, boto3 and the
+workload wheel. The second run, through the ip_pairs inventory and the two IP files (the
+hand-launched flow), must change nothing. The TF download is the cost (pip's cache makes
+the second host and later runs cheap).
+"""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed_fixtures import testbed_factory  # noqa: F401
+
+pytestmark = [pytest.mark.ansible, pytest.mark.tf]
+
+VENV = "/mnt/local_ssd/dtfbench/venv"
+
+
+def configure(project_root, ansible_env, inventory, extra, timeout=1200):
+    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "configure-nodes.yml",
+                           "-i", inventory, *extra], cwd=project_root, env=ansible_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def recap(stdout):
+    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", rest)}
+            for host, rest in re.findall(r"^(node\d+)\s+:\s+(.*)$", stdout, re.MULTILINE)}
+
+
+def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, tmp_path):
+    bed = testbed_factory(hosts=2)
+    # A snapshot of the sources: the wheel must not change between the runs because someone
+    # edits the checkout meanwhile.
+    snapshot = tmp_path / "project"
+    snapshot.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(project_root / name, snapshot / name)
+    shutil.copytree(project_root / "src", snapshot / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    extra = ["-e", "node_profile=current", "-e", f"tf_virtualenv_path={VENV}",
+             "-e", f"tf_virtualenv_python={bed.state['python']}",
+             "-e", f"tf_virtualenv_project_dir={snapshot}", "-e", f"tf_virtualenv_wheel_dir={tmp_path / 'wheels'}"]
+
+    first = configure(project_root, ansible_env, bed.inventory, extra)
+    assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
+    counts = recap(first.stdout)
+    assert set(counts) == {"node01", "node02"} and all(c["failed"] == 0 and c["changed"] > 0 for c in counts.values())
+    for node in ("node01", "node02"):
+        assert f"no NVIDIA GPU on {node} (nvidia-smi: absent): nothing to install" in first.stdout
+        assert f"{node}: dtfbench_python={VENV}/bin/python (TensorFlow " in first.stdout
+        # Each host's own virtualenv, on its own disk.
+        python = bed.local_ssd(node) / "dtfbench" / "venv" / "bin" / "python"
+        assert python.exists(), sorted(str(p) for p in bed.local_ssd(node).rglob("*"))[:20]
+        wheels = list((bed.local_ssd(node) / "dtfbench" / "venv" / "dtfbench-wheels").glob("dtfbench-*.whl"))
+        assert len(wheels) == 1
+    assert not Path(VENV).exists()  # nothing on the shared filesystem's /mnt/local_ssd
+
+    # Over SSH, on the node: the workload from its virtualenv, with its TF.
+    node = bed.nodes[0]
+    probe = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible"), "-i", bed.inventory, node["name"], "-m", "ansible.builtin.command",
+         "-a", f"{VENV}/bin/python -c 'import dtfbench.layout, tensorflow as tf; print(tf.__version__, dtfbench.layout.__file__)'"],
+        cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=300)
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert f"{VENV}/lib/" in probe.stdout
+
+    second = configure(project_root, ansible_env, bed.ip_pairs_config, extra)
+    assert second.returncode == 0, second.stdout[-6000:] + second.stderr[-2000:]
+    counts = recap(second.stdout)
+    assert set(counts) == {"node01", "node02"}
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), second.stdout[-6000:]
+
+    bed.down()
+    assert bed.leftovers() == []
