@@ -75,9 +75,9 @@ options:
   instance_type:
     description:
       - EC2 instance type of every host; sets C(tf_devices) to its GPUs when O(tf_devices) is
-        not given. Known types and GPUs - p2.xlarge 1, p2.8xlarge 8, p2.16xlarge 16,
-        p3.2xlarge 1, p3.8xlarge 4, p3.16xlarge 8, g4dn.xlarge 1, g5.xlarge 1, p4d.24xlarge 8,
-        p5.48xlarge 8. Another type is an error; give O(tf_devices) for it.
+        not given. The known types are those of the project's table
+        (C(python -m dtfbench.ec2_types), docs/aws.md) - p2, p3, g4dn, g5, p4d and p5. Another
+        type is an error; give O(tf_devices) for it.
     type: str
   tf_device_type:
     description:
@@ -117,13 +117,16 @@ import os
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
 
-# GPUs per EC2 instance type (the study used p2.xlarge, p2.8xlarge and p2.16xlarge).
-GPUS_PER_INSTANCE_TYPE = {
-    "p2.xlarge": 1, "p2.8xlarge": 8, "p2.16xlarge": 16,
-    "p3.2xlarge": 1, "p3.8xlarge": 4, "p3.16xlarge": 8,
-    "g4dn.xlarge": 1, "g5.xlarge": 1,
-    "p4d.24xlarge": 8, "p5.48xlarge": 8,
-}
+try:  # the project's .venv has dtfbench installed; a bare checkout finds it beside this file
+    from dtfbench.ec2_types import tf_devices_by_type
+except ImportError:
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src"))
+    from dtfbench.ec2_types import tf_devices_by_type
+
+# GPUs per EC2 instance type: the project's one table (src/dtfbench/ec2_types.py), the same
+# that provision-aws.yml and its generated aws_ec2 inventory use.
+GPUS_PER_INSTANCE_TYPE = tf_devices_by_type()
 
 CONFIG_SUFFIXES = ("ip_pairs.yml", "ip_pairs.yaml")
 
