@@ -1,0 +1,64 @@
+"""The playbook SIGKILLed in the middle of a sweep loses no finished run and corrupts nothing (#8).
+
+run-benchmark.yml runs a 3-run sweep on the local inventory; as soon as the store holds
+the first run, the whole ansible-playbook process group is SIGKILLed (no handler, no
+`always:` runs). Then: the database passes SQLite's integrity check and holds exactly the
+finished run, intact; the killed run's tasks, which live in sessions of their own, end by
+themselves; and running the same command again with the same sweep_id does only the runs
+that are left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from dtfbench import store
+
+pytestmark = [pytest.mark.tf, pytest.mark.ansible]
+
+
+def test_killed_sweep_keeps_finished_runs_and_resumes(project_root, ansible_env, tmp_path, live_processes):
+    sweep_id = f"killed-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "results.sqlite"
+    command = ["ansible-playbook", "run-benchmark.yml", "-e", "gpus=1", "-e", "num_ps=1", "-e", "model=trivial",
+               "-e", "image_size=32", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=20",
+               "-e", "repetitions=3", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}",
+               "-e", f"dtfbench_run_root={tmp_path / 'runs'}"]
+    log = open(tmp_path / "first.log", "w")
+    first = subprocess.Popen(command, cwd=project_root, env=ansible_env, stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and first.poll() is None:
+        if db.exists() and store.runs(store.connect(db), "sweep_id = ?", (sweep_id,)):
+            break
+        time.sleep(0.2)
+    assert first.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    (kept,) = store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))
+    assert kept["status"] == "ok" and kept["images_per_sec"] > 0 and kept["repetition"] == 1
+
+    # The interrupted run's tasks were in their own sessions: they finish (or hit their
+    # supervisors' deadline) without any controller.
+    deadline = time.monotonic() + 120
+    while [p for p in live_processes(sweep_id) if "dtfbench.train" in p] and time.monotonic() < deadline:
+        time.sleep(1)
+    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+
+    again = subprocess.run(command, cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "2 of" in again.stdout and "3 runs to do" in " ".join(again.stdout.split()), again.stdout[-3000:]
+    runs = store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))
+    assert sorted(r["repetition"] for r in runs) == [1, 2, 3]
+    assert all(r["status"] == "ok" for r in runs)
+    assert runs[0]["run_id"] == kept["run_id"] and runs[0]["id"] == kept["id"]  # untouched
