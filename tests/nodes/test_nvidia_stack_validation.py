@@ -1,8 +1,8 @@
 """nvidia_stack refuses bad input with one clear error before it installs anything.
 
-Runs the real role on localhost (ansible-playbook, local connection). The OS facts of an
-Ubuntu 16.04 node are given as extra vars where a case needs to get past the OS check on
-this Debian machine; the K80 case puts the recorded-output nvidia-smi of a p2.8xlarge
+Runs the real role on localhost (ansible-playbook, local connection). Where a case needs
+to get past the OS check on this Debian machine, a tiny module of the test returns the OS
+facts of an Ubuntu 16.04 node (as setup would there) before the role runs; the K80 case puts the recorded-output nvidia-smi of a p2.8xlarge
 (tests/nodes/nvidia_smi_outputs/) first on PATH.
 """
 
@@ -22,7 +22,34 @@ PLAY = """
   roles:
     - role: nvidia_stack
 """
-XENIAL = ["-e", "ansible_distribution=Ubuntu", "-e", "ansible_distribution_version=16.04"]
+XENIAL_PLAY = """
+- name: Apply nvidia_stack on what looks like Ubuntu 16.04
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  pre_tasks:
+    - name: Report the OS facts of an Ubuntu 16.04 node
+      xenial_facts:
+  roles:
+    - role: nvidia_stack
+"""
+XENIAL_FACTS_MODULE = """#!/usr/bin/python
+import json
+print(json.dumps({"changed": False, "ansible_facts": {
+    "ansible_distribution": "Ubuntu", "ansible_distribution_version": "16.04",
+    "ansible_distribution_major_version": "16", "ansible_os_family": "Debian", "ansible_kernel": "4.4.0-1128-aws"}}))
+"""
+
+
+@pytest.fixture
+def on_xenial(run_playbook, project_root, tmp_path):
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "xenial_facts.py").write_text(XENIAL_FACTS_MODULE)
+
+    def run(*args):
+        return run_playbook(XENIAL_PLAY, *args, env={"ANSIBLE_LIBRARY": f"{library}:{project_root / 'library'}"})
+    return run
 
 
 def failed_message(proc):
@@ -31,22 +58,20 @@ def failed_message(proc):
     return " ".join(proc.stdout.split()) + " " + " ".join(proc.stderr.split())
 
 
-def test_cscs2017_without_the_cudnn_tarball(run_playbook):
-    text = failed_message(run_playbook(PLAY, "-e", "node_profile=cscs2017", *XENIAL))
+def test_cscs2017_without_the_cudnn_tarball(on_xenial):
+    text = failed_message(on_xenial("-e", "node_profile=cscs2017"))
     assert "node_profile=cscs2017 needs cuDNN 5.1 for CUDA 8.0: set nvidia_cudnn_tarball" in text
     assert "NVIDIA requires a login to download it" in text
 
 
-def test_cscs2017_with_a_missing_local_tarball(run_playbook, tmp_path):
+def test_cscs2017_with_a_missing_local_tarball(on_xenial, tmp_path):
     missing = tmp_path / "cudnn-8.0-linux-x64-v5.1.tgz"
-    text = failed_message(run_playbook(PLAY, "-e", "node_profile=cscs2017", "-e", f"nvidia_cudnn_tarball={missing}",
-                                       *XENIAL))
+    text = failed_message(on_xenial("-e", "node_profile=cscs2017", "-e", f"nvidia_cudnn_tarball={missing}"))
     assert f"nvidia_cudnn_tarball={missing} is not a file on this machine" in text
 
 
-def test_cscs2017_with_a_bad_s3_location(run_playbook):
-    text = failed_message(run_playbook(PLAY, "-e", "node_profile=cscs2017", "-e", "nvidia_cudnn_tarball=s3://bucket/",
-                                       *XENIAL))
+def test_cscs2017_with_a_bad_s3_location(on_xenial):
+    text = failed_message(on_xenial("-e", "node_profile=cscs2017", "-e", "nvidia_cudnn_tarball=s3://bucket/"))
     assert "nvidia_cudnn_tarball=s3://bucket/ is not s3://bucket/key of a file" in text
 
 
