@@ -6,7 +6,8 @@ The playbook hands over (as JSON on stdin of ``python -m dtfbench.record``):
      "git_revision": ..., "started_at": ..., "finished_at": ...,
      "layout": <tf_cluster_spec's result>,
      "hosts": {"<host>": {"failure": "" | "why", "failed_at": <epoch s> | null,
-                          "workers": [<tf_task finished results>]}}}
+                          "workers": [<tf_task finished results>]}},
+     "data_read": {"<host>": <dtfbench.read_throughput's JSON>}}   (real-data runs only)
 
 A run is 'ok' only when every worker of the layout returned an 'ok' JSON result; otherwise it
 is 'failed' with the first reason found (the hosts' failures, the earliest first since it is
@@ -80,6 +81,15 @@ def _gpu_utilisation(results: list[Mapping[str, Any]]) -> tuple[float | None, fl
     return statistics.fmean(float(s["mean"]) for s in sampled), max(float(s["max"]) for s in sampled)
 
 
+def _data_read(measured: Any) -> dict[str, Any]:
+    """The slowest node's raw read rate (it bounds a real-data run) and every node's result."""
+    if not isinstance(measured, Mapping) or not measured:
+        return {"data_read_mb_per_s": None, "data_read": None}
+    rates = [float(m["mb_per_s"]) for m in measured.values()
+             if isinstance(m, Mapping) and isinstance(m.get("mb_per_s"), (int, float))]
+    return {"data_read_mb_per_s": min(rates) if rates else None, "data_read": dict(measured)}
+
+
 def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
     run = payload["run"]
     layout = payload["layout"]
@@ -135,6 +145,7 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         "worker_results": ordered,
         "gpu_util_mean": gpu_util_mean,
         "gpu_util_max": gpu_util_max,
+        **_data_read(payload.get("data_read")),
     }
 
 

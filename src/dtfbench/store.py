@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 DEFAULT_DB = "results/results.sqlite"
-# 2: gpu_util_mean, gpu_util_max. A store of an older version gets the new columns when it
-# is opened (NULL in its old rows); every column added later must be nullable for that.
-SCHEMA_VERSION = 2
+# 2: gpu_util_mean, gpu_util_max. 3: data_read_mb_per_s, data_read. A store of an older
+# version gets the new columns when it is opened (NULL in its old rows); every column added
+# later must be nullable for that.
+SCHEMA_VERSION = 3
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -63,11 +64,15 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     # mean of the workers' means and the highest sample; NULL where the nodes have no GPU.
     ("gpu_util_mean", "REAL"),
     ("gpu_util_max", "REAL"),
+    # Real-data runs: the raw read rate of the data directory, the slowest node's (it bounds
+    # the run), and every node's measurement (JSON {host: dtfbench.read_throughput's result}).
+    ("data_read_mb_per_s", "REAL"),
+    ("data_read", "TEXT"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data",
             "repetition", "status")
-JSON_COLUMNS = ("hosts", "images_per_sec_per_worker", "cluster_spec", "worker_results")
+JSON_COLUMNS = ("hosts", "images_per_sec_per_worker", "cluster_spec", "worker_results", "data_read")
 
 
 class StoreError(ValueError):

@@ -121,5 +121,9 @@ def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, pr
     assert stored["data"] == "real" and stored["num_workers"] == 2
     for result in stored["worker_results"]:
         assert result["status"] == "ok" and result["config"]["data_dir"] == DATA_DIR
+    # Each node's raw read rate of its own copy, measured before the run, stored with it.
+    assert sorted(stored["data_read"]) == ["node01", "node02"]
+    assert all(m["bytes"] > 0 and m["mb_per_s"] > 0 and m["data_dir"] == DATA_DIR for m in stored["data_read"].values())
+    assert stored["data_read_mb_per_s"] == min(m["mb_per_s"] for m in stored["data_read"].values())
     bed.down()
     assert bed.leftovers() == []

@@ -146,3 +146,16 @@ def test_record_of_a_failed_run_keeps_the_reason(hosts, reason):
     assert rec["status"] == "failed"
     assert rec["reason"] == reason
     assert rec["images_per_sec"] is None
+
+
+def test_record_keeps_each_nodes_read_rate_and_the_slowest():
+    measured = {"node01": {"mb_per_s": 812.5, "bytes": 4 << 20, "direct": True},
+                "node02": {"mb_per_s": 640.0, "bytes": 4 << 20, "direct": True}}
+    rec = record.build_record(dict(payload({"node01": {"failure": "", "workers": [worker(0), worker(1)]}}),
+                                   data_read=measured))
+    assert rec["data_read_mb_per_s"] == 640.0 and rec["data_read"] == measured
+    # Synthetic runs (no measurement) and a node whose measurement failed.
+    assert record.build_record(payload({"n": {"failure": "", "workers": [worker(0), worker(1)]}}))["data_read"] is None
+    rec = record.build_record(dict(payload({"n": {"failure": "", "workers": [worker(0), worker(1)]}}),
+                                   data_read={"n": {"error": "no train-* files in /data"}}))
+    assert rec["data_read_mb_per_s"] is None and rec["data_read"] == {"n": {"error": "no train-* files in /data"}}
