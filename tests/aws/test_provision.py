@@ -1,0 +1,288 @@
+"""provision-aws.yml against moto: the cluster, its security, idempotence, cost guard, bad input.
+
+Every run is the real playbook as a user would run it (``ansible-playbook provision-aws.yml``
+from the project root), pointed at the moto server through AWS_ENDPOINT_URL; the assertions
+read EC2 back with boto3. moto's instances have real-looking public addresses, so the runs
+skip the SSH wait (``aws_wait_for_ssh=false``) and the node configuration
+(``configure_nodes=false``), and moto 5.2 has no placement groups (``placement_group=false``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import boto3
+import pytest
+
+from moto_server import SECRET_ACCESS_KEY
+
+ROOT = Path(__file__).resolve().parents[2]
+PROVISION = "provision-aws.yml"
+TEARDOWN = "teardown-aws.yml"
+SSH_CIDR = "203.0.113.7/32"
+CLUSTER_TAG = "dtfbench-cluster"
+# A run against moto: no SSH to moto's addresses, no node configuration, no placement group.
+MOTO_VARS = {"aws_wait_for_ssh": False, "configure_nodes": False, "placement_group": False}
+
+
+def playbook(playbook_name: str, env: dict, extra: dict | None = None, *verbosity: str):
+    """ansible-playbook from the project root; (returncode, stdout+stderr)."""
+    variables = dict(MOTO_VARS, **(extra or {}))
+    result = subprocess.run(
+        ["ansible-playbook", playbook_name, *verbosity, "-e", json.dumps(variables)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return result.returncode, result.stdout + result.stderr
+
+
+def recap(output: str) -> dict:
+    match = re.search(r"localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
+    assert match, output[-3000:]
+    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
+
+
+def ec2_client(env: dict):
+    return boto3.client(
+        "ec2", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"],
+        aws_access_key_id=env.get("AWS_ACCESS_KEY_ID", "AKIADTFBENCHTESTING1"),
+        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY))
+
+
+def instances(env: dict, cluster: str | None = None, states=("pending", "running")) -> list[dict]:
+    filters = [{"Name": "instance-state-name", "Values": list(states)}]
+    if cluster:
+        filters.append({"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]})
+    pages = ec2_client(env).get_paginator("describe_instances").paginate(Filters=filters)
+    return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
+
+
+def cluster_vars(tmp_path: Path, name: str = "study", **extra) -> dict:
+    return dict({"cluster_name": name, "instance_type": "p2.xlarge", "instance_count": 2,
+                 "ssh_cidr": SSH_CIDR, "output_dir": str(tmp_path / name)}, **extra)
+
+
+def plain(value):
+    """ansible-inventory's JSON without its {"__ansible_unsafe": ...} wrappers."""
+    if isinstance(value, dict):
+        if set(value) == {"__ansible_unsafe"}:
+            return value["__ansible_unsafe"]
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def generate_key(directory: Path) -> Path:
+    key = directory / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    return key.with_suffix(".pub")
+
+
+def tags_of(instance: dict) -> dict:
+    return {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+
+
+def lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_provision_is_secure_idempotent_and_shrinks(aws_env, tmp_path):
+    out = tmp_path / "study"
+    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path), "-v")
+    assert rc == 0, output[-4000:]
+
+    running = instances(aws_env, "study")
+    assert len(running) == 2 and {i["InstanceType"] for i in running} == {"p2.xlarge"}
+    for instance in running:
+        tags = tags_of(instance)
+        assert tags[CLUSTER_TAG] == "study" and tags["created-by"] == "dtfbench"
+        assert tags["dtfbench-owner"] and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", tags["dtfbench-expiry"])
+        assert instance["KeyName"] == "dtfbench-study"
+    subnet_ids = {i["SubnetId"] for i in running}
+    assert len(subnet_ids) == 1
+
+    # The security group: SSH from ssh_cidr only, the TF ports only from the group itself.
+    ec2 = ec2_client(aws_env)
+    group_ids = {g["GroupId"] for i in running for g in i["SecurityGroups"]}
+    assert len(group_ids) == 1
+    group = ec2.describe_security_groups(GroupIds=list(group_ids))["SecurityGroups"][0]
+    assert group["GroupName"] == "dtfbench-study"
+    ingress = group["IpPermissions"]
+    ssh = [p for p in ingress if p.get("FromPort") == 22]
+    assert len(ssh) == 1 and ssh[0]["ToPort"] == 22
+    assert [r["CidrIp"] for r in ssh[0]["IpRanges"]] == [SSH_CIDR] and not ssh[0]["UserIdGroupPairs"]
+    tf = [p for p in ingress if p.get("FromPort") != 22]
+    # p2.xlarge: 1 worker port from 2220 (the layout's base), 8 PS ports from 2230.
+    assert sorted((p["FromPort"], p["ToPort"]) for p in tf) == [(2220, 2220), (2230, 2237)]
+    for permission in tf:
+        assert permission["IpProtocol"] == "tcp"
+        assert not permission["IpRanges"] and not permission.get("Ipv6Ranges")
+        assert [pair["GroupId"] for pair in permission["UserIdGroupPairs"]] == [group["GroupId"]]
+    assert not any(r["CidrIp"] == "0.0.0.0/0" for p in ingress for r in p["IpRanges"])
+
+    # The network is the cluster's own, tagged for teardown.
+    subnet = ec2.describe_subnets(SubnetIds=list(subnet_ids))["Subnets"][0]
+    vpc = ec2.describe_vpcs(VpcIds=[subnet["VpcId"]])["Vpcs"][0]
+    assert subnet["CidrBlock"] == "10.42.0.0/24" and tags_of(vpc)[CLUSTER_TAG] == "study"
+
+    # The two IP files: line i of one is the instance of line i of the other.
+    public, private = lines(out / "aws_public_ips.txt"), lines(out / "aws_private_ips.txt")
+    by_private = {i["PrivateIpAddress"]: i.get("PublicIpAddress") for i in running}
+    assert len(public) == len(private) == 2 and {by_private[p] for p in private} == set(public)
+    assert [by_private[p] for p in private] == public
+
+    # The generated key: private half only in the 0600 file, never in the output.
+    pem = out / "study.pem"
+    assert stat.S_IMODE(pem.stat().st_mode) == 0o600
+    key_body = pem.read_text().splitlines()[1]
+    assert "PRIVATE KEY" in pem.read_text() and key_body not in output
+    assert SECRET_ACCESS_KEY not in output
+
+    # The aws_ec2 inventory, read from moto by ansible-inventory.
+    listing = subprocess.run(["ansible-inventory", "-i", str(out / "study.aws_ec2.yml"), "--list"],
+                             cwd=ROOT, env=aws_env, capture_output=True, text=True, timeout=300)
+    assert listing.returncode == 0, listing.stderr[-3000:]
+    inventory = plain(json.loads(listing.stdout))
+    hostvars = inventory["_meta"]["hostvars"]
+    assert sorted(inventory["tf_nodes"]["hosts"]) == sorted(i["InstanceId"] for i in running)
+    for instance in running:
+        host = hostvars[instance["InstanceId"]]
+        assert host["private_ip"] == instance["PrivateIpAddress"]
+        assert host["ansible_host"] == instance["PublicIpAddress"]
+        assert host["tf_devices"] == 1 and host["tf_device_type"] == "gpu"
+        assert host["ansible_user"] == "ubuntu" and host["ansible_ssh_private_key_file"] == str(pem)
+
+    # The same request again changes nothing.
+    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path))
+    assert rc == 0 and recap(output)["changed"] == 0, output[-4000:]
+    assert SECRET_ACCESS_KEY not in output
+    assert sorted(i["InstanceId"] for i in instances(aws_env, "study")) == sorted(i["InstanceId"] for i in running)
+
+    # A smaller count terminates the surplus (the oldest), and the files follow.
+    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, instance_count=1))
+    assert rc == 0, output[-4000:]
+    left = instances(aws_env, "study")
+    assert len(left) == 1
+    assert len(instances(aws_env, "study", states=("shutting-down", "terminated"))) == 1
+    assert lines(out / "aws_public_ips.txt") == [left[0]["PublicIpAddress"]]
+    assert lines(out / "aws_private_ips.txt") == [left[0]["PrivateIpAddress"]]
+
+
+def test_gpus_are_divided_by_the_type_and_spot_goes_through_a_launch_template(aws_env, tmp_path):
+    # The guard (max_instances=1) raised explicitly: 2 instances are launched.
+    variables = cluster_vars(tmp_path, "spotty", instance_type="p2.8xlarge", spot=True,
+                             spot_max_price="0.90", root_volume_size=64, max_instances=1,
+                             allow_more_instances=True)
+    del variables["instance_count"]
+    variables["gpus"] = 16
+    rc, output = playbook(PROVISION, aws_env, variables)
+    assert rc == 0, output[-4000:]
+    running = instances(aws_env, "spotty")
+    assert len(running) == 2 and {i["InstanceType"] for i in running} == {"p2.8xlarge"}
+    ec2 = ec2_client(aws_env)
+    template = ec2.describe_launch_template_versions(LaunchTemplateName="dtfbench-spotty")["LaunchTemplateVersions"][0]
+    market = template["LaunchTemplateData"]["InstanceMarketOptions"]
+    assert market["MarketType"] == "spot" and market["SpotOptions"]["MaxPrice"] == "0.90"
+    volumes = ec2.describe_volumes(VolumeIds=[m["Ebs"]["VolumeId"] for i in running for m in i["BlockDeviceMappings"]])
+    assert {v["Size"] for v in volumes["Volumes"]} == {64}
+    inventory = (tmp_path / "spotty" / "spotty.aws_ec2.yml").read_text()
+    assert '"p2.8xlarge": 8' in inventory
+
+
+BAD_INPUTS = [
+    ("unknown type", {"instance_type": "p9.huge"}, r"instance_type 'p9.huge' is not a known EC2 GPU instance type"),
+    ("gpus not a multiple", {"instance_type": "p2.8xlarge", "instance_count": None, "gpus": 12},
+     r"gpus=12 is not a multiple of the 8 GPUs of one p2.8xlarge; ask for 8 or 16"),
+    ("over max_instances", {"instance_count": 9}, r"9 instances of p2.xlarge exceed max_instances=8 \(the cost guard\)"),
+    ("ssh_cidr missing", {"ssh_cidr": None}, r"ssh_cidr is not set"),
+    ("ssh open to all", {"ssh_cidr": "0.0.0.0/0"}, r"ssh_cidr=0.0.0.0/0 opens SSH to the whole internet.*ssh_cidr_allow_anywhere=true"),
+    ("k80 on current", {"node_profile": "current"},
+     r"node_profile=current does not support instance_type=p2.xlarge.*compute capability >= 5.0.*use node_profile=cscs2017"),
+    ("v100 on cscs2017", {"instance_type": "p3.2xlarge", "node_profile": "cscs2017"},
+     r"node_profile=cscs2017 does not support instance_type=p3.2xlarge.*use node_profile=current"),
+    ("bad cluster name", {"cluster_name": "My_Cluster"}, r"cluster_name='My_Cluster' is not usable"),
+    ("unknown ami", {"ami": "ami-0123456789abcdef0"}, r"ami=ami-0123456789abcdef0 does not exist in us-east-1"),
+]
+
+
+@pytest.mark.parametrize("variables, message", [case[1:] for case in BAD_INPUTS], ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_fails_before_anything_exists(aws_env, tmp_path, variables, message):
+    request = cluster_vars(tmp_path, "bad")
+    for key, value in variables.items():
+        if value is None:
+            request.pop(key, None)
+        else:
+            request[key] = value
+    rc, output = playbook(PROVISION, aws_env, request)
+    assert rc != 0
+    assert re.search(message, " ".join(output.split())), output[-3000:]
+    assert "Traceback" not in output
+    assert instances(aws_env, states=("pending", "running", "shutting-down", "terminated", "stopped")) == []
+    assert [v for v in ec2_client(aws_env).describe_vpcs()["Vpcs"] if not v.get("IsDefault")] == []
+    assert not (tmp_path / "bad").exists()
+
+
+def test_missing_credentials_is_a_message(aws_env, tmp_path):
+    env = {k: v for k, v in aws_env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    rc, output = playbook(PROVISION, env, cluster_vars(tmp_path, "nocreds"))
+    assert rc != 0
+    flat = " ".join(output.split())
+    assert "AWS credentials: the call to STS failed" in flat and "Unable to locate credentials" in flat
+    assert "Traceback" not in output
+    assert instances(aws_env, states=("pending", "running", "terminated")) == []
+
+
+def _unwritable(tmp_path: Path) -> Path:
+    # A folder below a regular file cannot be created, even by root: the IP files cannot be
+    # written, after the instances were launched.
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    return blocker / "out"
+
+
+def test_failure_after_launch_tears_everything_down(aws_env, tmp_path, tmp_path_factory):
+    # The user's public key: nothing is written to output_dir before the instances run.
+    request = cluster_vars(tmp_path, "doomed", output_dir=str(_unwritable(tmp_path)),
+                           public_key_file=str(generate_key(tmp_path_factory.mktemp("key"))))
+    rc, output = playbook(PROVISION, aws_env, request)
+    assert rc != 0
+    flat = " ".join(output.split())
+    assert "provisioning cluster doomed failed" in flat and "everything launched for it was torn down" in flat
+    # It got as far as launching: then nothing may be left running or standing.
+    assert len(instances(aws_env, "doomed", states=("shutting-down", "terminated"))) == 2
+    assert instances(aws_env, "doomed") == []
+    ec2 = ec2_client(aws_env)
+    assert [v for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")] == []
+    assert ec2.describe_key_pairs()["KeyPairs"] == []
+    assert [g for g in ec2.describe_security_groups()["SecurityGroups"] if g["GroupName"] != "default"] == []
+
+
+def test_keep_on_failure_keeps_the_instances(aws_env, tmp_path, tmp_path_factory):
+    request = cluster_vars(tmp_path, "kept", output_dir=str(_unwritable(tmp_path)), keep_on_failure=True,
+                           public_key_file=str(generate_key(tmp_path_factory.mktemp("key"))))
+    rc, output = playbook(PROVISION, aws_env, request)
+    assert rc != 0
+    assert "the cluster was kept (keep_on_failure)" in " ".join(output.split())
+    assert len(instances(aws_env, "kept")) == 2
+
+
+def test_no_secret_in_the_output(aws_env, tmp_path):
+    """Credentials given as variables (none in the environment): used, and never printed."""
+    var_secret = "dtfbench-var-secret-0b5e1c7d9a3f46e2"
+    env = {k: v for k, v in aws_env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    credentials = {"aws_access_key": "AKIADTFBENCHVARKEY01", "aws_secret_key": var_secret}
+    outputs = []
+    rc, output = playbook(PROVISION, env, cluster_vars(tmp_path, "quiet", instance_count=1, **credentials), "-vvv")
+    outputs.append(output)
+    assert rc == 0, output[-3000:]
+    assert len(instances(aws_env, "quiet")) == 1
+    rc, output = playbook(TEARDOWN, env, {"cluster_name": "quiet", "output_dir": str(tmp_path / "quiet"),
+                                          **credentials}, "-vvv")
+    outputs.append(output)
+    assert rc == 0, output[-3000:]
+    for output in outputs:
+        assert var_secret not in output and SECRET_ACCESS_KEY not in output
+    assert instances(aws_env, "quiet") == []

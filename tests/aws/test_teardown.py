@@ -1,0 +1,95 @@
+"""teardown-aws.yml against moto: nothing of the cluster left, twice changes nothing, expiry.
+
+The clusters are made by provision-aws.yml itself (see test_provision.py for the moto
+settings); the assertions read EC2 back with boto3.
+"""
+
+from __future__ import annotations
+
+import time
+
+from test_provision import (CLUSTER_TAG, PROVISION, SECRET_ACCESS_KEY, TEARDOWN, cluster_vars,
+                            ec2_client, instances, playbook, recap)
+
+
+def leftovers(env: dict) -> dict:
+    """Everything in the region a cluster could have left, but the account's defaults."""
+    ec2 = ec2_client(env)
+    return {
+        "instances": [i["InstanceId"] for i in instances(env, states=("pending", "running", "stopping", "stopped"))],
+        "vpcs": [v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")],
+        "security_groups": [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]
+                            if g["GroupName"] != "default"],
+        "key_pairs": [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]],
+        "launch_templates": [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]],
+        "internet_gateways": [g["InternetGatewayId"] for g in ec2.describe_internet_gateways()["InternetGateways"]
+                              if any(t["Key"] == CLUSTER_TAG for t in g.get("Tags", []))],
+    }
+
+
+NOTHING = {"instances": [], "vpcs": [], "security_groups": [], "key_pairs": [], "launch_templates": [],
+           "internet_gateways": []}
+
+
+def test_teardown_leaves_nothing_and_twice_changes_nothing(aws_env, tmp_path):
+    out = tmp_path / "gone"
+    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "gone", spot=True))
+    assert rc == 0, output[-3000:]
+    before = leftovers(aws_env)
+    assert len(before["instances"]) == 2 and before["launch_templates"] == ["dtfbench-gone"]
+    assert before["key_pairs"] == ["dtfbench-gone"] and len(before["vpcs"]) == 1
+    assert (out / "aws_public_ips.txt").exists() and (out / "gone.pem").exists()
+
+    rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "gone", "output_dir": str(out)}, "-v")
+    assert rc == 0, output[-3000:]
+    assert recap(output)["changed"] > 0
+    assert leftovers(aws_env) == NOTHING
+    assert len(instances(aws_env, "gone", states=("terminated",))) == 2
+    assert sorted(p.name for p in out.iterdir()) == []
+    assert SECRET_ACCESS_KEY not in output
+
+    rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "gone", "output_dir": str(out)})
+    assert rc == 0 and recap(output)["changed"] == 0, output[-3000:]
+
+
+def test_given_subnet_and_key_are_left_alone(aws_env, tmp_path):
+    ec2 = ec2_client(aws_env)
+    vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.7.1.0/24")["Subnet"]["SubnetId"]
+    ec2.create_key_pair(KeyName="mine")
+    request = cluster_vars(tmp_path, "guest", instance_count=1, vpc_subnet_id=subnet, key_name="mine")
+    rc, output = playbook(PROVISION, aws_env, request)
+    assert rc == 0, output[-3000:]
+    (node,) = instances(aws_env, "guest")
+    assert node["SubnetId"] == subnet and node["KeyName"] == "mine"
+    assert node["PrivateIpAddress"].startswith("10.7.1.")
+
+    rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "guest", "key_name": "mine",
+                                              "output_dir": str(tmp_path / "guest")})
+    assert rc == 0, output[-3000:]
+    assert instances(aws_env, "guest") == []
+    assert [s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["Subnets"]] == [subnet]
+    assert [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]] == ["mine"]
+    assert [g["GroupName"] for g in ec2.describe_security_groups(
+        Filters=[{"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]] == ["default"]
+
+
+def test_expired_clusters_are_listed_then_removed(aws_env, tmp_path):
+    # Expires 1 s after launch.
+    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "old", instance_count=1,
+                                                            expiry_hours=0.0003))
+    assert rc == 0, output[-3000:]
+    time.sleep(1.5)
+
+    listing = {"expired": True, "output_root": str(tmp_path)}
+    rc, output = playbook(TEARDOWN, aws_env, listing)
+    assert rc == 0, output[-3000:]
+    flat = " ".join(output.split())
+    assert "1 expired cluster(s): old; remove them with -e remove_expired=true" in flat
+    assert len(instances(aws_env, "old")) == 1
+
+    rc, output = playbook(TEARDOWN, aws_env, dict(listing, remove_expired=True))
+    assert rc == 0, output[-3000:]
+    assert "1 expired cluster(s): old" in " ".join(output.split())
+    assert leftovers(aws_env) == NOTHING
+    assert not (tmp_path / "old" / "aws_public_ips.txt").exists()
