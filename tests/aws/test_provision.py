@@ -153,6 +153,7 @@ def test_provision_is_secure_idempotent_and_shrinks(aws_env, tmp_path):
         assert host["private_ip"] == instance["PrivateIpAddress"]
         assert host["ansible_host"] == instance["PublicIpAddress"]
         assert host["tf_devices"] == 1 and host["tf_device_type"] == "gpu"
+        assert host["dtfbench_python"] == "/opt/dtfbench/venv/bin/python"
         assert host["ansible_user"] == "ubuntu" and host["ansible_ssh_private_key_file"] == str(pem)
 
     # The same request again changes nothing.
