@@ -4,8 +4,12 @@ The test-bed hosts have no NVIDIA GPU: nvidia_stack must say so and install noth
 tf_virtualenv makes each host its own virtualenv on its own disk (/mnt/local_ssd, private
 to the host, as an EC2 node's disk is) with the lock file's CPU TensorFlow, boto3 and the
 workload wheel. The second run, through the ip_pairs inventory and the two IP files (the
-hand-launched flow), must change nothing. The TF download is the cost (pip's cache makes
-the second host and later runs cheap).
+hand-launched flow), must change nothing.
+
+The test-bed hosts have no internet (network namespaces), like nodes in a private subnet:
+the controller downloads the wheels once (`pip download` into .cache/wheelhouse-<python>,
+kept between runs) and the nodes install from it (tf_virtualenv_pip_extra_args
+--no-index --find-links). That download is the test's main cost the first time.
 """
 
 import re
@@ -29,6 +33,24 @@ def configure(project_root, ansible_env, inventory, extra, timeout=1200):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def locked(project_root, name):
+    text = (project_root / "requirements" / "lock.txt").read_text()
+    return re.search(rf"(?im)^{name}==(\S+)", text).group(1)
+
+
+def wheelhouse_for_nodes(project_root, python):
+    """The wheels of the lock's tensorflow-cpu and boto3 for the nodes' python, downloaded here."""
+    tag = subprocess.run([python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    folder = project_root / ".cache" / f"wheelhouse-{tag}"
+    folder.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([python, "-m", "pip", "download", "--quiet", "--dest", str(folder),
+                           f"tensorflow-cpu=={locked(project_root, 'tensorflow[-_]cpu')}",
+                           f"boto3=={locked(project_root, 'boto3')}"], capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return folder
+
+
 def recap(stdout):
     return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", rest)}
             for host, rest in re.findall(r"^(node\d+)\s+:\s+(.*)$", stdout, re.MULTILINE)}
@@ -43,7 +65,9 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(project_root / name, snapshot / name)
     shutil.copytree(project_root / "src", snapshot / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    wheelhouse = wheelhouse_for_nodes(project_root, bed.state["python"])
     extra = ["-e", "node_profile=current", "-e", f"tf_virtualenv_path={VENV}",
+             "-e", f"tf_virtualenv_pip_extra_args=--no-index --find-links {wheelhouse}",
              "-e", f"tf_virtualenv_python={bed.state['python']}",
              "-e", f"tf_virtualenv_project_dir={snapshot}", "-e", f"tf_virtualenv_wheel_dir={tmp_path / 'wheels'}"]
 
