@@ -1,0 +1,64 @@
+"""provision-aws.yml end to end: instances in moto, configured over real SSH on the test bed.
+
+moto's instances have no machines behind them (and their public addresses are real AWS
+ones: never connected to). So the test maps each instance's private address onto a host
+of the SSH test bed (`ssh_address_map`, the same variable that serves a VPN or a bastion)
+and lets provision-aws.yml do all of its work for real: launch, wait for SSH, write the
+inventories, configure the nodes over SSH. The test-bed hosts have no GPUs, while a
+g4dn.xlarge node must show one: configuration fails on every node, and provision-aws.yml
+must then tear the whole cluster down and name the nodes and why.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
+import testbed as tb  # noqa: E402
+from testbed_fixtures import testbed_factory  # noqa: E402,F401
+
+from test_provision import MOTO_VARS, ROOT, SSH_CIDR, ec2_client, instances, playbook  # noqa: E402
+
+pytestmark = [pytest.mark.ansible]
+
+
+def test_nodes_that_cannot_be_configured_tear_the_cluster_down(aws_env, testbed_factory, tmp_path):
+    bed = testbed_factory(hosts=2)
+    # moto has no Ubuntu 22.04 image, the profile's default: any image of its catalogue will do.
+    ami = ec2_client(aws_env).describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    request = {"ami": ami, "cluster_name": "mapped", "instance_type": "g4dn.xlarge", "instance_count": 2,
+               "node_profile": "current", "ssh_cidr": SSH_CIDR, "output_dir": str(tmp_path / "mapped")}
+
+    # Launch only, to learn the private addresses moto gave the instances.
+    rc, output = playbook("provision-aws.yml", aws_env, request)
+    assert rc == 0, output[-3000:]
+    private = (tmp_path / "mapped" / "aws_private_ips.txt").read_text().split()
+    assert len(private) == 2
+
+    # Then the whole of provision-aws.yml, each instance reached at a test-bed host.
+    # The test bed's connection settings (root, its key, its known_hosts) as extra variables:
+    # they must beat the ubuntu user and EC2 key that provisioning gives the nodes.
+    test_bed = tb.connection_vars(bed.state)
+    connection = {key: test_bed[key] for key in ("ansible_user", "ansible_ssh_private_key_file",
+                                                 "ansible_ssh_common_args", "ansible_python_interpreter")}
+    full = dict(request, configure_nodes=True, aws_wait_for_ssh=True,
+                ssh_address_map=dict(zip(private, bed.public_ips)), **connection)
+    done = subprocess.run(["ansible-playbook", "provision-aws.yml", "-e", json.dumps(dict(MOTO_VARS, **full))],
+                          cwd=ROOT, env=aws_env, capture_output=True, text=True, timeout=900)
+    out = done.stdout + done.stderr
+    flat = " ".join(out.split())
+    assert done.returncode != 0, out[-4000:]
+    # Both nodes were reached over SSH (their hostnames are the test bed's) and refused.
+    assert "configuring 2 node(s) failed" in flat, out[-4000:]
+    assert "The cluster was torn down." in flat
+    # Each node's own reason, from nvidia_stack on that node: a g4dn.xlarge shows 1 GPU, these none.
+    for instance_id in (line.split()[0] for line in out.splitlines() if line.startswith("i-")):
+        assert f"{instance_id} (" in flat
+    assert flat.count("expected 1 GPU(s), nvidia-smi lists none") >= 2, out[-4000:]
+    assert instances(aws_env, "mapped") == []
+    assert len(instances(aws_env, "mapped", states=("shutting-down", "terminated"))) == 2
