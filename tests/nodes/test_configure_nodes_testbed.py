@@ -12,6 +12,7 @@ kept between runs) and the nodes install from it (tf_virtualenv_pip_extra_args
 --no-index --find-links). That download is the test's main cost the first time.
 """
 
+import json
 import re
 import shutil
 import subprocess
@@ -67,7 +68,7 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
     shutil.copytree(project_root / "src", snapshot / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     wheelhouse = wheelhouse_for_nodes(project_root, bed.state["python"])
     extra = ["-e", "node_profile=current", "-e", f"tf_virtualenv_path={VENV}",
-             "-e", f"tf_virtualenv_pip_extra_args=--no-index --find-links {wheelhouse}",
+             "-e", json.dumps({"tf_virtualenv_pip_extra_args": f"--no-index --find-links {wheelhouse}"}),
              "-e", f"tf_virtualenv_python={bed.state['python']}",
              "-e", f"tf_virtualenv_project_dir={snapshot}", "-e", f"tf_virtualenv_wheel_dir={tmp_path / 'wheels'}"]
 
@@ -75,9 +76,10 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
     counts = recap(first.stdout)
     assert set(counts) == {"node01", "node02"} and all(c["failed"] == 0 and c["changed"] > 0 for c in counts.values())
+    said = " ".join(first.stdout.split())  # the YAML callback wraps long messages
     for node in ("node01", "node02"):
-        assert f"no NVIDIA GPU on {node} (nvidia-smi: absent): nothing to install" in first.stdout
-        assert f"{node}: dtfbench_python={VENV}/bin/python (TensorFlow " in first.stdout
+        assert f"no NVIDIA GPU on {node} (nvidia-smi: absent): nothing to install" in said
+        assert f"{node}: dtfbench_python={VENV}/bin/python (TensorFlow {locked(project_root, 'tensorflow[-_]cpu')})" in said
         # Each host's own virtualenv, on its own disk.
         python = bed.local_ssd(node) / "dtfbench" / "venv" / "bin" / "python"
         assert python.exists(), sorted(str(p) for p in bed.local_ssd(node).rglob("*"))[:20]
