@@ -68,7 +68,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench_env import ROOT, ansible_env  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
 
@@ -211,10 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "launch_scaling.json")
     args = parser.parse_args(argv)
 
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
-    env["ANSIBLE_NOCOLOR"] = "1"
+    env = ansible_env()
 
     testbed.down(args.dir)
     state = testbed.up(args.dir, hosts=args.hosts)

@@ -31,7 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench_env import ROOT, ansible_env  # noqa: E402
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
@@ -49,10 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "orchestration_overhead.json")
     args = parser.parse_args(argv)
 
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
-    env["ANSIBLE_NOCOLOR"] = "1"
+    env = ansible_env()
     sweep_id = f"p1-{uuid.uuid4().hex[:8]}"
     db = args.dir.with_name(args.dir.name + "-results.sqlite")
     if db.exists():

@@ -26,7 +26,7 @@ from dtfbench import store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
 import testbed as tb  # noqa: E402
-from testbed_fixtures import Testbed as Bed, unavailable  # noqa: E402
+from testbed_fixtures import module_testbed  # noqa: E402
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
@@ -37,16 +37,7 @@ FAST = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "image_size=32", "-e"
 
 @pytest.fixture(scope="module")
 def bed2(tmp_path_factory):
-    reason = unavailable()
-    if reason:
-        pytest.skip(f"no multi-host test bed here: {reason}")
-    directory = tmp_path_factory.mktemp("faultbed")
-    bed = Bed(directory)
-    try:
-        bed.state = tb.up(directory, hosts=2)
-        yield bed
-    finally:
-        bed.down()
+    yield from module_testbed(tmp_path_factory, hosts=2)
 
 
 class Sweep:

@@ -94,20 +94,30 @@ def testbed_factory(tmp_path_factory):
         bed.down()
 
 
-@pytest.fixture(scope="module")
-def testbed4(tmp_path_factory):
-    """One 4-host test bed for a whole test module."""
+def module_testbed(tmp_path_factory, hosts: int):
+    """A generator for a module-scoped fixture: one test bed of `hosts` hosts, down at the end.
+
+        @pytest.fixture(scope="module")
+        def bed2(tmp_path_factory):
+            yield from module_testbed(tmp_path_factory, hosts=2)
+    """
     reason = unavailable()
     if reason:
         pytest.skip(f"no multi-host test bed here: {reason}")
     directory = tmp_path_factory.mktemp("testbed")
     bed = Testbed(directory)
     try:
-        bed.state = tb.up(directory, hosts=4)
+        bed.state = tb.up(directory, hosts=hosts)
         yield bed
     finally:
         bed.down()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def testbed4(tmp_path_factory):
+    """One 4-host test bed for a whole test module."""
+    yield from module_testbed(tmp_path_factory, hosts=4)
 
 
 def ansible_command(tool: str) -> str:
