@@ -37,10 +37,11 @@ def _worker_results(hosts: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
 
 
 def _failed_at(host: Mapping[str, Any]) -> float:
+    # No time: the host left the play (unreachable), which its peers' failures follow.
     try:
         return float(host.get("failed_at"))
     except (TypeError, ValueError):
-        return float("inf")
+        return float("-inf")
 
 
 def _host_failures(hosts: Mapping[str, Any]) -> str | None:

@@ -56,6 +56,10 @@ def test_nodes_that_cannot_be_configured_tear_the_cluster_down(aws_env, testbed_
     # Both nodes were reached over SSH (their hostnames are the test bed's) and refused.
     assert "configuring 2 node(s) failed" in flat, out[-4000:]
     assert "The cluster was torn down." in flat
+    # Only the launched instances were configured, not the other hosts of tf_nodes (the
+    # project's local inventory puts localhost there).
+    configure_play = out.split("PLAY [Configure the TF nodes]", 1)[1].split("\nPLAY [", 1)[0]
+    assert "[localhost]" not in configure_play, configure_play[-3000:]
     # Each node's own reason, from nvidia_stack on that node: a g4dn.xlarge shows 1 GPU, these none.
     for instance_id in (line.split()[0] for line in out.splitlines() if line.startswith("i-")):
         assert f"{instance_id} (" in flat

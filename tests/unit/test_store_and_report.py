@@ -134,10 +134,10 @@ def test_record_of_a_good_run_sums_the_workers():
                  "workers": []},
       "node02": {"failure": "worker 1 was killed by SIGKILL\nlog tail", "failed_at": 150.5, "workers": []}},
      "node02: worker 1 was killed by SIGKILL\nlog tail\nthen: node01: worker 0 exited with rc 1: step 3 failed with ps 0"),
-    # A host that left the play has no time: it sorts after the timed ones.
-    ({"node01": {"failure": "host left the play (unreachable or failed)", "workers": []},
-      "node02": {"failure": "worker 1 timed out", "failed_at": "1700000000.5", "workers": []}},
-     "node02: worker 1 timed out\nthen: node01: host left the play (unreachable or failed)"),
+    # A host that left the play (unreachable) has no time: it is the cause of its peers' failures.
+    ({"node01": {"failure": "worker 0 timed out", "failed_at": "1700000000.5", "workers": []},
+      "node02": {"failure": "host left the play (unreachable or failed)", "workers": []}},
+     "node02: host left the play (unreachable or failed)\nthen: node01: worker 0 timed out"),
     ({"localhost": {"failure": "", "workers": [worker(0), worker(1, rate=None)]}},
      "worker 1: its result has no images_per_sec"),
 ])
