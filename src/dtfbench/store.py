@@ -90,6 +90,9 @@ def connect(db_path: str | Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=FULL")
     columns = ",\n  ".join(f"{name} {sqltype}" for name, sqltype in COLUMNS)
     with conn:
+        # One writer at a time through the schema: two processes opening an older store at
+        # once (a report during a sweep) must not both add the same column.
+        conn.execute("BEGIN IMMEDIATE")
         conn.execute(f"CREATE TABLE IF NOT EXISTS runs (\n  id INTEGER PRIMARY KEY,\n  {columns}\n)")
         # A run id is done once: at most one ok row each. Failed attempts stay as history.
         conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS runs_ok_once ON runs(run_id) WHERE status = 'ok'")
