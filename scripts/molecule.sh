@@ -9,6 +9,8 @@ for scenario_dir in roles/*/molecule tests/testbed/molecule; do
   [ -d "$scenario_dir" ] || continue
   role_dir=$(dirname "$scenario_dir")
   echo "--- molecule test --all in $role_dir"
-  (cd "$role_dir" && molecule test --all) || rc=1
+  # reset first: molecule keeps a scenario's state (e.g. "prepared") under ~/.ansible, keyed by
+  # its name, so an earlier run (another checkout, a killed run) would skip prepare.
+  (cd "$role_dir" && molecule reset --all >/dev/null 2>&1; molecule test --all) || rc=1
 done
 exit $rc
