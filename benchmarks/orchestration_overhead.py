@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         "orchestration_s": wall - training - tf_start,
         "ratio_without_tf_start": (wall - tf_start) / training,
         "runs": per_run,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": state["nodes"].__len__()},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": len(state["nodes"])},
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")

@@ -112,6 +112,18 @@ def tf_processes(sweep_id: str, live_processes) -> list[str]:
     return [p for p in live_processes(sweep_id) if "dtfbench.train" in p or "tf_task_supervisor" in p]
 
 
+def kill_during_measured_steps(bed, project_root, ansible_env, tmp_path, job: str, index: int) -> Sweep:
+    """A 2-run sweep (1 PS, a worker per host) whose task `job index` is SIGKILLed in run 1,
+    once worker 1 reports its first measured steps."""
+    sweep = Sweep(bed, project_root, ansible_env, tmp_path, "-e", "gpus=2", "-e", "num_ps=1",
+                  "-e", "repetitions=2", "-e", "steps=400")
+    sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
+    victims = task_pids(sweep.sweep_id, job, index)
+    assert len(victims) == 1, victims
+    os.kill(victims[0], signal.SIGKILL)
+    return sweep
+
+
 def assert_first_failed_then_sweep_went_on(sweep: Sweep, *reasons: str):
     rc = sweep.wait()
     runs = sweep.runs()
@@ -125,12 +137,7 @@ def assert_first_failed_then_sweep_went_on(sweep: Sweep, *reasons: str):
 
 
 def test_killed_worker_fails_its_run_and_the_sweep_goes_on(bed2, project_root, ansible_env, tmp_path, live_processes):
-    sweep = Sweep(bed2, project_root, ansible_env, tmp_path, "-e", "gpus=2", "-e", "num_ps=1",
-                  "-e", "repetitions=2", "-e", "steps=400")
-    sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
-    victims = task_pids(sweep.sweep_id, "worker", 1)
-    assert len(victims) == 1, victims
-    os.kill(victims[0], signal.SIGKILL)
+    sweep = kill_during_measured_steps(bed2, project_root, ansible_env, tmp_path, "worker", 1)
 
     rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "killed by SIGKILL")
     # The cause first (the killed worker), then its consequences on the other host.
@@ -142,12 +149,7 @@ def test_killed_worker_fails_its_run_and_the_sweep_goes_on(bed2, project_root, a
 
 
 def test_killed_ps_fails_its_run_and_the_sweep_goes_on(bed2, project_root, ansible_env, tmp_path, live_processes):
-    sweep = Sweep(bed2, project_root, ansible_env, tmp_path, "-e", "gpus=2", "-e", "num_ps=1",
-                  "-e", "repetitions=2", "-e", "steps=400")
-    sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
-    victims = task_pids(sweep.sweep_id, "ps", 0)
-    assert len(victims) == 1, victims
-    os.kill(victims[0], signal.SIGKILL)
+    sweep = kill_during_measured_steps(bed2, project_root, ansible_env, tmp_path, "ps", 0)
 
     rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "ps 0", "PS", "parameter server",
                                                                    "UnavailableError", "killed by SIGKILL")
