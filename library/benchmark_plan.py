@@ -89,6 +89,22 @@ options:
       - The results store. Runs of this sweep already recorded there as ok are returned with
         C(done=true), so that re-running an interrupted sweep runs only what is missing.
     type: path
+  workload:
+    description:
+      - What each run measures. V(ours) - C(python -m dtfbench.train). C(tf_cnn_benchmarks@REF) - the
+        original C(scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py) of tensorflow/benchmarks at the git
+        branch, tag or commit REF (no spaces, no C(..), not starting with C(-)).
+      - With C(tf_cnn_benchmarks) the models are its own of 2017 (alexnet, googlenet, inception3,
+        inception4, lenet, overfeat, resnet50, resnet101, resnet152, trivial, vgg11, vgg16, vgg19),
+        O(variable_update) is C(parameter_server) or C(distributed_replicated), O(image_size) must be 0,
+        O(warmup_steps) at least 1, O(launcher) C(ssh), and each run gets its flags in RV(runs[].workload_args).
+    type: str
+    default: ours
+  launcher:
+    description: How the runs will be started (C(ssh) or C(slurm)); C(tf_cnn_benchmarks) runs through C(ssh) only.
+    type: str
+    choices: [ssh, slurm]
+    default: ssh
 notes:
   - Supports check mode (it changes nothing in any mode).
 """
@@ -124,7 +140,9 @@ pending_runs:
   type: int
   sample: 4
 runs:
-  description: One entry per run, in execution order.
+  description:
+    - One entry per run, in execution order. C(workload) is V(ours) or C(tf_cnn_benchmarks@REF);
+      with the latter, C(workload_args) holds the run's tf_cnn_benchmarks flags (after the cluster flags).
   returned: success
   type: list
   elements: dict
@@ -132,7 +150,14 @@ runs:
     - {index: 1, run_id: 20261122T101500-a1b2-1-3f9c2a1e, image_size: null, gpus: 1, num_workers: 1, num_ps: 1,
        model: small_cnn, batch_size: 32, variable_update: parameter_server, data: synthetic,
        repetition: 1, devices_per_worker: 1, ps_on_worker_nodes: true, warmup_steps: 10, steps: 100,
-       done: false}
+       workload: ours, done: false}
+workload:
+  description:
+    - The workload - C(name) (V(ours) or C(tf_cnn_benchmarks)), C(ref) (null for ours), C(label)
+      (as the runs carry it) and C(notes) (what differs from a run of ours, to tell the user).
+  returned: success
+  type: dict
+  sample: {name: tf_cnn_benchmarks, ref: master, label: tf_cnn_benchmarks@master, notes: []}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -158,6 +183,8 @@ def main():
             ps_on_worker_nodes=dict(type="bool", default=True),
             sweep_id=dict(type="str", required=True),
             results_db=dict(type="path"),
+            workload=dict(type="str", default="ours"),
+            launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
         ),
         supports_check_mode=True,
     )

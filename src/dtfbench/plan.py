@@ -21,10 +21,12 @@ try:  # installed package (tests, CLI) or Ansible's module_utils namespace (the 
     from dtfbench.catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
     from dtfbench.layout import LayoutError, compute_layout
     from dtfbench.store import completed_run_ids
+    from dtfbench import workloads
 except ImportError:  # pragma: no cover - exercised through Ansible
     from ansible.module_utils.dtfbench_catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
     from ansible.module_utils.dtfbench_layout import LayoutError, compute_layout
     from ansible.module_utils.dtfbench_store import completed_run_ids
+    from ansible.module_utils import dtfbench_workloads as workloads
 
 
 class PlanError(ValueError):
@@ -41,7 +43,12 @@ RUN_KEYS = ("gpus", "model", "batch_size", "image_size", "variable_update", "num
 
 
 def run_digest(run: Mapping[str, Any]) -> str:
-    text = json.dumps({key: run.get(key) for key in RUN_KEYS}, sort_keys=True)
+    keys = {key: run.get(key) for key in RUN_KEYS}
+    # The workload counts only when it is not ours, so that the ids of sweeps recorded before
+    # there was a choice stay the same (and such a sweep still resumes).
+    if run.get("workload", workloads.OURS) != workloads.OURS:
+        keys["workload"] = run["workload"]
+    text = json.dumps(keys, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
@@ -121,14 +128,28 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     request keys: gpus, model, batch_size, variable_update, num_ps (None: the study's sweep),
     data (synthetic|real|both), repetitions, warmup_steps, steps, devices_per_worker,
     ps_on_worker_nodes, sweep_id, data_dir (required for real data), results_db (runs of
-    this sweep already recorded there as ok are marked done: re-running a sweep resumes it).
+    this sweep already recorded there as ok are marked done: re-running a sweep resumes it),
+    workload (``ours`` or ``tf_cnn_benchmarks@<git ref>``, see dtfbench.workloads), launcher
+    (``ssh`` or ``slurm``).
     """
+    try:
+        workload = workloads.parse_workload(request.get("workload"))
+        workloads.check_request(
+            workload, models=as_list("model", request.get("model")),
+            variable_updates=as_list("variable_update", request.get("variable_update")),
+            image_size=_ints("image_size", [request.get("image_size") or 0], 0)[0],
+            warmup_steps=_ints("warmup_steps", [request.get("warmup_steps", 10)], 0)[0],
+            launcher=str(request.get("launcher") or "ssh"))
+    except workloads.WorkloadError as err:
+        raise PlanError(str(err)) from None
+    known_models = MODELS if workload.is_ours else workloads.TF_CNN_MODELS
+    known_updates = VARIABLE_UPDATES if workload.is_ours else workloads.TF_CNN_VARIABLE_UPDATES
     gpus = _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1)
-    models = _choices("model", as_list("model", request.get("model")) or ["small_cnn"], MODELS)
+    models = _choices("model", as_list("model", request.get("model")) or ["small_cnn"], known_models)
     batch_sizes = _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [32], 1)
     updates = _choices("variable_update",
                        as_list("variable_update", request.get("variable_update")) or ["parameter_server"],
-                       VARIABLE_UPDATES)
+                       known_updates)
     data = _choices("data", as_list("data", request.get("data")) or ["synthetic"], DATA_CHOICES + ("both",))
     data = ["synthetic", "real"] if "both" in data else data
     num_ps_request = as_list("num_ps", request.get("num_ps"))
@@ -139,7 +160,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     devices_per_worker, = _ints("devices_per_worker", [request.get("devices_per_worker", 1)], 1)
     ps_on_worker_nodes = bool(request.get("ps_on_worker_nodes", True))
     image_size, = _ints("image_size", [request.get("image_size") or 0], 0)
-    for model in models:
+    for model in models if workload.is_ours else ():
         spec = MODEL_SPECS[model]
         if image_size and image_size < spec.min_image_size:
             raise PlanError(f"image_size={image_size} is too small for model={model}: it needs at least "
@@ -179,14 +200,24 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                                                                  ps_on_worker_nodes):
                     continue
                 raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
+            try:
+                device_type = None if workload.is_ours else workloads.worker_device_type(
+                    layout, f"gpus={n_gpus}, num_ps={num_ps}")
+            except workloads.WorkloadError as err:
+                raise PlanError(str(err)) from None
             for repetition in range(1, repetitions + 1):
-                runs.append({
+                run = {
                     "gpus": n_gpus, "model": model, "batch_size": batch_size, "image_size": image_size or None,
                     "variable_update": update,
                     "num_ps": num_ps, "data": data_kind, "repetition": repetition,
                     "num_workers": layout["num_workers"], "devices_per_worker": devices_per_worker,
                     "ps_on_worker_nodes": ps_on_worker_nodes, "warmup_steps": warmup_steps, "steps": steps,
-                })
+                    "workload": workload.label,
+                }
+                if not workload.is_ours:
+                    run["workload_args"] = workloads.tf_cnn_benchmarks_args(
+                        run, device_type=device_type, data_dir=request.get("data_dir"))
+                runs.append(run)
     done = completed_run_ids(request["results_db"], sweep_id) if request.get("results_db") else set()
     done_digests = {run_id.rsplit("-", 1)[-1] for run_id in done}
     width = len(str(len(runs)))
@@ -198,4 +229,4 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         run["run_id"] = f"{sweep_id}-{index:0{width}d}-{digest}"
         run["done"] = digest in done_digests
     return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs),
-            "pending_runs": sum(1 for run in runs if not run["done"])}
+            "pending_runs": sum(1 for run in runs if not run["done"]), "workload": workload.as_dict()}

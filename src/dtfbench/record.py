@@ -7,7 +7,9 @@ The playbook hands over (as JSON on stdin of ``python -m dtfbench.record``):
      "layout": <tf_cluster_spec's result>,
      "hosts": {"<host>": {"failure": "" | "why", "failed_at": <epoch s> | null,
                           "workers": [<tf_task finished results>]}},
-     "data_read": {"<host>": <dtfbench.read_throughput's JSON>}}   (real-data runs only)
+     "data_read": {"<host>": <dtfbench.read_throughput's JSON>},   (real-data runs only)
+     "workload": {"name": "ours" | "tf_cnn_benchmarks", "ref": <git ref> | null,
+                  "commit": <the commit the ref resolved to> | null}}
 
 A run is 'ok' only when every worker of the layout returned an 'ok' JSON result; otherwise it
 is 'failed' with the first reason found (the hosts' failures, the earliest first since it is
@@ -91,6 +93,15 @@ def _data_read(measured: Any) -> dict[str, Any]:
     return {"data_read_mb_per_s": min(rates) if rates else None, "data_read": dict(measured)}
 
 
+def _workload(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The workload columns; a payload without one (an older playbook) ran ours."""
+    workload = payload.get("workload")
+    if not isinstance(workload, Mapping) or not workload.get("name"):
+        workload = {"name": "ours"}
+    return {"workload": str(workload["name"]), "workload_ref": workload.get("ref") or None,
+            "workload_commit": workload.get("commit") or None}
+
+
 def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
     run = payload["run"]
     layout = payload["layout"]
@@ -147,6 +158,7 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         "gpu_util_mean": gpu_util_mean,
         "gpu_util_max": gpu_util_max,
         **_data_read(payload.get("data_read")),
+        **_workload(payload),
     }
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 DEFAULT_DB = "results/results.sqlite"
-# 2: gpu_util_mean, gpu_util_max. 3: data_read_mb_per_s, data_read. A store of an older
-# version gets the new columns when it is opened (NULL in its old rows); every column added
-# later must be nullable for that.
-SCHEMA_VERSION = 3
+# 2: gpu_util_mean, gpu_util_max. 3: data_read_mb_per_s, data_read. 4: workload,
+# workload_ref, workload_commit. A store of an older version gets the new columns when it is
+# opened (NULL in its old rows); every column added later must be nullable for that.
+SCHEMA_VERSION = 4
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -68,6 +68,12 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     # the run), and every node's measurement (JSON {host: dtfbench.read_throughput's result}).
     ("data_read_mb_per_s", "REAL"),
     ("data_read", "TEXT"),
+    # What the run measured: 'ours' (python -m dtfbench.train) or 'tf_cnn_benchmarks' with the
+    # git ref asked for and the commit it resolved to (NULL for ours; NULL in rows recorded
+    # before schema 4, which were all ours).
+    ("workload", "TEXT"),
+    ("workload_ref", "TEXT"),
+    ("workload_commit", "TEXT"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data",
