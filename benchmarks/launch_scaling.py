@@ -5,9 +5,10 @@
 
 Brings up the multi-host test bed (tests/testbed/testbed.py: network namespaces with their
 own sshd, reached over real SSH), then, for 1 host and for all hosts, starts the cluster of
-the layout with the tf_cluster role's own start code (roles/tf_cluster/tasks/start.yml:
-launch every PS at once, wait until they listen, the same for the workers), one PS and one
-worker per host, and takes the time from the first remote task until every task listens.
+the layout with the module the tf_cluster role starts runs with (library/tf_host_run.py,
+state=started: one call per host starts all its tasks, PSs first, and returns once every
+one listens), one PS and one worker per host, and takes the time from the first remote
+task until every task listens.
 Prints the ratio and writes results/benchmarks/launch_scaling.json. Goal: <= 1.5.
 
 The tasks are this very file in its `--job_name` mode: a process that takes the cluster
@@ -80,10 +81,6 @@ PLAYBOOK = """
     tf_cluster_run_id: "{run_id}"
     tf_cluster_run_dir: "{{{{ dtfbench_run_root }}}}/{run_id}"
     tf_cluster_program: ["{{{{ dtfbench_python }}}}", "{script}"]
-    tf_cluster_program_args: []
-    tf_cluster_environment: {{}}
-    tf_cluster_result_flag: ""
-    tf_cluster_ready_timeout: 60
     tf_cluster_my_tasks: "{{{{ tf_cluster_layout.hosts[inventory_hostname] | default([]) }}}}"
   tasks:
     - name: Open the SSH connections first (warm runs only)
@@ -105,15 +102,16 @@ PLAYBOOK = """
       run_once: true
       delegate_to: localhost
 
-    - name: Start the parameter servers
-      ansible.builtin.include_tasks: "{start_yml}"
-      vars:
-        tf_cluster_job: ps
-
-    - name: Start the workers
-      ansible.builtin.include_tasks: "{start_yml}"
-      vars:
-        tf_cluster_job: worker
+    - name: Start every task of the host and wait until they listen
+      tf_host_run:
+        state: started
+        run_id: "{{{{ tf_cluster_run_id }}}}"
+        run_dir: "{{{{ tf_cluster_run_dir }}}}"
+        tasks: "{{{{ tf_cluster_my_tasks }}}}"
+        cluster_spec: "{{{{ tf_cluster_layout.cluster_spec }}}}"
+        program: "{{{{ tf_cluster_program }}}}"
+        ready_timeout: 60
+      when: tf_cluster_my_tasks | length > 0
 
     - name: Report the time
       ansible.builtin.debug:
@@ -121,14 +119,12 @@ PLAYBOOK = """
       run_once: true
 
     - name: Stop every task
-      tf_task:
-        name: "{{{{ tf_cluster_run_id }}}}-{{{{ item.job }}}}-{{{{ item.task_index }}}}"
+      tf_host_run:
         state: stopped
+        run_id: "{{{{ tf_cluster_run_id }}}}"
         run_dir: "{{{{ tf_cluster_run_dir }}}}"
+        tasks: "{{{{ tf_cluster_my_tasks }}}}"
         grace_period: 2
-      loop: "{{{{ tf_cluster_my_tasks }}}}"
-      loop_control:
-        label: "{{{{ item.job }}}} {{{{ item.task_index }}}}"
 
     - name: Remove the run's files
       ansible.builtin.file:
@@ -145,8 +141,7 @@ def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int, env
     run_id = f"launch-scaling-{hosts}-{'warm' if warm else 'cold'}-{run_no}-{os.getpid()}"
     book = workdir / f"{run_id}.yml"
     book.write_text(PLAYBOOK.format(run_id=run_id, script=Path(__file__).resolve(), gpus=hosts,
-                                    warm=str(warm).lower(),
-                                    start_yml=ROOT / "roles" / "tf_cluster" / "tasks" / "start.yml"))
+                                    warm=str(warm).lower()))
     if not warm:
         kill_ssh_masters(state)
     limit = "tf_nodes" if hosts > 1 else "node01"
@@ -179,7 +174,7 @@ def summarize(samples: dict[str, list[dict]], n: int, repeats: int) -> dict:
 
     report = {
         "benchmark": "launch_scaling",
-        "what": ("time from the first remote task until every task listens, roles/tf_cluster/tasks/start.yml, "
+        "what": ("time from the first remote task until every task listens, library/tf_host_run.py state=started, "
                  "1 PS + 1 worker per host, tiny listener program (no TensorFlow), test-bed hosts over SSH"),
         "hosts": [1, n],
         "repeats": repeats,

@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if db.exists():
         db.unlink()
 
+    args.output.parent.mkdir(parents=True, exist_ok=True)
     testbed.down(args.dir)
     state = testbed.up(args.dir, hosts=args.hosts)
     try:
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
              "-e", f"steps={args.steps}", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
         wall = time.monotonic() - started
+        # The playbook's own output, for a per-task breakdown (ANSIBLE_CALLBACKS_ENABLED=
+        # ansible.posix.profile_tasks adds each task's time to it).
+        args.output.with_suffix(".log").write_text(done.stdout + done.stderr)
     finally:
         testbed.down(args.dir)
     if done.returncode != 0:
@@ -100,7 +104,6 @@ def main(argv: list[str] | None = None) -> int:
         "runs": per_run,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": len(state["nodes"])},
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     print(f"sweep wall {wall:.1f} s / training {training:.1f} s = {report['ratio']:.2f} (goal <= 1.15)")
     print(f"  of the {wall - training:.1f} s outside training: TF start in the tasks {tf_start:.1f} s, "
