@@ -227,48 +227,18 @@ hosts_used:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench_layout import LayoutError, compute_layout
+from ansible.module_utils.dtfbench_layout import ARGUMENT_SPEC, LayoutError, layout_from_params
 
 
-class TfClusterSpec(object):
-    """Compute the layout from the module parameters."""
-
-    argument_spec = dict(
-        hosts=dict(type="list", elements="dict", required=True, options=dict(
-            name=dict(type="str", required=True),
-            address=dict(type="str"),
-            devices=dict(type="int", required=True),
-            device_type=dict(type="str", choices=["gpu", "cpu"], default="gpu"),
-            max_ps=dict(type="int", default=1),
-        )),
-        gpus=dict(type="int", required=True),
-        num_ps=dict(type="int", required=True),
-        devices_per_worker=dict(type="int", default=1),
-        ps_on_worker_nodes=dict(type="bool", default=True),
-        ps_port_base=dict(type="int", default=2230),
-        worker_port_base=dict(type="int", default=2220),
-    )
-
-    def __init__(self, module):
-        self.module = module
-
-    def run(self):
-        params = self.module.params
-        try:
-            layout = compute_layout(
-                params["hosts"], params["gpus"], params["num_ps"],
-                devices_per_worker=params["devices_per_worker"],
-                ps_on_worker_nodes=params["ps_on_worker_nodes"],
-                ps_port_base=params["ps_port_base"],
-                worker_port_base=params["worker_port_base"])
-        except LayoutError as error:
-            self.module.fail_json(msg=str(error))
-        self.module.exit_json(changed=False, **layout)
-
-
+# plugins/action/tf_cluster_spec.py computes the same on the controller without starting a
+# module process (the project's ansible.cfg enables it); this module is what runs elsewhere.
 def main():
-    module = AnsibleModule(argument_spec=TfClusterSpec.argument_spec, supports_check_mode=True)
-    TfClusterSpec(module).run()
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        layout = layout_from_params(module.params)
+    except LayoutError as error:
+        module.fail_json(msg=str(error))
+    module.exit_json(changed=False, **layout)
 
 
 if __name__ == "__main__":

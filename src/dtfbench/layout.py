@@ -28,11 +28,40 @@ import json
 import re
 import sys
 
-__all__ = ["LayoutError", "compute_layout", "expand_nodelist", "main"]
+__all__ = ["ARGUMENT_SPEC", "LayoutError", "compute_layout", "expand_nodelist", "main"]
 
 DEVICE_TYPES = ("gpu", "cpu")
 DEFAULT_PS_PORT_BASE = 2230
 DEFAULT_WORKER_PORT_BASE = 2220
+
+
+# The inputs of compute_layout as an Ansible argument spec: the tf_cluster_spec module and its
+# controller-side action plugin validate with this one spec.
+ARGUMENT_SPEC = dict(
+    hosts=dict(type="list", elements="dict", required=True, options=dict(
+        name=dict(type="str", required=True),
+        address=dict(type="str"),
+        devices=dict(type="int", required=True),
+        device_type=dict(type="str", choices=list(DEVICE_TYPES), default="gpu"),
+        max_ps=dict(type="int", default=1),
+    )),
+    gpus=dict(type="int", required=True),
+    num_ps=dict(type="int", required=True),
+    devices_per_worker=dict(type="int", default=1),
+    ps_on_worker_nodes=dict(type="bool", default=True),
+    ps_port_base=dict(type="int", default=DEFAULT_PS_PORT_BASE),
+    worker_port_base=dict(type="int", default=DEFAULT_WORKER_PORT_BASE),
+)
+
+
+def layout_from_params(params):
+    """compute_layout with the validated parameters of ARGUMENT_SPEC."""
+    return compute_layout(
+        params["hosts"], params["gpus"], params["num_ps"],
+        devices_per_worker=params["devices_per_worker"],
+        ps_on_worker_nodes=params["ps_on_worker_nodes"],
+        ps_port_base=params["ps_port_base"],
+        worker_port_base=params["worker_port_base"])
 
 
 class LayoutError(ValueError):

@@ -35,6 +35,11 @@ def main(argv=None):
     if cluster.job_name == "ps":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # a PS never takes a GPU (also device_count GPU=0)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    # `import tensorflow` loads Keras eagerly, and Keras imports matplotlib.pyplot for its
+    # plotting helpers whenever matplotlib is installed (it is beside the report code):
+    # ~1.3 CPU-s of every task's start, for plots a task never draws. Keras takes the
+    # ImportError as "no matplotlib".
+    sys.modules.setdefault("matplotlib", None)
 
     import tensorflow as tf
 

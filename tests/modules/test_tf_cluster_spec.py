@@ -1,6 +1,9 @@
-"""tf_cluster_spec through Ansible: the module returns what dtfbench.layout computes."""
+"""tf_cluster_spec through Ansible: the module, and the action plugin that the project's
+ansible.cfg runs in its place on the controller, return what dtfbench.layout computes."""
 
+import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -19,6 +22,35 @@ HOSTS = [
 KEYS = ("cluster_spec", "tasks", "hosts", "num_workers", "num_ps", "hosts_used")
 
 
+@pytest.fixture(params=["module", "action plugin"])
+def run_layout(request, run_module, monkeypatch):
+    """tf_cluster_spec as the module (library/) or as the action plugin (plugins/action/)."""
+    if request.param == "action plugin":
+        monkeypatch.setenv("ANSIBLE_ACTION_PLUGINS", os.path.join(REPO, "plugins", "action"))
+    else:
+        monkeypatch.delenv("ANSIBLE_ACTION_PLUGINS", raising=False)
+
+    return lambda args, **kwargs: run_module("tf_cluster_spec", args, **kwargs)
+
+
+@pytest.mark.parametrize("plugin", [False, True])
+def test_the_action_plugin_runs_in_place_of_the_module(tmp_path, monkeypatch, plugin):
+    """With the plugin enabled no module is shipped and run (no AnsiballZ payload)."""
+    from conftest import LIBRARY, adhoc_env, ansible_tool
+
+    env = adhoc_env()
+    if plugin:
+        env["ANSIBLE_ACTION_PLUGINS"] = os.path.join(REPO, "plugins", "action")
+    done = subprocess.run(
+        [ansible_tool("ansible"), "localhost", "-i", "localhost,", "-c", "local", "-M", LIBRARY, "-vvv",
+         "-m", "tf_cluster_spec", "-a", json.dumps(dict(hosts=HOSTS, gpus=2, num_ps=1)),
+         "-e", "ansible_python_interpreter=%s" % sys.executable],
+        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"10.0.0.1:2220"' in done.stdout
+    assert ("AnsiballZ_tf_cluster_spec" in done.stdout) is not plugin
+
+
 def test_module_utils_is_a_relative_link_to_the_one_layout():
     link = os.path.join(REPO, "module_utils", "dtfbench_layout.py")
     assert os.path.islink(link)
@@ -27,9 +59,9 @@ def test_module_utils_is_a_relative_link_to_the_one_layout():
 
 
 @pytest.mark.parametrize("check", [False, True])
-def test_layout_matches_compute_layout(run_module, check):
+def test_layout_matches_compute_layout(run_layout, check):
     args = dict(hosts=HOSTS, gpus=4, num_ps=1, ps_on_worker_nodes=False)
-    rc, result = run_module("tf_cluster_spec", args, check=check)
+    rc, result = run_layout(args, check=check)
     assert rc == 0, result
     assert result["changed"] is False
     expected = compute_layout(HOSTS, 4, 1, ps_on_worker_nodes=False)
@@ -39,10 +71,10 @@ def test_layout_matches_compute_layout(run_module, check):
         "worker": ["10.0.0.1:2220", "10.0.0.1:2221", "10.0.0.2:2220", "10.0.0.2:2221"]}
 
 
-def test_defaults_and_type_conversion(run_module):
+def test_defaults_and_type_conversion(run_layout):
     # INI inventories give strings; address and device_type have defaults.
     hosts = [{"name": "a", "devices": "8"}, {"name": "b", "devices": "8"}]
-    rc, result = run_module("tf_cluster_spec", dict(hosts=hosts, gpus="16", num_ps="2",
+    rc, result = run_layout(dict(hosts=hosts, gpus="16", num_ps="2",
                                                     devices_per_worker="8"))
     assert rc == 0, result
     assert result["cluster_spec"] == {"ps": ["a:2230", "b:2230"], "worker": ["a:2220", "b:2220"]}
@@ -50,16 +82,16 @@ def test_defaults_and_type_conversion(run_module):
     assert [t["cuda_visible_devices"] for t in result["tasks"]] == ["", "", eight, eight]
 
 
-def test_layout_error_is_the_failure_message(run_module):
-    rc, result = run_module("tf_cluster_spec", dict(hosts=HOSTS[:1], gpus=8, num_ps=3))
+def test_layout_error_is_the_failure_message(run_layout):
+    rc, result = run_layout(dict(hosts=HOSTS[:1], gpus=8, num_ps=3))
     assert rc != 0
     assert result["msg"].startswith("the allocated nodes are not enough for 8 workers")
     assert "add hosts or lower gpus/num_ps" in result["msg"]
 
 
-def test_argument_validation(run_module):
-    rc, result = run_module("tf_cluster_spec", dict(
+def test_argument_validation(run_layout):
+    rc, result = run_layout(dict(
         hosts=[{"name": "a", "devices": 1, "device_type": "tpu"}], gpus=1, num_ps=0))
     assert rc != 0 and "device_type" in result["msg"] and "tpu" in result["msg"]
-    rc, result = run_module("tf_cluster_spec", dict(hosts=[{"name": "a", "devices": 1}], gpus=1))
+    rc, result = run_layout(dict(hosts=[{"name": "a", "devices": 1}], gpus=1))
     assert rc != 0 and "num_ps" in result["msg"]

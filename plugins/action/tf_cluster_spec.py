@@ -1,0 +1,40 @@
+# Copyright: dtfbench developers
+# Apache License 2.0 (see pyproject.toml)
+"""tf_cluster_spec on the controller: the layout without a module process per call.
+
+The layout is a pure computation, and a sweep asks for one per run; as a module each call
+forks a worker, opens a connection and starts a Python that unpacks the module, for a few
+milliseconds of work. The module (library/tf_cluster_spec.py, where its documentation lives)
+and this plugin share the argument spec and the code: src/dtfbench/layout.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+try:  # the project's .venv has dtfbench installed; a bare checkout finds it beside this file
+    from dtfbench.layout import ARGUMENT_SPEC, LayoutError, layout_from_params
+except ImportError:
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src"))
+    from dtfbench.layout import ARGUMENT_SPEC, LayoutError, layout_from_params
+
+
+class ActionModule(ActionBase):
+    """Validate the arguments with the module's spec, compute the layout here."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        _, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            layout = layout_from_params(params)
+        except LayoutError as error:
+            raise AnsibleActionFail(str(error)) from None
+        result.update(changed=False, **layout)
+        return result
