@@ -22,7 +22,7 @@ description:
     (another program, or a stale task, holds them). The caller decides, across hosts, that
     no host starts anything while any port is taken.
   - O(state=started) starts every task of the host at once (parameter servers first, no
-    waiting in between: a worker waits for its parameter servers itself) and returns once
+    waiting in between - a worker waits for its parameter servers itself) and returns once
     every task accepts connections on its port. It fails fast, with the log tail, when a
     task exits before its port is ready, and after O(ready_timeout). A task that already
     runs is not started again.
@@ -98,8 +98,8 @@ options:
         type: str
   cluster_spec:
     description:
-      - The run's cluster, C({ps: [host:port, ...], worker: [host:port, ...]}), passed to every
-        task as C(--ps_hosts) and C(--worker_hosts) with C(--job_name) and C(--task_index).
+      - "The run's cluster, C({ps: [host:port, ...], worker: [host:port, ...]}), passed to every
+        task as C(--ps_hosts) and C(--worker_hosts) with C(--job_name) and C(--task_index)."
       - Required with O(state=started) and O(state=finished).
     type: dict
   program:
@@ -402,10 +402,14 @@ class HostRun(object):
                 time.sleep(POLL)
 
     def started(self):
-        if self.module.check_mode:
-            self.exit_json(changed=True, msg="check mode: would start %s"
-                           % ", ".join(self.name(t) for t in self.tasks))
         reports = self.start_all()
+        if self.module.check_mode:
+            # TfTask in check mode starts nothing and says which tasks it would start: those
+            # that already run are no change (as without check mode).
+            would = [report["name"] for report in reports if report.get("changed")]
+            self.exit_json(changed=bool(would), tasks=reports,
+                           msg="check mode: would start %s" % ", ".join(would) if would
+                           else "check mode: every task already runs")
         self.wait_all_ready(reports)
         return reports
 
@@ -446,7 +450,14 @@ class HostRun(object):
                         changed=True, failed_at=time.time(), tasks=reports,
                         workers=self.worker_reports(workers, outcomes))
                 time.sleep(POLL * 2)
-        self.exit_json(changed=True, tasks=reports, workers=self.worker_reports(workers, outcomes))
+        self.exit_json(changed=self.any_started(reports), tasks=reports,
+                       workers=self.worker_reports(workers, outcomes))
+
+    @staticmethod
+    def any_started(reports):
+        # Only a task that this call started is a change: one that already ran is left as it
+        # is ("not started again"), so a repeated call reports changed=false.
+        return any(report.get("changed") for report in reports)
 
     def worker_reports(self, workers, outcomes):
         reports = []
@@ -474,19 +485,29 @@ class HostRun(object):
             inspector = self.task(task)
             pid = inspector.read_pid()
             record = inspector.read_exit(pid) if pid is not None else None
+            # A task this or an earlier stop ended carries the signal its supervisor received
+            # (or the stop's own record); one that the dead-man deadline ended died as well.
+            stopped_here = record is not None and (record.get("signals_received") or record.get("stopped_by"))
             if record is not None and (record.get("signal") or record.get("rc")) \
-                    and not record.get("stopped_by"):
+                    and (record.get("deadline_exceeded") or not stopped_here):
                 how = ("was killed by %s" % record.get("signal_name") if record.get("signal")
                        else "exited with rc %s" % record.get("rc"))
                 died.append(dict(name=self.name(task), ended=record.get("ended"),
                                  msg=inspector.with_tail("task %s %s" % (self.name(task), how))))
-        if params["complete_results"] is not None and not self.module.check_mode:
+        changed = False
+        if params["complete_results"] is not None:
             path = os.path.join(self.run_dir, COMPLETE_MARKER)
-            tmp = "%s.tmp.%d" % (path, os.getpid())
-            with open(tmp, "w") as handle:
-                handle.write(json.dumps(params["complete_results"], indent=2, sort_keys=True) + "\n")
-            os.rename(tmp, path)
-        reports, changed, survivors = [], False, []
+            content = json.dumps(params["complete_results"], indent=2, sort_keys=True) + "\n"
+            # Writing the marker is a change (state=checked reports the run complete from now
+            # on), also when there was nothing left to stop; the same marker again is none.
+            if _read(path) != content:
+                changed = True
+                if not self.module.check_mode:
+                    tmp = "%s.tmp.%d" % (path, os.getpid())
+                    with open(tmp, "w") as handle:
+                        handle.write(content)
+                    os.rename(tmp, path)
+        reports, survivors = [], []
         for task in self.tasks:
             failed, result = call(self.task_params(task), self.module.check_mode, self.warnings, "stopped")
             changed = changed or result.get("changed", False)
@@ -504,7 +525,8 @@ class HostRun(object):
             if missing:
                 self.fail_json("%s required with state=%s" % (" and ".join(missing), state))
         if state == "started":
-            self.exit_json(changed=True, tasks=self.started())
+            reports = self.started()
+            self.exit_json(changed=self.any_started(reports), tasks=reports)
         getattr(self, state)()
 
 
