@@ -16,8 +16,9 @@ SIGINT and SIGHUP are forwarded to it. When it ends, its output is parsed (the
 dtfbench's own workload (``dtfbench.benchmark_output``, schema 1), written atomically to
 --result_file and printed as one line ``DTFBENCH_RESULT {...}`` by workers.
 
-Exit status: the script's (128 + N when a signal N ended it); 1 when it exited 0 but printed
-no throughput; 2 for bad usage of the adapter itself. A parameter server of tf_cnn_benchmarks
+Exit status: the script's; when a signal ended the script, the adapter ends itself by the same
+signal (so whoever waits for it, such as tf_task's supervisor, sees what the script got); 1 when
+the script exited 0 but printed no throughput; 2 for bad usage of the adapter itself. A parameter server of tf_cnn_benchmarks
 never exits by itself (server.join()): the launcher stops it once the workers are done.
 
 One file, standard library only, Python 2.7 and 3.x: the launcher copies it to the nodes,
@@ -401,6 +402,18 @@ class Runner(object):
         return returncode
 
 
+def die_by(number):
+    """End this process by signal `number`, as the script ended."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    except (OSError, ValueError, RuntimeError):
+        return
+    time.sleep(1)  # the signal is delivered at once; this only waits for it
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -442,7 +455,8 @@ def main(argv=None):
         return 127
     result = finish(returncode, time.time() - started, stopped_by=runner.signalled)
     if returncode < 0:
-        return 128 - returncode
+        die_by(-returncode)
+        return 128 - returncode  # a signal that does not end a process by default
     if returncode == 0 and result is not None and result["status"] != "ok":
         sys.stderr.write("%s: error: %s\n" % (PROG, result["reason"]))
         return 1

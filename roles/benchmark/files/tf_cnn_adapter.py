@@ -1,0 +1,1 @@
+../../../src/dtfbench/tf_cnn_adapter.py
