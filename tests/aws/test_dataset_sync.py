@@ -68,10 +68,14 @@ def test_full_sync_then_nothing_to_do(s3, tmp_path):
     assert first.mb_per_s > 0
     assert local_digests(dest) == digests(objects)
 
+    manifest_written = (dest / s3sync.MANIFEST).stat().st_mtime_ns
     second = s3sync.sync(s3, SOURCE, str(dest), workers=4)
     assert not second.changed and second.verified
     assert (second.downloaded_files, second.skipped_files, second.hashed_files) == (0, 23, 0)
     assert second.skipped_bytes == first.bytes
+    # Nothing to do writes nothing: no journal, the manifest as it was (no rewrite, no fsync).
+    assert (dest / s3sync.MANIFEST).stat().st_mtime_ns == manifest_written
+    assert not (dest / s3sync.JOURNAL).exists()
 
 
 def test_check_mode_changes_nothing(s3, tmp_path):
@@ -134,6 +138,29 @@ def test_multipart_etag_without_a_record_is_downloaded_again(s3, tmp_path):
     again = s3sync.sync(s3, SOURCE, str(dest))
     assert again.downloaded_files == 1 and again.hashed_files == 0  # no MD5 to check it against
     assert (dest / "train-00000-of-00001").read_bytes() == data
+
+
+def test_s3_checksums_are_asked_for_only_where_no_md5_checks_the_bytes(moto, s3, tmp_path, monkeypatch):
+    """Our MD5 checks single-part objects; botocore's CRC on top would hash every byte twice.
+    A multipart object (no MD5 in its ETag), and every object without MD5 checking, asks for
+    S3's own checksum, which botocore then validates."""
+    put_objects(s3, shard_set(2, 1000))
+    source = tmp_path / "big"
+    source.write_bytes(os.urandom(6 * 1024 * 1024))
+    s3.upload_file(str(source), BUCKET, "imagenet/train-00099-of-00100",
+                   Config=TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024))
+    for name, value in moto.env.items():
+        monkeypatch.setenv(name, value)
+    client = s3sync.make_client(4)
+    asked = {}
+    client.meta.events.register("provide-client-params.s3.GetObject",
+                                lambda params, **_: asked.update({params["Key"].rsplit("/", 1)[-1]: params.get("ChecksumMode")}))
+
+    assert s3sync.sync(client, SOURCE, str(tmp_path / "md5")).downloaded_files == 3
+    assert asked == {"train-00000-of-00002": None, "train-00001-of-00002": None, "train-00099-of-00100": "ENABLED"}
+    asked.clear()
+    assert s3sync.sync(client, SOURCE, str(tmp_path / "no-md5"), verify_md5=False).downloaded_files == 3
+    assert set(asked.values()) == {"ENABLED"}
 
 
 def test_remote_removals_are_deleted_only_when_asked(s3, tmp_path):

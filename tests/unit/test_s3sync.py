@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -115,3 +117,18 @@ def test_bandwidth_limit_spreads_bytes_over_time():
     started = time.monotonic()
     unlimited.take(10**9)
     assert time.monotonic() - started < 0.05
+
+
+def test_the_engine_does_without_boto3():
+    """boto3 imports s3transfer and multiprocessing, which the sync never uses: start-up time
+    that every `python -m dtfbench.s3sync`, a re-sync with nothing to do included, would pay."""
+    code = "import sys; from dtfbench import s3sync; s3sync.make_client(4); print(sorted({'boto3', 's3transfer'} & set(sys.modules)))"
+    env = dict(os.environ, AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="y")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_client_validates_s3_checksums_only_on_request():
+    config = s3sync.client_config(16)
+    assert config.max_pool_connections >= 16
+    assert config.response_checksum_validation == "when_required"  # botocore >= 1.36; download() asks where needed
