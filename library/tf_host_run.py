@@ -379,7 +379,15 @@ class HostRun(object):
             for position in list(waiting):
                 task = self.tasks[position]
                 inspector = self.task(task)
-                if not inspector.is_supervisor(inspector.read_pid()):
+                pid = inspector.read_pid()
+                if not inspector.is_supervisor(pid):
+                    record = inspector.read_exit(pid) or {}
+                    if record.get("rc") == 0 and not record.get("signal"):
+                        # Done already (a short program can listen and finish between two
+                        # polls): no failure; finished() collects its result.
+                        reports[position]["ready"] = True
+                        waiting.remove(position)
+                        continue
                     # Gone before its port was ready: TfTask's ready phrases it, with the log tail.
                     failed, result = call(self.task_params(task, ready_timeout=0), False, self.warnings, "ready")
                     if failed:

@@ -361,6 +361,17 @@ def test_started_fails_fast_when_a_task_exits_before_its_port_is_ready(host):
     assert "exited with rc 3" in stopped["died"][0]["msg"]
 
 
+def test_a_task_that_finishes_before_its_port_was_seen_is_no_failure(host):
+    # A short program may listen and exit 0 between two readiness polls: done, not failed.
+    plan = {"worker-1": {"exit_at_once": 0, "say": "nothing to do"}, "worker-0": {"run": 1.5, "value": 1.0}}
+    rc, finished = host("finished", plan, timeout=60)
+    assert rc == 0, finished
+    assert [(w["task_index"], w["rc"]) for w in finished["workers"]] == [(0, 0), (1, 0)]
+    assert finished["workers"][1]["result"] is None  # it wrote none: a warning, not a failure
+    rc, stopped = host("stopped")
+    assert rc == 0 and stopped["died"] == [], stopped
+
+
 def test_started_fails_after_ready_timeout_naming_the_task_that_never_listens(host):
     plan = {"worker-0": {"listen": False, "say": "stuck loading the model"}}
     rc, result = host("started", plan, ready_timeout=2)

@@ -20,7 +20,8 @@ CONFIG = {"job_name": "worker", "task_index": 1, "ps_hosts": "h:1", "worker_host
 
 
 def tf_cnn_benchmarks_timing_str(batch_size, step_train_times):
-    """tf_cnn_benchmarks' get_perf_timing_str (scale=1), verbatim in numpy."""
+    """The formula of tf_cnn_benchmarks' get_perf_timing_str (scale=1), restated in numpy as the oracle:
+    mean rate, standard error of the per-step rates, 1.4826 x their median absolute deviation."""
     times = np.array(step_train_times)
     speeds = batch_size / times
     speed_mean = batch_size / np.mean(times)
