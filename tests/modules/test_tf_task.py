@@ -13,9 +13,11 @@ import time
 
 import pytest
 
+# no_leftovers: an autouse fixture, active in this module by being imported.
+from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
+
 pytestmark = pytest.mark.ansible
 
-MARKER = b"DTFBENCH_TF_TASK="
 
 # A stand-in for a PS/worker: optionally listens, runs until a file appears, a time passes or
 # a signal arrives, writes a JSON result, exits with a chosen code, spawns children.
@@ -79,64 +81,6 @@ def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def proc_state(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    return data[data.rfind(")") + 2:].split()[0]
-
-
-def alive(pid):
-    return proc_state(pid) not in (None, "Z", "X")
-
-
-def processes_of(tmp_path):
-    """Live pids that belong to this test: the task marker or tmp_path on their command line."""
-    needle = str(tmp_path).encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        pid = int(entry)
-        try:
-            with open("/proc/%d/environ" % pid, "rb") as handle:
-                environ = handle.read().split(b"\0")
-            with open("/proc/%d/cmdline" % pid, "rb") as handle:
-                cmdline = handle.read()
-        except OSError:
-            continue
-        marked = any(item.startswith(MARKER + needle) for item in environ)
-        if (marked or needle in cmdline) and alive(pid):
-            found.append(pid)
-    return found
-
-
-def wait_for(condition, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
-@pytest.fixture(autouse=True)
-def no_leftovers(tmp_path):
-    yield
-    left = processes_of(tmp_path)
-    if left:
-        wait_for(lambda: not processes_of(tmp_path), 2.0)
-        left = processes_of(tmp_path)
-    for pid in left:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    assert not left, "processes of the test remain: %s" % left
 
 
 @pytest.fixture
