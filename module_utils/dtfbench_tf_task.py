@@ -62,6 +62,22 @@ def write_exit(path, record):
     os.replace(tmp, path)
 
 
+def kill_group_but_self():
+    """SIGKILL every process of this process group but the supervisor itself: the program's
+    own children that ignore SIGTERM die with it."""
+    group, me = os.getpgrp(), os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                data = handle.read()
+            if int(data[data.rfind(")") + 2:].split()[2]) == group:
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+
+
 def main():
     if len(sys.argv) < 6 or sys.argv[4] != "--":
         sys.stderr.write("usage: %s tf_task-supervisor MARKER EXIT_FILE -- PROGRAM...\n"
@@ -102,7 +118,7 @@ def main():
             try:
                 status = child.wait(timeout=grace)
             except subprocess.TimeoutExpired:
-                child.kill()
+                kill_group_but_self()
                 status = child.wait()
     if status is None:
         status = child.wait()

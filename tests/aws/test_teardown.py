@@ -93,3 +93,25 @@ def test_expired_clusters_are_listed_then_removed(aws_env, tmp_path):
     assert "1 expired cluster(s): old" in " ".join(output.split())
     assert leftovers(aws_env) == NOTHING
     assert not (tmp_path / "old" / "aws_public_ips.txt").exists()
+
+
+def test_a_region_other_than_the_recorded_one_is_refused(aws_env, tmp_path):
+    """The generated inventory records the cluster's region: a teardown elsewhere would find
+    none of its instances and remove the files that remember them; it is refused, and
+    without -e region the recorded region is the one used."""
+    out = tmp_path / "elsewhere"
+    out.mkdir()
+    (out / "elsewhere.aws_ec2.yml").write_text(
+        "# written by provision-aws.yml\nplugin: amazon.aws.aws_ec2\nregions: [eu-west-1]\n")
+    (out / "aws_public_ips.txt").write_text("203.0.113.7\n")
+
+    rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "elsewhere", "output_dir": str(out),
+                                              "region": "us-east-1"})
+    assert rc != 0
+    assert ("region=us-east-1: cluster elsewhere is recorded in region eu-west-1" in " ".join(output.split())
+            and "set region=eu-west-1" in " ".join(output.split())), output[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["aws_public_ips.txt", "elsewhere.aws_ec2.yml"]
+
+    rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "elsewhere", "output_dir": str(out)})
+    assert rc == 0, output[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == []

@@ -349,3 +349,23 @@ def test_max_runtime_ends_a_task_no_controller_stops(task, tmp_path):
     assert result["exit"]["deadline_exceeded"] is True
     assert 2 <= result["exit"]["duration"] < 10
     assert processes_of(tmp_path) == []
+
+
+def test_max_runtime_kills_the_whole_group_that_ignores_sigterm(task, tmp_path):
+    # The program and its child in the same group ignore SIGTERM: after the grace period the
+    # supervisor SIGKILLs its whole group, not only the program. (A child that left the group
+    # is beyond it: state=stopped finds that one by the task's marker.)
+    pids_file = tmp_path / "pids.json"
+    rc, started = task("t-deadline-group", program_args=["--run", "600", "--ignore-term", "--children",
+                                                         "--pids-file", pids_file],
+                       max_runtime=2, grace_period=2)
+    assert rc == 0, started
+    assert wait_for(pids_file.exists)
+    program, same_group, other_session = json.loads(pids_file.read_text())
+    assert wait_for(lambda: not alive(program) and not alive(same_group), 20), (program, same_group)
+    assert alive(other_session)
+    rc, result = task("t-deadline-group", state="finished", timeout=5)
+    assert rc != 0 and "killed by SIGKILL after running past its max_runtime" in result["msg"], result["msg"]
+    rc, stopped = task("t-deadline-group", state="stopped", grace_period=1)
+    assert rc == 0 and other_session in stopped["killed"], stopped
+
