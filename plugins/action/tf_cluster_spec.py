@@ -31,10 +31,14 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        _, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        # A failure is returned, not raised, as a module's would be: a raised one would pass
+        # over the task's failed_when (the Slurm role reads the message of a layout that
+        # does not fit).
         try:
+            _, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
             layout = layout_from_params(params)
-        except LayoutError as error:
-            raise AnsibleActionFail(str(error)) from None
+        except (AnsibleActionFail, LayoutError) as error:
+            result.update(failed=True, changed=False, msg=str(error))
+            return result
         result.update(changed=False, **layout)
         return result

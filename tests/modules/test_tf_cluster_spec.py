@@ -95,3 +95,24 @@ def test_argument_validation(run_layout):
     assert rc != 0 and "device_type" in result["msg"] and "tpu" in result["msg"]
     rc, result = run_layout(dict(hosts=[{"name": "a", "devices": 1}], gpus=1))
     assert rc != 0 and "num_ps" in result["msg"]
+
+
+def test_the_action_plugins_failure_obeys_failed_when(tmp_path):
+    """As a module's would: the Slurm role reads the message of a layout that does not fit."""
+    from conftest import LIBRARY, adhoc_env, ansible_tool
+
+    play = tmp_path / "play.yml"
+    play.write_text(json.dumps([{
+        "hosts": "localhost", "gather_facts": False,
+        "tasks": [
+            {"tf_cluster_spec": {"hosts": [{"name": "a", "devices": 1}], "gpus": 5, "num_ps": 1},
+             "register": "layout", "failed_when": False},
+            {"ansible.builtin.assert": {"that": ["layout.msg is search('not enough for 5 workers')",
+                                                 "layout.cluster_spec is not defined"]}},
+        ]}]))
+    env = dict(adhoc_env(), ANSIBLE_ACTION_PLUGINS=os.path.join(REPO, "plugins", "action"))
+    done = subprocess.run(
+        [ansible_tool("ansible-playbook"), "-i", "localhost,", "-c", "local", "-M", LIBRARY, str(play),
+         "-e", "ansible_python_interpreter=%s" % sys.executable],
+        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
