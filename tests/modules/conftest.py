@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -35,6 +36,13 @@ def adhoc_env():
                ANSIBLE_DEPRECATION_WARNINGS="false", ANSIBLE_RETRY_FILES_ENABLED="false")
     env.pop("ANSIBLE_CONFIG", None)
     return env
+
+
+@pytest.fixture
+def adhoc():
+    """What run_module is made of, for a test that builds its own command line. (A fixture:
+    `from conftest import ...` in a test finds whichever conftest module was imported first.)"""
+    return types.SimpleNamespace(library=LIBRARY, env=adhoc_env, tool=ansible_tool)
 
 
 @pytest.fixture

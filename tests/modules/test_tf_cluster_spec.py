@@ -34,15 +34,13 @@ def run_layout(request, run_module, monkeypatch):
 
 
 @pytest.mark.parametrize("plugin", [False, True])
-def test_the_action_plugin_runs_in_place_of_the_module(tmp_path, monkeypatch, plugin):
+def test_the_action_plugin_runs_in_place_of_the_module(tmp_path, adhoc, plugin):
     """With the plugin enabled no module is shipped and run (no AnsiballZ payload)."""
-    from conftest import LIBRARY, adhoc_env, ansible_tool
-
-    env = adhoc_env()
+    env = adhoc.env()
     if plugin:
         env["ANSIBLE_ACTION_PLUGINS"] = os.path.join(REPO, "plugins", "action")
     done = subprocess.run(
-        [ansible_tool("ansible"), "localhost", "-i", "localhost,", "-c", "local", "-M", LIBRARY, "-vvv",
+        [adhoc.tool("ansible"), "localhost", "-i", "localhost,", "-c", "local", "-M", adhoc.library, "-vvv",
          "-m", "tf_cluster_spec", "-a", json.dumps(dict(hosts=HOSTS, gpus=2, num_ps=1)),
          "-e", "ansible_python_interpreter=%s" % sys.executable],
         cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=180)
@@ -97,10 +95,8 @@ def test_argument_validation(run_layout):
     assert rc != 0 and "num_ps" in result["msg"]
 
 
-def test_the_action_plugins_failure_obeys_failed_when(tmp_path):
+def test_the_action_plugins_failure_obeys_failed_when(tmp_path, adhoc):
     """As a module's would: the Slurm role reads the message of a layout that does not fit."""
-    from conftest import LIBRARY, adhoc_env, ansible_tool
-
     play = tmp_path / "play.yml"
     play.write_text(json.dumps([{
         "hosts": "localhost", "gather_facts": False,
@@ -110,9 +106,9 @@ def test_the_action_plugins_failure_obeys_failed_when(tmp_path):
             {"ansible.builtin.assert": {"that": ["layout.msg is search('not enough for 5 workers')",
                                                  "layout.cluster_spec is not defined"]}},
         ]}]))
-    env = dict(adhoc_env(), ANSIBLE_ACTION_PLUGINS=os.path.join(REPO, "plugins", "action"))
+    env = dict(adhoc.env(), ANSIBLE_ACTION_PLUGINS=os.path.join(REPO, "plugins", "action"))
     done = subprocess.run(
-        [ansible_tool("ansible-playbook"), "-i", "localhost,", "-c", "local", "-M", LIBRARY, str(play),
+        [adhoc.tool("ansible-playbook"), "-i", "localhost,", "-c", "local", "-M", adhoc.library, str(play),
          "-e", "ansible_python_interpreter=%s" % sys.executable],
         cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
