@@ -43,11 +43,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=4)
     parser.add_argument("--repetitions", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=300, help="measured steps per run (plus 10 warm-up)")
+    parser.add_argument("--steps", type=int, default=300, help="measured steps per run (plus --warmup-steps)")
+    parser.add_argument("--warmup-steps", type=int, default=10)
     parser.add_argument("--model", default="trivial")
+    parser.add_argument("--image-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--study", action="store_true",
+                        help="the study's workload: inception3 (InceptionV3), 10 warm-up + 100 measured steps, at the smallest "
+                             "image size InceptionV3 takes (75 px; CPU only) and --batch-size")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-orchestration"))
-    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "orchestration_overhead.json")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="default results/benchmarks/orchestration_overhead.json "
+                             "(orchestration_overhead_study.json with --study)")
     args = parser.parse_args(argv)
+    if args.study:
+        args.model, args.image_size, args.warmup_steps, args.steps = "inception3", 75, 10, 100
+    if args.output is None:
+        name = "orchestration_overhead_study.json" if args.study else "orchestration_overhead.json"
+        args.output = ROOT / "results" / "benchmarks" / name
 
     env = ansible_env()
     sweep_id = f"p1-{uuid.uuid4().hex[:8]}"
@@ -62,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         done = subprocess.run(
             ["ansible-playbook", "run-benchmark.yml", "-i", str(args.dir / "hosts.yml"), "-e", "system=testbed",
-             "-e", f"gpus={args.hosts}", "-e", "num_ps=1", "-e", f"model={args.model}", "-e", "batch_size=8",
-             "-e", "image_size=32", "-e", f"repetitions={args.repetitions}", "-e", "warmup_steps=10",
+             "-e", f"gpus={args.hosts}", "-e", "num_ps=1", "-e", f"model={args.model}", "-e", f"batch_size={args.batch_size}",
+             "-e", f"image_size={args.image_size}", "-e", f"repetitions={args.repetitions}",
+             "-e", f"warmup_steps={args.warmup_steps}",
              "-e", f"steps={args.steps}", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
         wall = time.monotonic() - started
@@ -93,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "orchestration_overhead",
         "what": (f"run-benchmark.yml wall time / sum of the workers' training time, {args.hosts} test-bed hosts, "
-                 f"{args.repetitions} repetitions, model {args.model}, {args.steps} + 10 steps"),
+                 f"{args.repetitions} repetitions, model {args.model} at {args.image_size} px, batch {args.batch_size}, "
+                 f"{args.steps} + {args.warmup_steps} steps"),
         "playbook_wall_s": wall,
         "training_s": training,
         "ratio": wall / training,
@@ -101,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         "tf_start_s": tf_start,
         "orchestration_s": wall - training - tf_start,
         "ratio_without_tf_start": (wall - tf_start) / training,
+        "workload": {"model": args.model, "image_size": args.image_size, "batch_size": args.batch_size,
+                     "warmup_steps": args.warmup_steps, "steps": args.steps},
         "runs": per_run,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": len(state["nodes"])},
     }

@@ -6,15 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg" PYTHONPATH="$PWD/src"
 selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=(p4 p3 p2 p1)
+[ ${#selected[@]} -gt 0 ] || selected=(p4 p3 p2 p1 p1-study)
 for name in "${selected[@]}"; do
   echo "=== $name"
   case "$name" in
     p1) python benchmarks/orchestration_overhead.py ;;
+    # The study's workload (InceptionV3, 10 + 100 steps), ~25 min on 2 cores.
+    p1-study) python benchmarks/orchestration_overhead.py --study ;;
     p2) python benchmarks/launch_scaling.py ;;
     p3) python benchmarks/staging.py ;;
     p4) python benchmarks/workload_vs_keras.py ;;
-    *) echo "unknown benchmark $name: choose from p1 p2 p3 p4" >&2; exit 2 ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"

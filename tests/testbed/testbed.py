@@ -15,8 +15,12 @@ Each host (node01 .. nodeNN, 1 to 16 of them) is
   node, all of them in a known_hosts file of the test bed;
 - its own hostname (a UTS namespace) and its own "local SSD": a private mount namespace in
   which ``<dir>/nodes/nodeNN/local_ssd`` is bind-mounted onto ``/mnt/local_ssd``, so every
-  host sees its own disk at the same path. Everything else (the filesystem, the project's
-  .venv, the process table) is shared: the nodes run the controller's .venv python.
+  host sees its own disk at the same path;
+- its own ``~/.bashrc`` (a copy of ``/etc/skel/.bashrc``, bind-mounted over root's): bash
+  reads ``~/.bashrc`` for every command sshd runs, and this machine's (pyenv's init) cost
+  0.1 CPU-s per SSH session, a cost no fresh host has and every Ansible task paid.
+Everything else (the filesystem, the project's .venv, the process table) is shared: the
+nodes run the controller's .venv python.
 
 Address plan, with X a number chosen at ``up`` (the first free one from 57 on):
 
@@ -37,7 +41,7 @@ of one matches line i of the other, as the users pasted them from the EC2 consol
 ``testbed.ip_pairs.yml`` plus ``group_vars/tf_nodes.yml`` (the same hosts through the
 ``ip_pairs`` inventory plugin), ``molecule_instances.yml`` (for molecule's create step),
 ``id_ed25519`` (the client key), ``known_hosts``, ``keeper.json``/``keeper.log``, and per
-node ``nodes/nodeNN/`` (sshd config, host key, log, pid, local_ssd).
+node ``nodes/nodeNN/`` (sshd config, host key, log, pid, local_ssd, bashrc).
 
 Inventory variables of every host: ``ansible_host`` (public address), ``private_ip``,
 ``tf_devices`` (``--devices``, default 1), ``tf_device_type: cpu``, ``ansible_user: root``,
@@ -96,6 +100,9 @@ PRIVATE_NET = "10.214.{x}.0/24"
 CANDIDATES = list(range(57, 250)) + list(range(2, 57))
 PREFIX_RE = re.compile(r"^dtfb(\d{1,3})-")
 SSHD = "/usr/sbin/sshd"
+# The login user's (root's) ~/.bashrc, and what each node has there instead.
+LOGIN_BASHRC = os.path.join(os.path.expanduser("~root"), ".bashrc")
+NODE_BASHRC = Path("/etc/skel/.bashrc")
 STATE = "state.json"
 
 
@@ -520,6 +527,8 @@ def start_nodes(state: dict, ready_timeout: float) -> None:
     for node in state["nodes"]:
         ndir = Path(node["dir"])
         (ndir / "local_ssd").mkdir(parents=True, exist_ok=True)
+        write_atomic(ndir / "bashrc", NODE_BASHRC.read_text() if NODE_BASHRC.is_file()
+                     else "# the test-bed node's own ~/.bashrc (tests/testbed/testbed.py)\n", 0o644)
         host_key = ndir / "ssh_host_ed25519_key"
         run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node["name"], "-f", str(host_key))
         known_hosts.append(f"{node['public_ip']} {(ndir / 'ssh_host_ed25519_key.pub').read_text().split(' ')[0]} "
@@ -561,6 +570,7 @@ def node_argv(state: dict, node: dict) -> list[str]:
         'set -e; if [ -n "$6" ]; then echo $$ > "$6/cgroup.procs"; fi; '
         'echo "$1" > /proc/sys/kernel/hostname; '
         'mount --bind "$2" "$3"; '
+        'if [ -f "$7" ]; then mount --bind "$8" "$7"; fi; '
         'exec "$4" -D -e -f "$5"'
     )
     cgroup = str(Path(state["cgroup"], node["name"])) if state.get("cgroup") else ""
@@ -568,7 +578,8 @@ def node_argv(state: dict, node: dict) -> list[str]:
     return ["nsenter", f"--net={NETNS_DIR / node['netns']}",
             "unshare", "--uts", "--mount", "--propagation", "private",
             "/bin/sh", "-c", script, "dtfbench-testbed-node",
-            node["name"], str(ndir / "local_ssd"), SSD_MOUNT, SSHD, str(ndir / "sshd_config"), cgroup]
+            node["name"], str(ndir / "local_ssd"), SSD_MOUNT, SSHD, str(ndir / "sshd_config"), cgroup,
+            LOGIN_BASHRC, str(ndir / "bashrc")]
 
 
 def start_keeper(state: dict, timeout: float = 15.0) -> None:
