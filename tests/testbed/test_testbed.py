@@ -69,6 +69,16 @@ def test_cli_up_status_down_twice(tmp_path):
              "-o", f"UserKnownHostsFile={directory / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
              f"root@{node['public_ip']}", "true"], capture_output=True, text=True, timeout=30)
         assert refused.returncode == 255 and "Permission denied (publickey)" in refused.stderr
+
+        # A node's ~/.bashrc is its own, as on a fresh host, not this machine's: bash reads it
+        # for every command sshd runs (this machine's ran pyenv's init, 0.1 CPU-s a session).
+        if Path(tb.LOGIN_BASHRC).is_file():
+            own = (Path(node["dir"]) / "bashrc").read_text()
+            seen = subprocess.run(
+                ["ssh", "-i", str(directory / "id_ed25519"), "-o", "BatchMode=yes",
+                 "-o", f"UserKnownHostsFile={directory / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+                 f"root@{node['public_ip']}", "cat ~/.bashrc"], capture_output=True, text=True, timeout=30)
+            assert seen.returncode == 0 and seen.stdout == own
     finally:
         first = cli("down", "--dir", str(directory))
         second = cli("down", "--dir", str(directory))
