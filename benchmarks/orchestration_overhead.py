@@ -2,6 +2,7 @@
 """P1 orchestration overhead: wall time of a whole sweep / the training time the workers report.
 
     .venv/bin/python benchmarks/orchestration_overhead.py [--hosts 4] [--repetitions 5] [--steps 300]
+    .venv/bin/python benchmarks/orchestration_overhead.py --study   # InceptionV3, 10 + 100 steps
 
 Brings up the multi-host test bed (tests/testbed/testbed.py, real SSH), runs
 ``run-benchmark.yml`` exactly as a user would (gpus = --hosts, one CPU worker per host,
@@ -12,7 +13,7 @@ worker's ``wall_time.run``: warm-up + measured steps, what the study's method pa
 It also splits the overhead, per run, into the TF start of the tasks (``wall_time.import``
 + ``wall_time.session_ready``: Python and TensorFlow import, servers, session, start
 barrier, all inside the tasks) and the rest, which is the orchestration proper (Ansible's
-fan-out, the tf_task module calls, recording). Goal (issue #9): ratio <= 1.15.
+fan-out, the tf_host_run module calls, recording). Goal (issue #9): ratio <= 1.15.
 
 Everything shares this machine's cores: on one 2-core machine four hosts' TF imports run
 one after the other, so the TF start dominates; the orchestration part is the number the

@@ -11,7 +11,7 @@ for name in "${selected[@]}"; do
   echo "=== $name"
   case "$name" in
     p1) python benchmarks/orchestration_overhead.py ;;
-    # The study's workload (InceptionV3, 10 + 100 steps), ~25 min on 2 cores.
+    # The study's workload (InceptionV3, 10 + 100 steps), ~15 min on 2 cores.
     p1-study) python benchmarks/orchestration_overhead.py --study ;;
     p2) python benchmarks/launch_scaling.py ;;
     p3) python benchmarks/staging.py ;;
