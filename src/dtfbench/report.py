@@ -1,10 +1,11 @@
 """Reports from the results store: the table printed after a sweep, and the full report.
 
-A configuration is everything that defines a run except its repetition; its figure is the
-mean over the repetitions that succeeded, with a Student-t 95% confidence interval. The
-best configuration per (system, model, batch size, data, GPUs) is the one with the highest
-mean, as in the study's Tables 1-3. Speedup and efficiency are taken against the best
-1-GPU configuration of the same system, model, batch size and data: speedup =
+A configuration is everything that defines a run except its repetition, the workload
+(which program measured) included; its figure is the mean over the repetitions that
+succeeded, with a Student-t 95% confidence interval. The best configuration per (system,
+workload, model, batch size, data, GPUs) is the one with the highest mean, as in the study's
+Tables 1-3. Speedup and efficiency are taken against the best 1-GPU configuration of the
+same system, workload, model, batch size and data: speedup =
 images/sec(N) / images/sec(1), efficiency = speedup / N. I/O overhead = (synthetic - real)
 / synthetic x 100 per system and GPU count. The statistics live in ``dtfbench.stats``.
 
@@ -49,11 +50,16 @@ from dtfbench import stats, store
 
 CONFIG_KEYS = stats.CONFIG_KEYS
 BASELINE_KEYS = stats.BASELINE_KEYS
-GROUP_KEYS = ("system", "model", "batch_size")
+GROUP_KEYS = ("system", "workload", "model", "batch_size")
 DEFAULT_OUTPUT = "results/report"
 REFERENCE_CHOICES = ("published", "none")
 MANIFEST = "manifest.json"
 INDEX = "index.md"
+
+
+def _group_of(row: Mapping[str, Any]) -> tuple:
+    """The (system, workload, model, batch_size) a best, I/O or summary row belongs to."""
+    return tuple(row.get(k) for k in GROUP_KEYS)
 
 
 class ReportError(Exception):
@@ -73,6 +79,12 @@ def _fmt(value: Any, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _model_label(row: Mapping[str, Any]) -> str:
+    """The model, and the workload that ran it when it is not ours."""
+    workload = row.get("workload")
+    return str(row["model"]) + ("" if workload in (None, stats.OURS) else f" ({workload})")
+
+
 def format_table(summaries: list[dict[str, Any]]) -> str:
     header = ("system", "model", "data", "gpus", "workers", "ps", "variable_update", "runs",
               "img/s/worker", "img/s total", "±95%", "min", "max", "speedup", "efficiency")
@@ -80,7 +92,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     for s in summaries:
         runs = f"{s['runs'] - s['failed']}/{s['runs']}"
         lines.append((
-            str(s["system"]), str(s["model"]), str(s["data"]), str(s["gpus"]),
+            str(s["system"]), _model_label(s), str(s["data"]), str(s["gpus"]),
             _fmt(s["num_workers"], "d"), str(s["num_ps"]), str(s["variable_update"]), runs,
             _fmt(s["images_per_sec_per_worker"], ".2f"), _fmt(s["images_per_sec"], ".2f"),
             _fmt(s.get("ci_half_width"), ".2f"),
@@ -161,8 +173,8 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
 
     def groups(self) -> list[tuple]:
-        """(system, model, batch_size) in the order the best table lists them."""
-        return list(dict.fromkeys(tuple(r.get(k) for k in GROUP_KEYS) for r in self.best))
+        """(system, workload, model, batch_size) in the order the best table lists them."""
+        return list(dict.fromkeys(_group_of(r) for r in self.best))
 
     def ref_for(self, system: str, gpus: Any, data: Any) -> Mapping[str, Any] | None:
         return self.matcher.find(system, gpus, data) if self.matcher else None
@@ -185,7 +197,7 @@ def analyse(rows: list[dict[str, Any]], reference: str = "published",
         ref_best = reference_data.published_best()
         analysis.matcher = reference_data.Matcher(ref_best, mapping)
         analysis.ref_io = {(r["system"], r["gpus"]): r for r in stats.io_overhead_rows(ref_best)}
-        for system, model, batch_size in analysis.groups():
+        for system, workload, model, batch_size in analysis.groups():
             refs = analysis.matcher.rows_for(system)
             if not refs:
                 continue
@@ -258,8 +270,13 @@ def _pp(value: Any) -> str:
     return "-" if value is None else f"{value:+.2f} pp"
 
 
-def _group_title(system: Any, model: Any, batch_size: Any) -> str:
-    return f"{system}: {model}, batch {batch_size} per GPU"
+def _group_title(system: Any, workload: Any, model: Any, batch_size: Any) -> str:
+    return f"{system}: {model}, batch {batch_size} per GPU" + _workload_suffix(workload)
+
+
+def _workload_suffix(workload: Any) -> str:
+    """', measured with tf_cnn_benchmarks@REF (COMMIT)' for another workload than ours."""
+    return "" if workload in (None, stats.OURS) else f", measured with {workload}"
 
 
 def _ref_label(analysis: Analysis, system: str) -> str:
@@ -273,7 +290,7 @@ def _ref_label(analysis: Analysis, system: str) -> str:
             f"{', '.join(sources)}).")
 
 
-BEST_CSV = ("system", "model", "batch_size", "data", "gpus", "status", "num_ps", "variable_update",
+BEST_CSV = ("system", "workload", "model", "batch_size", "data", "gpus", "status", "num_ps", "variable_update",
             "num_workers", "devices_per_worker", "images_per_sec", "ci_low", "ci_high", "ci_half_width",
             "stddev", "images_per_sec_min", "images_per_sec_max", "n_ok", "failed_runs", "configurations",
             "failed_configurations", "speedup", "efficiency", "io_overhead_pct", "reasons")
@@ -284,11 +301,11 @@ BEST_REF_CSV = ("ref_system", "ref_source", "ref_num_ps", "ref_variable_update",
 
 def best_rows(analysis: Analysis) -> list[dict[str, Any]]:
     """The best-configuration rows with I/O overhead and, when matched, the published columns."""
-    io_by = {(r["system"], r["model"], r["batch_size"], r["gpus"]): r for r in analysis.io}
+    io_by = {(*_group_of(r), r["gpus"]): r for r in analysis.io}
     out = []
     for r in analysis.best:
         row = dict(r)
-        io_row = io_by.get((r["system"], r["model"], r["batch_size"], r["gpus"]))
+        io_row = io_by.get((*_group_of(r), r["gpus"]))
         row["io_overhead_pct"] = io_row["io_overhead"] if io_row else None
         ref = analysis.ref_for(r["system"], r["gpus"], r["data"])
         if ref is not None:
@@ -324,10 +341,10 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
                "percentage points."]
     for notes_line in analysis.notes:
         md += ["", f"> Note: {notes_line}"]
-    for system, model, batch_size in analysis.groups():
-        group = [r for r in rows if (r["system"], r["model"], r["batch_size"]) == (system, model, batch_size)]
+    for system, workload, model, batch_size in analysis.groups():
+        group = [r for r in rows if _group_of(r) == (system, workload, model, batch_size)]
         matched = analysis.ref_system(system) is not None
-        md += ["", f"## {_group_title(system, model, batch_size)}", ""]
+        md += ["", f"## {_group_title(system, workload, model, batch_size)}", ""]
         label = _ref_label(analysis, system)
         if label:
             md += [label, ""]
@@ -353,7 +370,7 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
             md += ["", "Failed (every configuration of the GPU count failed; see failures.md):", ""]
             md += [f"- {r['gpus']} GPUs, {r['data']}: {'; '.join(r['reasons']) or stats.NO_REASON}"
                    for r in failed_groups]
-        io_group = [r for r in analysis.io if (r["system"], r["model"], r["batch_size"]) == (system, model, batch_size)]
+        io_group = [r for r in analysis.io if _group_of(r) == (system, workload, model, batch_size)]
         if io_group:
             md += ["", "### I/O overhead", ""]
             header = ["GPUs", "synthetic img/s", "real img/s", "I/O overhead %"]
@@ -371,7 +388,7 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
     return csv_text, "\n".join(md) + "\n"
 
 
-IO_CSV = ("system", "model", "batch_size", "gpus", "synthetic", "real", "synthetic_num_ps",
+IO_CSV = ("system", "workload", "model", "batch_size", "gpus", "synthetic", "real", "synthetic_num_ps",
           "synthetic_variable_update", "real_num_ps", "real_variable_update", "io_overhead_pct")
 IO_REF_CSV = ("ref_system", "ref_synthetic", "ref_real", "ref_io_overhead_pct", "diff_io_overhead_pp")
 
@@ -423,10 +440,10 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
           "(Student t; none with a single repetition), min/max, runs ok of runs, speedup and efficiency "
           "against the best 1-GPU configuration. ★ marks the best configuration of its GPU count and data "
           "(best_configurations.md); a configuration whose runs all failed is never best."]
-    for system, model, batch_size in analysis.groups():
-        group = [r for r in rows if (r["system"], r["model"], r["batch_size"]) == (system, model, batch_size)]
+    for system, workload, model, batch_size in analysis.groups():
+        group = [r for r in rows if _group_of(r) == (system, workload, model, batch_size)]
         matched = analysis.ref_system(system) is not None
-        md += ["", f"## {_group_title(system, model, batch_size)}", ""]
+        md += ["", f"## {_group_title(system, workload, model, batch_size)}", ""]
         header = ["data", "GPUs", "workers", "PS", "variable update", "runs ok", "img/s", "95% CI",
                   "min", "max", "speedup", "efficiency", "best"]
         if matched:
@@ -456,7 +473,7 @@ def _reason_counts(failures: Iterable[Mapping[str, Any]]) -> list[tuple[str, int
     return sorted(counts.items())
 
 
-FAILURE_CSV = ("sweep_id", "run_id", "system", "model", "batch_size", "data", "gpus", "num_workers",
+FAILURE_CSV = ("sweep_id", "run_id", "system", "workload", "model", "batch_size", "data", "gpus", "num_workers",
                "num_ps", "variable_update", "repetition", "started_at", "finished_at", "reason")
 
 
@@ -466,7 +483,7 @@ def failed_runs(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if r.get("status") == "ok" and r.get("images_per_sec") is not None:
             continue
         reason = (r.get("reason") or stats.NO_REASON) if r.get("status") != "ok" else "no images/sec recorded"
-        out.append({k: r.get(k) for k in FAILURE_CSV} | {"reason": reason})
+        out.append({k: r.get(k) for k in FAILURE_CSV} | {"workload": stats.workload_label(r), "reason": reason})
     return out
 
 
@@ -493,7 +510,7 @@ DATA_STYLE = {"synthetic": 0, "real": 1}
 
 
 def _slug(*parts: Any) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(str(p) for p in parts)).strip("_")
+    return "-".join(re.sub(r"[^A-Za-z0-9._-]+", "_", str(p)).strip("_") for p in parts)
 
 
 def _points(rows: Iterable[Mapping[str, Any]], key: str, ci: bool = False) -> list[dict[str, Any]]:
@@ -519,12 +536,12 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
     used: set[str] = set()
     all_speedup: list[dict[str, Any]] = []
     seen_ref: set[tuple] = set()
-    for g, (system, model, batch_size) in enumerate(analysis.groups()):
-        group = [r for r in analysis.best if (r["system"], r["model"], r["batch_size"]) == (system, model, batch_size)
+    for g, (system, workload, model, batch_size) in enumerate(analysis.groups()):
+        group = [r for r in analysis.best if _group_of(r) == (system, workload, model, batch_size)
                  and r["status"] == "ok"]
         if not group:
             continue
-        slug = _slug(system, model, f"bs{batch_size}")
+        slug = _slug(system, *([] if workload in (None, stats.OURS) else [workload]), model, f"bs{batch_size}")
         while slug in used:
             slug += "_"
         used.add(slug)
@@ -532,7 +549,7 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
         refs = analysis.matcher.rows_for(system) if theirs else []
         datas = list(dict.fromkeys(r["data"] for r in group))
         ref_datas = [d for d in datas if any(r["data"] == d for r in refs)]
-        title = _group_title(system, model, batch_size)
+        title = _group_title(system, workload, model, batch_size)
 
         def make(key: str, ci: bool) -> list[dict[str, Any]]:
             series = [_series(f"{system} {d}", "ours", _points([r for r in group if r["data"] == d], key, ci),
@@ -565,15 +582,15 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
                     continue
                 seen_ref.add((s["system"], s["data"]))
             all_speedup.append(dict(s, label=s["label"] if s["source"] == "published"
-                                    else f"{system} ({model}, bs {batch_size}) {s['data']}"))
+                                    else f"{system} ({model}, bs {batch_size}{_workload_suffix(workload)}) {s['data']}"))
 
     if analysis.io:
         series = []
-        io_groups = list(dict.fromkeys((r["system"], r["model"], r["batch_size"]) for r in analysis.io))
-        several = len({s for s, _, _ in io_groups}) < len(io_groups)
-        for k, (system, model, batch_size) in enumerate(io_groups):
-            rows = [r for r in analysis.io if (r["system"], r["model"], r["batch_size"]) == (system, model, batch_size)]
-            label = f"{system} ({model}, bs {batch_size})" if several else system
+        io_groups = list(dict.fromkeys(_group_of(r) for r in analysis.io))
+        several = len({group[0] for group in io_groups}) < len(io_groups)
+        for k, (system, workload, model, batch_size) in enumerate(io_groups):
+            rows = [r for r in analysis.io if _group_of(r) == (system, workload, model, batch_size)]
+            label = f"{system} ({model}, bs {batch_size}{_workload_suffix(workload)})" if several else system
             series.append(_series(label, "ours", _points(rows, "io_overhead"), k, system=system))
             theirs = analysis.ref_system(system)
             if theirs and not any(s["source"] == "published" and s["system"] == theirs for s in series):
@@ -664,7 +681,7 @@ def _index(analysis: Analysis, db: str, sweep_id: str | None, tables: list[tuple
         md += ["", "## Best configuration per GPU count", ""]
         md += _md_table(["system", "model", "batch", "data", "GPUs", "PS", "variable update", "img/s",
                          "speedup", "efficiency"],
-                        [[r["system"], r["model"], r["batch_size"], r["data"], r["gpus"], r["num_ps"],
+                        [[r["system"], _model_label(r), r["batch_size"], r["data"], r["gpus"], r["num_ps"],
                           r["variable_update"], _f(r["images_per_sec"]), _f(r["speedup"]),
                           _f(r["efficiency"], ".4f")] for r in best_ok])
     md += ["", "## Plots", ""]

@@ -8,6 +8,8 @@ interval of the mean across repetitions. Here:
 - a *configuration* is every parameter of a run except its repetition (``CONFIG_KEYS``);
   its figure is the mean over the repetitions that succeeded, with a Student-t 95% CI,
   min/max and the failed repetitions with their reasons (``summarise``);
+- the workload (which program measured: ours or tf_cnn_benchmarks at a ref and commit,
+  ``workload_label``) is part of every grouping below: two programs are never mixed;
 - the *best* configuration per (system, model, batch size, data, GPUs) is the one with the
   highest mean; a group where every configuration failed has no best and is 'failed'
   (``best_configurations``);
@@ -29,14 +31,17 @@ from typing import Any, Iterable, Mapping, Sequence
 # Every parameter of a run except its repetition. Only parameters the plan fixes before a run
 # starts: a failed run has no worker result, so fields taken from one (image_size,
 # cross_replica_sync) would put its failure in a configuration of its own.
-CONFIG_KEYS = ("system", "model", "batch_size", "data", "gpus", "num_workers", "devices_per_worker",
+# The workload (which program measured: ours, or tf_cnn_benchmarks at a ref) is one of them:
+# two programs' images/sec are never averaged, compared as "best" or divided for a speedup.
+CONFIG_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus", "num_workers", "devices_per_worker",
                "num_ps", "variable_update", "ps_on_worker_nodes", "warmup_steps", "steps")
 # The best configuration is chosen within each of these groups ...
-BEST_KEYS = ("system", "model", "batch_size", "data", "gpus")
+BEST_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus")
 # ... and speedup is taken against the 1-GPU best of the same of these.
-BASELINE_KEYS = ("system", "model", "batch_size", "data")
+BASELINE_KEYS = ("system", "workload", "model", "batch_size", "data")
 # I/O overhead compares synthetic and real data within these.
-IO_KEYS = ("system", "model", "batch_size", "gpus")
+IO_KEYS = ("system", "workload", "model", "batch_size", "gpus")
+OURS = "ours"
 
 CONFIDENCE = 0.95
 NO_REASON = "failed (no reason recorded)"
@@ -163,6 +168,25 @@ def _reason(row: Mapping[str, Any]) -> str:
     return row.get("reason") or NO_REASON
 
 
+def workload_label(row: Mapping[str, Any]) -> str:
+    """Which program a run (or a summary) measured: 'ours', or 'NAME@REF (COMMIT)'.
+
+    A store row has the columns workload, workload_ref and workload_commit (NULL workload:
+    recorded before the store knew workloads, all ours); a summary already has the label.
+    The commit is part of it: a branch ref resolved at two times may be two programs.
+    """
+    name = row.get("workload") or OURS
+    ref = row.get("workload_ref")
+    if name == OURS or not ref:
+        return str(name)
+    commit = row.get("workload_commit")
+    return f"{name}@{ref}" + (f" ({str(commit)[:12]})" if commit else "")
+
+
+def _config_value(row: Mapping[str, Any], key: str) -> Any:
+    return workload_label(row) if key == "workload" else row.get(key)
+
+
 def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
     """One summary per configuration, in the order configurations first appear.
 
@@ -174,7 +198,7 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
     """
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for row in rows:
-        groups.setdefault(tuple(row.get(k) for k in CONFIG_KEYS), []).append(row)
+        groups.setdefault(tuple(_config_value(row, k) for k in CONFIG_KEYS), []).append(row)
     summaries = []
     for key, members in groups.items():
         ok = [r for r in members if _is_ok(r)]
@@ -212,16 +236,16 @@ def _group_key(row: Mapping[str, Any], keys: Sequence[str]) -> tuple:
 
 
 def best_configurations(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The best configuration per (system, model, batch_size, data, gpus), by mean images/sec.
+    """The best configuration per (system, workload, model, batch_size, data, gpus), by mean images/sec.
 
-    One row per group, ordered by system (first appearance), model, batch size, data
+    One row per group, ordered by system (first appearance), workload (ours first), model, batch size, data
     (synthetic first) and GPUs. A row carries the best configuration's fields (num_ps,
     variable_update, num_workers, devices_per_worker, mean, CI, min/max, n_ok, failed) plus
     `configurations` (how many were tried) and `failed_configurations`; status 'ok'. When
     every configuration of the group failed the row has status 'failed', no best (num_ps,
     variable_update and images_per_sec are None) and the reasons of all its failures.
-    Speedup and efficiency are added against the 1-GPU best of the same (system, model,
-    batch_size, data).
+    Speedup and efficiency are added against the 1-GPU best of the same (system, workload,
+    model, batch_size, data).
     """
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for s in summaries:
@@ -250,7 +274,8 @@ def best_configurations(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str
                        reasons=sorted({r for s in members for r in s.get("reasons") or []}))
         best_rows.append(row)
     order = {system: i for i, system in enumerate(dict.fromkeys(r["system"] for r in best_rows))}
-    best_rows.sort(key=lambda r: (order[r["system"]], str(r.get("model")), _num(r.get("batch_size")),
+    best_rows.sort(key=lambda r: (order[r["system"]], r.get("workload") not in (None, OURS), str(r.get("workload")),
+                                  str(r.get("model")), _num(r.get("batch_size")),
                                   _data_rank(r.get("data")), _num(r.get("gpus"))))
     add_speedup(best_rows)
     return best_rows
@@ -313,9 +338,9 @@ def io_overhead(synthetic: float | None, real: float | None, clamp_at_zero: bool
 
 
 def io_overhead_rows(best_rows: Iterable[Mapping[str, Any]], clamp_at_zero: bool = False) -> list[dict[str, Any]]:
-    """I/O overhead per (system, model, batch_size, gpus) where both data kinds have an ok best.
+    """I/O overhead per (system, workload, model, batch_size, gpus) where both data kinds have an ok best.
 
-    Each row: system, model, batch_size, gpus, synthetic, real (best images/sec), their
+    Each row: system, workload, model, batch_size, gpus, synthetic, real (best images/sec), their
     configurations (synthetic_num_ps, synthetic_variable_update, real_...), io_overhead (%).
     """
     by_key: dict[tuple, dict[str, Mapping[str, Any]]] = {}

@@ -301,3 +301,50 @@ def test_table_command_still_prints_the_sweep_table(db, capsys):
     out = capsys.readouterr().out
     assert "img/s total" in out and "efficiency" in out and "±95%" in out
     assert "1.00" in out and "worker 3: peer ps:1 died" in out
+
+
+def test_two_workloads_in_one_store_are_never_mixed(tmp_path):
+    """Ours and tf_cnn_benchmarks on the same system and configuration: two configurations,
+    two bests, each speedup against its own 1-GPU run, and every table says which is which.
+    (Before, both were averaged into one figure.)"""
+    db = tmp_path / "results.sqlite"
+    conn = store.connect(db)
+    tf_cnn = {"workload": "tf_cnn_benchmarks", "workload_ref": "v1.0", "workload_commit": "ab" * 20}
+    ours_old = {"workload": None}  # recorded before the store knew workloads: ours
+    n = 0
+    for extra, ips_by_gpus in ((tf_cnn, {1: 100.0, 2: 150.0}), (ours_old, {1: 50.0, 2: 95.0}),
+                               ({"workload": "ours"}, {1: 50.0, 2: 95.0})):
+        for gpus, ips in ips_by_gpus.items():
+            n += 1
+            store.add_run(conn, {
+                "run_id": f"w-{n}", "sweep_id": "w", "system": "aws", "gpus": gpus, "num_workers": gpus,
+                "num_ps": 1, "variable_update": PS, "data": "synthetic", "model": "inception3", "batch_size": 64,
+                "repetition": 1 if extra.get("workload") != "ours" else 2, "devices_per_worker": 1,
+                "ps_on_worker_nodes": True, "warmup_steps": 10, "steps": 100, "images_per_sec": ips,
+                "images_per_sec_per_worker": [ips / gpus] * gpus, "status": "ok", **extra})
+    n += 1
+    store.add_run(conn, {"run_id": f"w-{n}", "sweep_id": "w", "system": "aws", "gpus": 4, "num_workers": 4,
+                         "num_ps": 1, "variable_update": PS, "data": "synthetic", "model": "inception3",
+                         "batch_size": 64, "repetition": 1, "status": "failed", "reason": "worker 0 died", **tf_cnn})
+    conn.close()
+
+    label = "tf_cnn_benchmarks@v1.0 (abababababab)"
+    summaries = report.summarise(report.load_rows(db))
+    assert sorted((s["workload"], s["gpus"], s["runs"], s["images_per_sec"], s["speedup"]) for s in summaries) == [
+        ("ours", 1, 2, 50.0, 1.0), ("ours", 2, 2, 95.0, 1.9),
+        (label, 1, 1, 100.0, 1.0), (label, 2, 1, 150.0, 1.5), (label, 4, 1, None, None)]
+    table = report.format_table(summaries)
+    assert f"inception3 ({label})" in table and table.count("inception3 (") == 3
+
+    out = tmp_path / "report"
+    assert report.main(["build", "--db", str(db), "--output", str(out), "--formats", "svg"]) == 0
+    best = read_csv(out / "best_configurations.csv")
+    assert [(r["workload"], r["gpus"], r["images_per_sec"], r["speedup"]) for r in best] == [
+        ("ours", "1", "50.0", "1.0"), ("ours", "2", "95.0", "1.9"),
+        (label, "1", "100.0", "1.0"), (label, "2", "150.0", "1.5"), (label, "4", "", "")]
+    md = (out / "best_configurations.md").read_text()
+    assert "## aws: inception3, batch 64 per GPU\n" in md
+    assert f"## aws: inception3, batch 64 per GPU, measured with {label}\n" in md
+    assert [(r["workload"], r["gpus"]) for r in read_csv(out / "failures.csv")] == [(label, "4")]
+    assert sorted(p.name for p in (out / "plots").glob("speedup-aws-*.svg")) == [
+        "speedup-aws-inception3-bs64.svg", "speedup-aws-tf_cnn_benchmarks_v1.0_abababababab-inception3-bs64.svg"]
