@@ -27,17 +27,19 @@ from test_provision import MOTO_VARS, ROOT, SSH_CIDR, ec2_client, instances, pla
 pytestmark = [pytest.mark.ansible]
 
 
-def test_nodes_that_cannot_be_configured_tear_the_cluster_down(aws_env, testbed_factory, tmp_path):
-    bed = testbed_factory(hosts=2)
+def provision_onto_testbed(aws_env, bed, tmp_path, cluster_name, **extra):
+    """provision-aws.yml of two g4dn.xlarge nodes, each instance reached at a test-bed host.
+
+    Returns the finished ansible-playbook process and its output."""
     # moto has no Ubuntu 22.04 image, the profile's default: any image of its catalogue will do.
     ami = ec2_client(aws_env).describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    request = {"ami": ami, "cluster_name": "mapped", "instance_type": "g4dn.xlarge", "instance_count": 2,
-               "node_profile": "current", "ssh_cidr": SSH_CIDR, "output_dir": str(tmp_path / "mapped")}
+    request = {"ami": ami, "cluster_name": cluster_name, "instance_type": "g4dn.xlarge", "instance_count": 2,
+               "node_profile": "current", "ssh_cidr": SSH_CIDR, "output_dir": str(tmp_path / cluster_name)}
 
     # Launch only, to learn the private addresses moto gave the instances.
     rc, output = playbook("provision-aws.yml", aws_env, request)
     assert rc == 0, output[-3000:]
-    private = (tmp_path / "mapped" / "aws_private_ips.txt").read_text().split()
+    private = (tmp_path / cluster_name / "aws_private_ips.txt").read_text().split()
     assert len(private) == 2
 
     # Then the whole of provision-aws.yml, each instance reached at a test-bed host.
@@ -47,10 +49,15 @@ def test_nodes_that_cannot_be_configured_tear_the_cluster_down(aws_env, testbed_
     connection = {key: test_bed[key] for key in ("ansible_user", "ansible_ssh_private_key_file",
                                                  "ansible_ssh_common_args", "ansible_python_interpreter")}
     full = dict(request, configure_nodes=True, aws_wait_for_ssh=True,
-                ssh_address_map=dict(zip(private, bed.public_ips)), **connection)
+                ssh_address_map=dict(zip(private, bed.public_ips)), **connection, **extra)
     done = subprocess.run(["ansible-playbook", "provision-aws.yml", "-e", json.dumps(dict(MOTO_VARS, **full))],
                           cwd=ROOT, env=aws_env, capture_output=True, text=True, timeout=900)
-    out = done.stdout + done.stderr
+    return done, done.stdout + done.stderr
+
+
+def test_nodes_that_cannot_be_configured_tear_the_cluster_down(aws_env, testbed_factory, tmp_path):
+    bed = testbed_factory(hosts=2)
+    done, out = provision_onto_testbed(aws_env, bed, tmp_path, "mapped")
     flat = " ".join(out.split())
     assert done.returncode != 0, out[-4000:]
     # Both nodes were reached over SSH (their hostnames are the test bed's) and refused.
@@ -66,3 +73,22 @@ def test_nodes_that_cannot_be_configured_tear_the_cluster_down(aws_env, testbed_
     assert flat.count("expected 1 GPU(s), nvidia-smi lists none") >= 2, out[-4000:]
     assert instances(aws_env, "mapped") == []
     assert len(instances(aws_env, "mapped", states=("shutting-down", "terminated"))) == 2
+
+
+def test_nodes_lost_during_configuration_still_tear_the_cluster_down(aws_env, testbed_factory, tmp_path):
+    """Every node answers the first probe, then no SSH connection reaches it any more (its
+    SSH port, a connection variable, moves to a closed one once the probe is registered).
+    Unreachable nodes leave the play; when all of them had, Ansible ended the run before the
+    teardown play and the instances kept running. The play keeper holds the play open."""
+    bed = testbed_factory(hosts=2)
+    lost = {"ansible_port": "{{ 22 if configure_nodes_reach is not defined else 1 }}"}
+    done, out = provision_onto_testbed(aws_env, bed, tmp_path, "lost", **lost)
+    flat = " ".join(out.split())
+    assert done.returncode != 0, out[-4000:]
+    recap = out.rsplit("PLAY RECAP", 1)[1]
+    assert recap.count("unreachable=1") == 2, recap
+    assert "PLAY [Tear down when a node could not be configured]" in out, out[-4000:]
+    assert "configuring 2 node(s) failed" in flat and "(failed or unreachable)" in flat, out[-4000:]
+    assert "The cluster was torn down." in flat
+    assert instances(aws_env, "lost") == []
+    assert len(instances(aws_env, "lost", states=("shutting-down", "terminated"))) == 2
