@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dtfbench import store
+from dtfbench import report, store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
 from testbed_fixtures import testbed_factory  # noqa: E402,F401
@@ -34,18 +34,21 @@ def playbook(project_root, ansible_env, *args, timeout=480):
 
 
 # Round 1 through the test bed's YAML inventory with 1 PS, round 2 through the ip_pairs
-# plugin and the IP files with 2 PSs (on node01 and node02).
-ROUNDS = [("hosts.yml", 1), ("testbed.ip_pairs.yml", 2)]
+# plugin and the IP files with 2 PSs (on node01 and node02), as EC2 nodes launched by hand
+# (system=aws, each host's instance_type set as the aws_ec2 inventory sets it): recorded as
+# system aws-p2.xlarge, the name the report maps to the study's published p2.xlarge series.
+ROUNDS = [("hosts.yml", 1, ["-e", "system=testbed"], "testbed"),
+          ("testbed.ip_pairs.yml", 2, ["-e", "system=aws", "-e", "instance_type=p2.xlarge"], "aws-p2.xlarge")]
 
 
 def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansible_env, tmp_path, live_processes):
-    for round_no, (inventory_file, num_ps) in enumerate(ROUNDS, start=1):
+    for round_no, (inventory_file, num_ps, system_args, recorded_system) in enumerate(ROUNDS, start=1):
         bed = testbed_factory(hosts=4)
         private_net = ipaddress.ip_network(bed.state["private_net"])
         sweep_id = f"pytest-testbed-{uuid.uuid4().hex[:8]}"
         db = tmp_path / f"results-{round_no}.sqlite"
 
-        done = playbook(project_root, ansible_env, "-i", str(bed.dir / inventory_file), "-e", "system=testbed",
+        done = playbook(project_root, ansible_env, "-i", str(bed.dir / inventory_file), *system_args,
                         "-e", "gpus=4", "-e", f"num_ps={num_ps}", "-e", f"sweep_id={sweep_id}",
                         "-e", f"results_db={db}", *SMALL)
         assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
@@ -54,7 +57,9 @@ def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansibl
         assert len(runs) == 1
         run = runs[0]
         assert run["status"] == "ok", run["reason"]
-        assert run["system"] == "testbed" and run["sweep_id"] == sweep_id
+        assert run["system"] == recorded_system and run["sweep_id"] == sweep_id
+        assert report.analyse(runs).ref_system(recorded_system) == (None if recorded_system == "testbed"
+                                                                    else "aws-p2.xlarge")
         assert run["hosts"] == ["node01", "node02", "node03", "node04"]
         assert run["num_workers"] == 4 and run["num_ps"] == num_ps
         assert len(run["images_per_sec_per_worker"]) == 4 and all(r > 0 for r in run["images_per_sec_per_worker"])
