@@ -82,7 +82,7 @@ def _fmt(value: Any, spec: str) -> str:
 def _model_label(row: Mapping[str, Any]) -> str:
     """The model, and the workload that ran it when it is not ours."""
     workload = row.get("workload")
-    return str(row["model"]) + ("" if workload in (None, stats.OURS) else f" ({workload})")
+    return str(row["model"]) + ("" if stats.is_ours(workload) else f" ({workload})")
 
 
 def format_table(summaries: list[dict[str, Any]]) -> str:
@@ -276,7 +276,7 @@ def _group_title(system: Any, workload: Any, model: Any, batch_size: Any) -> str
 
 def _workload_suffix(workload: Any) -> str:
     """', measured with tf_cnn_benchmarks@REF (COMMIT)' for another workload than ours."""
-    return "" if workload in (None, stats.OURS) else f", measured with {workload}"
+    return "" if stats.is_ours(workload) else f", measured with {workload}"
 
 
 def _ref_label(analysis: Analysis, system: str) -> str:
@@ -541,7 +541,7 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
                  and r["status"] == "ok"]
         if not group:
             continue
-        slug = _slug(system, *([] if workload in (None, stats.OURS) else [workload]), model, f"bs{batch_size}")
+        slug = _slug(system, *([] if stats.is_ours(workload) else [workload]), model, f"bs{batch_size}")
         while slug in used:
             slug += "_"
         used.add(slug)

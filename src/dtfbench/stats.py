@@ -183,6 +183,11 @@ def workload_label(row: Mapping[str, Any]) -> str:
     return f"{name}@{ref}" + (f" ({str(commit)[:12]})" if commit else "")
 
 
+def is_ours(workload: Any) -> bool:
+    """Whether a workload label (or a row without one, such as a published row) is ours."""
+    return workload in (None, OURS)
+
+
 def _config_value(row: Mapping[str, Any], key: str) -> Any:
     return workload_label(row) if key == "workload" else row.get(key)
 
@@ -274,7 +279,7 @@ def best_configurations(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str
                        reasons=sorted({r for s in members for r in s.get("reasons") or []}))
         best_rows.append(row)
     order = {system: i for i, system in enumerate(dict.fromkeys(r["system"] for r in best_rows))}
-    best_rows.sort(key=lambda r: (order[r["system"]], r.get("workload") not in (None, OURS), str(r.get("workload")),
+    best_rows.sort(key=lambda r: (order[r["system"]], not is_ours(r.get("workload")), str(r.get("workload")),
                                   str(r.get("model")), _num(r.get("batch_size")),
                                   _data_rank(r.get("data")), _num(r.get("gpus"))))
     add_speedup(best_rows)

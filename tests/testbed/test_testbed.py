@@ -72,7 +72,7 @@ def test_cli_up_status_down_twice(tmp_path):
 
         # A node's ~/.bashrc is its own, as on a fresh host, not this machine's: bash reads it
         # for every command sshd runs (this machine's ran pyenv's init, 0.1 CPU-s a session).
-        if Path(tb.LOGIN_BASHRC).is_file():
+        if tb.LOGIN_BASHRC.is_file():
             own = (Path(node["dir"]) / "bashrc").read_text()
             seen = subprocess.run(
                 ["ssh", "-i", str(directory / "id_ed25519"), "-o", "BatchMode=yes",

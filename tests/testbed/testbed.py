@@ -101,7 +101,7 @@ CANDIDATES = list(range(57, 250)) + list(range(2, 57))
 PREFIX_RE = re.compile(r"^dtfb(\d{1,3})-")
 SSHD = "/usr/sbin/sshd"
 # The login user's (root's) ~/.bashrc, and what each node has there instead.
-LOGIN_BASHRC = os.path.join(os.path.expanduser("~root"), ".bashrc")
+LOGIN_BASHRC = Path(os.path.expanduser("~root"), ".bashrc")
 NODE_BASHRC = Path("/etc/skel/.bashrc")
 STATE = "state.json"
 
@@ -579,7 +579,7 @@ def node_argv(state: dict, node: dict) -> list[str]:
             "unshare", "--uts", "--mount", "--propagation", "private",
             "/bin/sh", "-c", script, "dtfbench-testbed-node",
             node["name"], str(ndir / "local_ssd"), SSD_MOUNT, SSHD, str(ndir / "sshd_config"), cgroup,
-            LOGIN_BASHRC, str(ndir / "bashrc")]
+            str(LOGIN_BASHRC), str(ndir / "bashrc")]
 
 
 def start_keeper(state: dict, timeout: float = 15.0) -> None:
