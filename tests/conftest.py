@@ -47,3 +47,67 @@ def processes_matching(text: str) -> list[str]:
 def live_processes():
     """A function: live processes whose argv or environment mentions a text."""
     return processes_matching
+
+
+# --- the study's stack: its TF 1.1 virtualenv, the git bundles, the study's output tools ---
+
+MIRRORS_ENV = "DTFBENCH_MIRRORS"
+
+
+@pytest.fixture(scope="session")
+def tf1_python() -> str:
+    """The python of the study's TF 1.1 virtualenv (scripts/tf1-venv.sh: built once, cached)."""
+    import subprocess
+
+    done = subprocess.run([str(ROOT / "scripts" / "tf1-venv.sh")], capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        pytest.fail(f"scripts/tf1-venv.sh failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    return str(Path(done.stdout.strip()) / "bin" / "python")
+
+
+@pytest.fixture(scope="session")
+def mirror_bundle():
+    """A function: the path of a git bundle of the mirrors directory ($DTFBENCH_MIRRORS, else
+    ../shared/mirrors beside the checkout or beside its main worktree), or the test is skipped
+    with the reason (the bundles are this machine's copies of GitHub: tests never fetch it)."""
+    import subprocess
+
+    def find(name: str) -> Path:
+        places = [Path(os.environ[MIRRORS_ENV])] if os.environ.get(MIRRORS_ENV) else []
+        common = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                                capture_output=True, text=True).stdout.strip()
+        for base in [ROOT] + ([Path(common).parent] if common else []):
+            places.append(base.parent / "shared" / "mirrors")
+        for place in places:
+            if (place / name).is_file():
+                return place / name
+        pytest.skip(f"no {name} in {', '.join(map(str, places))}: set {MIRRORS_ENV} to the folder of the git bundles")
+    return find
+
+
+def _study_extraction(log: Path) -> str:
+    import subprocess
+
+    return subprocess.run(["bash", "-c", "tail -2 $1 | head -n 1 | cut -d' ' -f3", "-", str(log)],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _perfkit_total(text: str):
+    import re
+
+    found = re.search(r"total images/sec: (\S+)", text)
+    return found.group(1) if found else None
+
+
+@pytest.fixture(scope="session")
+def study_extraction():
+    """A function: the study's own reading of a worker's log file, `tail -2 $file | head -n 1 |
+    cut -d' ' -f3` (its run_dist_benchmarks_daint.sh), run by bash."""
+    return _study_extraction
+
+
+@pytest.fixture(scope="session")
+def perfkit_total():
+    """A function: PerfKitBenchmarker's reading of tf_cnn_benchmarks' output,
+    ``total images/sec: (\\S+)`` (regex_util.ExtractFloat, the first match), or None."""
+    return _perfkit_total

@@ -86,9 +86,12 @@ class RunReport:
                 return 0
             self._finished = True
             result = self.result()
+            # The result before the totals: the log ends as tf_cnn_benchmarks' did ('total
+            # images/sec: N' and the dashes), which the study's extraction (tail -2 | head -n 1 |
+            # cut -d' ' -f3) and PerfKitBenchmarker's parser read.
+            self._publish(result)
             for line in out.total_lines(result["total_images_per_sec"]):
                 self.emit(line)
-            self._publish(result)
             return 0
 
     def fail(self, reason):

@@ -169,7 +169,8 @@ def _reason(row: Mapping[str, Any]) -> str:
 
 
 def workload_label(row: Mapping[str, Any]) -> str:
-    """Which program a run (or a summary) measured: 'ours', or 'NAME@REF (COMMIT)'.
+    """Which program a run (or a summary) measured: 'ours', 'NAME@REF (COMMIT)', or 'NAME@COMMIT'
+    where the ref was the commit itself (cscs2017, pinned).
 
     A store row has the columns workload, workload_ref and workload_commit (NULL workload:
     recorded before the store knew workloads, all ours); a summary already has the label.
@@ -180,6 +181,8 @@ def workload_label(row: Mapping[str, Any]) -> str:
     if name == OURS or not ref:
         return str(name)
     commit = row.get("workload_commit")
+    if commit and str(commit) == str(ref):  # a pinned commit (cscs2017): said once
+        return f"{name}@{str(commit)[:12]}"
     return f"{name}@{ref}" + (f" ({str(commit)[:12]})" if commit else "")
 
 

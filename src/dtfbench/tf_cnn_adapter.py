@@ -14,7 +14,8 @@ stderr pass through to this process's own, so a task's log reads like the study'
 SIGINT and SIGHUP are forwarded to it. When it ends, its output is parsed (the
 ``Step\\tImg/sec\\t...`` rows, ``total images/sec: N``, the header) into the result JSON of
 dtfbench's own workload (``dtfbench.benchmark_output``, schema 1), written atomically to
---result_file and printed as one line ``DTFBENCH_RESULT {...}`` by workers.
+--result_file by workers (without --result_file, printed as one line ``DTFBENCH_RESULT {...}``;
+with it, stdout ends as the script's did, which the study's own extraction reads).
 
 Exit status: the script's; when a signal ended the script, the adapter ends itself by the same
 signal (so whoever waits for it, such as tf_task's supervisor, sees what the script got); 1 when
@@ -433,9 +434,13 @@ def main(argv=None):
         result = build_result(parser, flags, returncode, wall, workload=own.get("workload"),
                               commit=own.get("commit"), script=script, stopped_by=stopped_by, error=error)
         if result_file:
+            # In the file only: the log ends as the script's output did ('total images/sec: N'
+            # and the dashes), so the study's extraction (tail -2 | head -n 1 | cut -d' ' -f3)
+            # reads it.
             write_result_atomically(result_file, result)
-        sys.stdout.write(RESULT_PREFIX + json.dumps(result, sort_keys=True) + "\n")
-        sys.stdout.flush()
+        else:
+            sys.stdout.write(RESULT_PREFIX + json.dumps(result, sort_keys=True) + "\n")
+            sys.stdout.flush()
         return result
 
     if not script or not os.path.isfile(script):

@@ -5,8 +5,12 @@
 * ``ours`` (the default): ``python -m dtfbench.train``, tf_cnn_benchmarks' semantics on TF 2.x;
 * ``tf_cnn_benchmarks@<git ref>``: ``scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py`` of
   tensorflow/benchmarks (or a mirror) at a branch, tag or commit, run through
-  ``dtfbench.tf_cnn_adapter`` on the nodes' own TensorFlow (the study's TF 1.1 stack: the
-  ``cscs2017`` node profile). The study used the code as of July 2017.
+  ``dtfbench.tf_cnn_adapter`` on the nodes' own TensorFlow;
+* ``cscs2017`` (or ``cscs2017@<git ref>``): the study's own program, the copy of
+  tf_cnn_benchmarks in its repository (e-bug/distributed-tensorflow-benchmarks,
+  ``google-benchmarks/tf_cnn_benchmarks``: tensorflow/benchmarks@9a318c0 with the one line TF 1.1
+  lacks commented out), pinned to that repository's commit; for the study's TF 1.1 stack (the
+  ``cscs2017`` node profile), run like ``tf_cnn_benchmarks@<ref>``.
 
 This module checks a sweep request against what the chosen workload can run and builds the
 tf_cnn_benchmarks flags of each run, on the controller, before anything starts
@@ -27,6 +31,11 @@ DEFAULT_REPO = "https://github.com/tensorflow/benchmarks.git"
 # Where the script lives in the repository, at every ref since 2017.
 SCRIPT_DIR = "scripts/tf_cnn_benchmarks"
 SCRIPT = "tf_cnn_benchmarks.py"
+# The study's program: its repository's copy of tf_cnn_benchmarks, at the repository's last commit.
+STUDY = "cscs2017"
+STUDY_REPO = "https://github.com/e-bug/distributed-tensorflow-benchmarks.git"
+STUDY_SCRIPT_DIR = "google-benchmarks/tf_cnn_benchmarks"
+STUDY_COMMIT = "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741"
 
 # tf_cnn_benchmarks' models of the study's time (model_config.get_model_config, mid-2017).
 # Later refs have more; the plan holds to these, which every ref since then still has.
@@ -66,18 +75,28 @@ class Workload:
     name: str
     ref: str | None = None
     notes: tuple[str, ...] = field(default=(), compare=False)
+    # Where the program comes from (tf_cnn_benchmarks and cscs2017): the repository fetched
+    # unless tf_cnn_benchmarks_repo names another (a mirror, a bundle, a clone), and the
+    # script's directory inside it.
+    repo: str | None = None
+    script_dir: str | None = None
 
     @property
     def label(self) -> str:
-        """``ours`` or ``tf_cnn_benchmarks@<ref>``: what runs record and run ids depend on."""
-        return self.name if self.ref is None else f"{self.name}@{self.ref}"
+        """``ours``, ``tf_cnn_benchmarks@<ref>``, ``cscs2017`` (at its pinned commit) or
+        ``cscs2017@<ref>``: what runs record and run ids depend on."""
+        if self.ref is None or (self.name == STUDY and self.ref == STUDY_COMMIT):
+            return self.name
+        return f"{self.name}@{self.ref}"
 
     @property
     def is_ours(self) -> bool:
         return self.name == OURS
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ref": self.ref, "label": self.label, "notes": list(self.notes)}
+        return {"name": self.name, "ref": self.ref, "label": self.label, "notes": list(self.notes),
+                "repo": self.repo, "script_dir": self.script_dir,
+                "script": None if self.script_dir is None else f"{self.script_dir}/{SCRIPT}"}
 
 
 def ref_problem(ref: str) -> str | None:
@@ -107,15 +126,19 @@ def ref_problem(ref: str) -> str | None:
 
 
 def parse_workload(value: Any) -> Workload:
-    """``ours`` (also for None/"") or ``tf_cnn_benchmarks@<ref>``; anything else is a WorkloadError."""
+    """``ours`` (also for None/""), ``tf_cnn_benchmarks@<ref>``, ``cscs2017`` or ``cscs2017@<ref>``;
+    anything else is a WorkloadError."""
     text = "" if value is None else str(value).strip()
     if text in ("", OURS):
         return Workload(OURS)
     name, sep, ref = text.partition("@")
-    if name != TF_CNN_BENCHMARKS:
+    if name not in (TF_CNN_BENCHMARKS, STUDY):
         raise WorkloadError(
-            f"workload={text!r} is unknown; use {OURS} (python -m dtfbench.train, the default) or "
-            f"{TF_CNN_BENCHMARKS}@<git ref> (the original script at a branch, tag or commit)")
+            f"workload={text!r} is unknown; use {OURS} (python -m dtfbench.train, the default), "
+            f"{TF_CNN_BENCHMARKS}@<git ref> (the original script at a branch, tag or commit) or "
+            f"{STUDY} (the study's own copy of it, for TF 1.1)")
+    if name == STUDY and not sep:
+        return Workload(STUDY, STUDY_COMMIT, NOTES, STUDY_REPO, STUDY_SCRIPT_DIR)
     if not sep:
         raise WorkloadError(
             f"workload={text} needs a git ref: {TF_CNN_BENCHMARKS}@<branch, tag or commit>, e.g. "
@@ -124,8 +147,10 @@ def parse_workload(value: Any) -> Workload:
     if problem:
         raise WorkloadError(
             f"workload={text!r}: the git ref {ref!r} {problem}; give a branch, tag or commit sha, "
-            f"e.g. {TF_CNN_BENCHMARKS}@master")
-    return Workload(TF_CNN_BENCHMARKS, ref, NOTES)
+            f"e.g. {name}@master")
+    if name == STUDY:
+        return Workload(STUDY, ref, NOTES, STUDY_REPO, STUDY_SCRIPT_DIR)
+    return Workload(TF_CNN_BENCHMARKS, ref, NOTES, DEFAULT_REPO, SCRIPT_DIR)
 
 
 def check_request(workload: Workload, *, models: Iterable[str], variable_updates: Iterable[str],

@@ -19,11 +19,12 @@ def playbook(project_root, ansible_env, *args, timeout=600):
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_local_benchmark_measures_records_and_cleans_up(project_root, ansible_env, tmp_path, live_processes):
+def test_local_benchmark_measures_records_and_cleans_up(project_root, ansible_env, tmp_path, live_processes,
+                                                        study_extraction, perfkit_total):
     sweep_id = f"pytest-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
     done = playbook(project_root, ansible_env, "-e", "gpus=1,2", "-e", f"sweep_id={sweep_id}",
-                    "-e", f"results_db={db}", *SMALL)
+                    "-e", f"results_db={db}", "-e", f"dtfbench_run_root={tmp_path / 'runs'}", *SMALL)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
     runs = store.runs(store.connect(db))
@@ -35,6 +36,16 @@ def test_local_benchmark_measures_records_and_cleans_up(project_root, ansible_en
     assert two["cluster_spec"]["ps"] == ["127.0.0.1:2230"]
     assert two["cluster_spec"]["worker"] == ["127.0.0.1:2220", "127.0.0.1:2221"]
     assert two["hosts"] == ["localhost"] and two["sweep_id"] == sweep_id and two["tf_version"]
+    # Each worker's log as the launcher wrote it, read by the study's own extraction (tail -2 |
+    # head -n 1 | cut -d' ' -f3) and PerfKitBenchmarker's pattern: the total that worker printed.
+    for run in runs:
+        logs = sorted((tmp_path / "runs" / run["run_id"]).glob("*-worker-*.log"))
+        assert len(logs) == run["num_workers"]
+        for log in logs:
+            index = int(log.stem.rsplit("-", 1)[1])
+            printed = f"{run['worker_results'][index]['total_images_per_sec']:.2f}"
+            assert study_extraction(log) == printed, log.read_text()[-1500:]
+            assert perfkit_total(log.read_text()) == printed
 
     # The table the user sees: both configurations, speedup and efficiency against 1 worker.
     assert "img/s total" in done.stdout and "efficiency" in done.stdout
@@ -44,7 +55,7 @@ def test_local_benchmark_measures_records_and_cleans_up(project_root, ansible_en
 
     # Re-running the same sweep resumes it: nothing left to do, nothing changes.
     again = playbook(project_root, ansible_env, "-e", "gpus=1,2", "-e", f"sweep_id={sweep_id}",
-                     "-e", f"results_db={db}", *SMALL)
+                     "-e", f"results_db={db}", "-e", f"dtfbench_run_root={tmp_path / 'runs'}", *SMALL)
     assert again.returncode == 0, again.stdout[-3000:]
     assert "0 of 2 runs to do" in again.stdout.replace("\n", " ")
     assert len(store.runs(store.connect(db))) == 2

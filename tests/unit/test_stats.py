@@ -221,3 +221,11 @@ def test_best_is_the_highest_mean_of_a_configuration_that_succeeded(draws):
         assert best["images_per_sec"] == max(s["images_per_sec"] for s in ok)
         for s in ok:
             assert s["images_per_sec_min"] <= s["images_per_sec"] <= s["images_per_sec_max"]
+
+
+def test_a_workload_pinned_to_a_commit_is_labelled_once_by_it():
+    sha = "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741"
+    assert stats.workload_label({"workload": "cscs2017", "workload_ref": sha, "workload_commit": sha}) == \
+        "cscs2017@a0d3d61f4f89"
+    assert stats.workload_label({"workload": "cscs2017", "workload_ref": "master", "workload_commit": sha}) == \
+        "cscs2017@master (a0d3d61f4f89)"

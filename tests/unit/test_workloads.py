@@ -31,10 +31,35 @@ def test_good_workloads(value, name, ref):
     workload = workloads.parse_workload(value)
     assert (workload.name, workload.ref) == (name, ref)
     assert workload.label == (name if ref is None else f"{name}@{ref}")
+    if ref is not None:  # tensorflow/benchmarks, where its script has always lived
+        assert (workload.repo, workload.script_dir) == (
+            "https://github.com/tensorflow/benchmarks.git", "scripts/tf_cnn_benchmarks")
+
+
+@pytest.mark.parametrize("value, ref, label", [
+    ("cscs2017", "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741", "cscs2017"),
+    (" cscs2017 ", "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741", "cscs2017"),
+    ("cscs2017@master", "master", "cscs2017@master"),
+])
+def test_the_studys_program_is_its_repositorys_copy_pinned_to_its_commit(value, ref, label):
+    workload = workloads.parse_workload(value)
+    assert (workload.name, workload.ref, workload.label) == ("cscs2017", ref, label)
+    assert workload.repo == "https://github.com/e-bug/distributed-tensorflow-benchmarks.git"
+    assert workload.as_dict()["script"] == "google-benchmarks/tf_cnn_benchmarks/tf_cnn_benchmarks.py"
+    # It is tf_cnn_benchmarks: the same checks and flags.
+    runs = plan(gpus=2, num_ps=1, workload=value, repetitions=1)["runs"]
+    assert runs[0]["workload"] == label and runs[0]["workload_args"][:2] == ["--model", "trivial"]
+    with pytest.raises(PlanError, match="model=small_cnn is dtfbench's own test model"):
+        plan(gpus=1, num_ps=1, workload=value, model="small_cnn")
+
+
+def test_a_bad_ref_of_the_studys_program_names_it():
+    with pytest.raises(workloads.WorkloadError, match=r"workload='cscs2017@a..b': the git ref 'a..b' contains '..'"):
+        workloads.parse_workload("cscs2017@a..b")
 
 
 @pytest.mark.parametrize("value, message", [
-    ("theirs", "workload='theirs' is unknown; use ours (python -m dtfbench.train, the default) or "
+    ("theirs", "workload='theirs' is unknown; use ours (python -m dtfbench.train, the default), "
                "tf_cnn_benchmarks@<git ref>"),
     ("tf_cnn_benchmark@master", "workload='tf_cnn_benchmark@master' is unknown"),
     ("tf_cnn_benchmarks", "workload=tf_cnn_benchmarks needs a git ref: tf_cnn_benchmarks@<branch, tag or commit>"),
@@ -93,7 +118,8 @@ def test_what_tf_cnn_benchmarks_cannot_run_is_refused_by_name(request_, message)
 def test_ours_keeps_its_own_models_and_modes():
     result = plan(gpus=2, num_ps=0, model="small_cnn", variable_update="collective_all_reduce", image_size=16,
                   warmup_steps=0, launcher="slurm")
-    assert result["workload"] == {"name": "ours", "ref": None, "label": "ours", "notes": []}
+    assert result["workload"] == {"name": "ours", "ref": None, "label": "ours", "notes": [], "repo": None,
+                                  "script_dir": None, "script": None}
     assert all(run["workload"] == "ours" and "workload_args" not in run for run in result["runs"])
     with pytest.raises(PlanError, match="model='vgg19' is unknown"):
         plan(gpus=1, num_ps=1, model="vgg19")  # one of tf_cnn_benchmarks', not ours
@@ -137,7 +163,8 @@ def test_the_workload_names_the_run_but_ours_keeps_the_ids_of_older_sweeps():
     ours = plan(gpus=1, num_ps=1, repetitions=1)["runs"][0]
     master = plan(gpus=1, num_ps=1, repetitions=1, workload=TF_CNN)["runs"][0]
     other = plan(gpus=1, num_ps=1, repetitions=1, workload="tf_cnn_benchmarks@v2")["runs"][0]
-    assert len({ours["run_id"], master["run_id"], other["run_id"]}) == 3
+    study = plan(gpus=1, num_ps=1, repetitions=1, workload="cscs2017")["runs"][0]
+    assert len({ours["run_id"], master["run_id"], other["run_id"], study["run_id"]}) == 4
     # The id a run of ours had before workloads existed (its digest covers plan.RUN_KEYS only).
     assert ours["run_id"] == "s-1-" + run_digest({k: v for k, v in ours.items() if k != "workload"})
 
