@@ -290,7 +290,7 @@ def _ref_label(analysis: Analysis, system: str) -> str:
             f"{', '.join(sources)}).")
 
 
-BEST_CSV = ("system", "workload", "model", "batch_size", "data", "gpus", "status", "num_ps", "variable_update",
+BEST_CSV = ("system", "workload", "tf_version", "model", "batch_size", "data", "gpus", "status", "num_ps", "variable_update",
             "num_workers", "devices_per_worker", "images_per_sec", "ci_low", "ci_high", "ci_half_width",
             "stddev", "images_per_sec_min", "images_per_sec_max", "n_ok", "failed_runs", "configurations",
             "failed_configurations", "speedup", "efficiency", "io_overhead_pct", "reasons")

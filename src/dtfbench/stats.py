@@ -233,6 +233,8 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
             failures=[{"run_id": r.get("run_id"), "sweep_id": r.get("sweep_id"),
                        "repetition": r.get("repetition"), "reason": _reason(r)} for r in bad],
             sweep_ids=sorted({str(r["sweep_id"]) for r in members if r.get("sweep_id") is not None}),
+            # The TensorFlow the runs reported (the study's program on 1.1, ours on 2.x).
+            tf_version=", ".join(sorted({str(r["tf_version"]) for r in members if r.get("tf_version")})) or None,
         )
         summaries.append(summary)
     add_speedup(summaries)
@@ -265,7 +267,9 @@ def best_configurations(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str
         row.update(configurations=len(members),
                    failed_configurations=len(members) - len(candidates),
                    group_runs=sum(int(s.get("runs") or 0) for s in members),
-                   failed_runs=sum(int(s.get("failed") or 0) for s in members))
+                   failed_runs=sum(int(s.get("failed") or 0) for s in members),
+                   tf_version=", ".join(sorted({v for s in members for v in str(s.get("tf_version") or "").split(", ")
+                                                if v})) or None)
         if candidates:
             # max() keeps the first of equal means: ties go to the configuration seen first.
             best = max(candidates, key=lambda s: s["images_per_sec"])

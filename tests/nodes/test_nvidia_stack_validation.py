@@ -82,6 +82,14 @@ def test_cscs2017_on_another_os(run_playbook, tmp_path):
     assert "node_profile=cscs2017 needs Ubuntu 16.04" in text and "runs Debian 12" in text
 
 
+def test_cscs2017_with_install_never_needs_neither_its_os_nor_cudnn(run_playbook):
+    """A CPU-only node (or a stack installed by hand) of the study's profile: nothing of CUDA 8.0
+    is installed, so Debian 12 and no cuDNN tarball pass; tf_virtualenv installs TF 1.1 there."""
+    proc = run_playbook(PLAY, "-e", "node_profile=cscs2017", "-e", "nvidia_stack_install=never")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "no NVIDIA GPU on localhost" in " ".join(proc.stdout.split())
+
+
 def test_k80_with_the_current_profile_names_cscs2017(run_playbook):
     proc = run_playbook(PLAY, "-e", "node_profile=current", env=recorded_nvidia_smi_env("k80_p2_8xlarge"))
     text = failed_message(proc)

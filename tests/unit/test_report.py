@@ -309,11 +309,11 @@ def test_two_workloads_in_one_store_are_never_mixed(tmp_path):
     (Before, both were averaged into one figure.)"""
     db = tmp_path / "results.sqlite"
     conn = store.connect(db)
-    tf_cnn = {"workload": "tf_cnn_benchmarks", "workload_ref": "v1.0", "workload_commit": "ab" * 20}
+    tf_cnn = {"workload": "tf_cnn_benchmarks", "workload_ref": "v1.0", "workload_commit": "ab" * 20, "tf_version": "1.1"}
     ours_old = {"workload": None}  # recorded before the store knew workloads: ours
     n = 0
     for extra, ips_by_gpus in ((tf_cnn, {1: 100.0, 2: 150.0}), (ours_old, {1: 50.0, 2: 95.0}),
-                               ({"workload": "ours"}, {1: 50.0, 2: 95.0})):
+                               ({"workload": "ours", "tf_version": "2.18.0"}, {1: 50.0, 2: 95.0})):
         for gpus, ips in ips_by_gpus.items():
             n += 1
             store.add_run(conn, {
@@ -342,6 +342,8 @@ def test_two_workloads_in_one_store_are_never_mixed(tmp_path):
     assert [(r["workload"], r["gpus"], r["images_per_sec"], r["speedup"]) for r in best] == [
         ("ours", "1", "50.0", "1.0"), ("ours", "2", "95.0", "1.9"),
         (label, "1", "100.0", "1.0"), (label, "2", "150.0", "1.5"), (label, "4", "", "")]
+    # Which TensorFlow each program ran on, beside it.
+    assert [r["tf_version"] for r in best] == ["2.18.0", "2.18.0", "1.1", "1.1", "1.1"]
     md = (out / "best_configurations.md").read_text()
     assert "## aws: inception3, batch 64 per GPU\n" in md
     assert f"## aws: inception3, batch 64 per GPU, measured with {label}\n" in md
