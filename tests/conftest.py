@@ -47,3 +47,25 @@ def processes_matching(text: str) -> list[str]:
 def live_processes():
     """A function: live processes whose argv or environment mentions a text."""
     return processes_matching
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A function: mount a tmpfs of `size` (as mount's size=, e.g. '64k') on a new folder and
+    return it; every one is unmounted at the end of the test. Needs root (as the test bed)."""
+    import subprocess
+    mounted = []
+
+    def mount(size: str):
+        point = tmp_path / f"tmpfs{len(mounted)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(point)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs (needs root): {done.stderr.strip()}")
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in reversed(mounted):
+        subprocess.run(["umount", "--lazy", str(point)], check=False)
