@@ -15,7 +15,7 @@ description:
     layout of every configuration, and returns the list of runs (configuration x repetition).
   - Any problem is one error naming the input, what is wrong and how to fix it, so that a
     sweep whose largest point does not fit the inventory fails before its first run.
-  - Pure computation; never changes anything. Runs on the controller.
+  - Runs on the controller. Changes nothing but a test write to O(results_db) (see there).
 version_added: "0.1.0"
 author: dtfbench developers
 options:
@@ -88,7 +88,16 @@ options:
     description:
       - The results store. Runs of this sweep already recorded there as ok are returned with
         C(done=true), so that re-running an interrupted sweep runs only what is missing.
+      - Checked before anything starts - an existing store must be SQLite of this project's schema,
+        pass C(PRAGMA quick_check) and take a write (one row of its C(meta) table); a new one must be
+        creatable (a probe database beside it, written and removed); its file system needs 1 MB free.
     type: path
+  sweep_extend:
+    description:
+      - Allow a resume (O(sweep_id) of a sweep recorded in O(results_db)) to ask for another configuration than
+        the recorded one; its new runs join that sweep. Without it such a resume fails, showing both.
+    type: bool
+    default: false
   workload:
     description:
       - What each run measures. V(ours) - C(python -m dtfbench.train). C(tf_cnn_benchmarks@REF) - the
@@ -151,6 +160,17 @@ runs:
        model: small_cnn, batch_size: 32, variable_update: parameter_server, data: synthetic,
        repetition: 1, devices_per_worker: 1, ps_on_worker_nodes: true, warmup_steps: 10, steps: 100,
        workload: ours, done: false}
+sweep_config:
+  description: The sweep's configuration, as recorded with its runs (a resume must ask for the same).
+  returned: success
+  type: dict
+  sample: {gpus: [1, 2], model: [small_cnn], batch_size: [32], num_ps: [1], repetitions: 3}
+notes:
+  description: What the plan changed in the request, to tell the user (repeated values folded).
+  returned: success
+  type: list
+  elements: str
+  sample: ["model=resnet50,resnet50 repeats resnet50: each configuration runs once per repetition ..."]
 workload:
   description:
     - The workload - C(name) (V(ours) or C(tf_cnn_benchmarks)), C(ref) (null for ours), C(label)
@@ -183,6 +203,7 @@ def main():
             ps_on_worker_nodes=dict(type="bool", default=True),
             sweep_id=dict(type="str", required=True),
             results_db=dict(type="path"),
+            sweep_extend=dict(type="bool", default=False),
             workload=dict(type="str", default="ours"),
             launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
         ),

@@ -111,3 +111,25 @@ def perfkit_total():
     """A function: PerfKitBenchmarker's reading of tf_cnn_benchmarks' output,
     ``total images/sec: (\\S+)`` (regex_util.ExtractFloat, the first match), or None."""
     return _perfkit_total
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A function: mount a tmpfs of `size` (as mount's size=, e.g. '64k') on a new folder and
+    return it; every one is unmounted at the end of the test. Needs root (as the test bed)."""
+    import subprocess
+    mounted = []
+
+    def mount(size: str):
+        point = tmp_path / f"tmpfs{len(mounted)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(point)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs (needs root): {done.stderr.strip()}")
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in reversed(mounted):
+        subprocess.run(["umount", "--lazy", str(point)], check=False)

@@ -20,12 +20,14 @@ from typing import Any, Iterable, Mapping
 try:  # installed package (tests, CLI) or Ansible's module_utils namespace (the module)
     from dtfbench.catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
     from dtfbench.layout import LayoutError, compute_layout
-    from dtfbench.store import completed_run_ids
+    from dtfbench.store import (StoreError, check_writable, completed_run_ids, recorded_run_ids,
+                                recorded_sweep_config)
     from dtfbench import workloads
 except ImportError:  # pragma: no cover - exercised through Ansible
     from ansible.module_utils.dtfbench_catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
     from ansible.module_utils.dtfbench_layout import LayoutError, compute_layout
-    from ansible.module_utils.dtfbench_store import completed_run_ids
+    from ansible.module_utils.dtfbench_store import (StoreError, check_writable, completed_run_ids,
+                                                     recorded_run_ids, recorded_sweep_config)
     from ansible.module_utils import dtfbench_workloads as workloads
 
 
@@ -113,6 +115,57 @@ def default_num_ps(num_workers: int, variable_update: str) -> list[int]:
     return values + [num_workers]
 
 
+def _fold(name: str, values: list[Any], notes: list[str]) -> list[Any]:
+    """`values` without repeats (first place kept), with a note where there were any: a
+    configuration given twice would run twice as the same repetitions and its confidence
+    interval would be computed over copies."""
+    unique = list(dict.fromkeys(values))
+    if len(unique) < len(values):
+        twice = sorted({str(v) for v in values if values.count(v) > 1})
+        notes.append(f"{name}={','.join(map(str, values))} repeats {', '.join(twice)}: each configuration "
+                     f"runs once per repetition (raise repetitions to run it more often)")
+    return unique
+
+
+def sweep_config(**settings: Any) -> dict[str, Any]:
+    """What the sweep asked for, as recorded with its runs (lists in a fixed order): a resume
+    must ask for the same."""
+    return {name: sorted(value, key=str) if isinstance(value, list) else value for name, value in settings.items()}
+
+
+def _config_text(config: Mapping[str, Any]) -> str:
+    return " ".join(f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
+                    for key, value in sorted(config.items()))
+
+
+def _check_resume(request: Mapping[str, Any], sweep_id: str, config: Mapping[str, Any],
+                  runs: list[Mapping[str, Any]]) -> None:
+    """A resume (sweep_id of a recorded sweep) must ask for the recorded configuration, unless
+    sweep_extend. Sweeps recorded before configurations were: every recorded run must be one
+    of this plan's."""
+    if not request.get("results_db") or request.get("sweep_extend"):
+        return
+    recorded = recorded_sweep_config(request["results_db"], sweep_id)
+    if recorded is not None:
+        if recorded == dict(config):
+            return
+        changed = sorted(key for key in set(recorded) | set(config) if recorded.get(key) != config.get(key))
+        why = f"it differs in {', '.join(changed)}"
+        shown = f"recorded: {_config_text(recorded)}; asked now: {_config_text(config)}"
+    else:
+        digests = {run_digest(run) for run in runs}
+        stray = sorted(run_id for run_id in recorded_run_ids(request["results_db"], sweep_id)
+                       if run_id.rsplit("-", 1)[-1] not in digests)
+        if not stray:
+            return
+        why = "some of its recorded runs are not in this one"
+        shown = (f"recorded runs not in this one: {', '.join(stray[:5])}{' ...' if len(stray) > 5 else ''}; "
+                 f"asked now: {_config_text(config)}")
+    raise PlanError(f"sweep_id={sweep_id} is a sweep of another configuration ({why}): "
+                    f"{shown}. Leave sweep_id out (or give a new one) for a new sweep, repeat the recorded "
+                    f"configuration to resume it, or add -e sweep_extend=true to add this one to it")
+
+
 def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes) -> bool:
     try:
         compute_layout(hosts, gpus=gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
@@ -130,7 +183,11 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     ps_on_worker_nodes, sweep_id, data_dir (required for real data), results_db (runs of
     this sweep already recorded there as ok are marked done: re-running a sweep resumes it),
     workload (``ours`` or ``tf_cnn_benchmarks@<git ref>``, see dtfbench.workloads), launcher
-    (``ssh`` or ``slurm``).
+    (``ssh`` or ``slurm``), sweep_extend (a resume may ask for another configuration than the
+    one recorded for sweep_id).
+
+    With results_db, the store is checked first (store.check_writable) and a resume must ask
+    for the sweep's recorded configuration. Repeated axis values are folded, with a note.
     """
     try:
         workload = workloads.parse_workload(request.get("workload"))
@@ -144,16 +201,20 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         raise PlanError(str(err)) from None
     known_models = MODELS if workload.is_ours else workloads.TF_CNN_MODELS
     known_updates = VARIABLE_UPDATES if workload.is_ours else workloads.TF_CNN_VARIABLE_UPDATES
-    gpus = _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1)
-    models = _choices("model", as_list("model", request.get("model")) or ["small_cnn"], known_models)
-    batch_sizes = _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [32], 1)
-    updates = _choices("variable_update",
-                       as_list("variable_update", request.get("variable_update")) or ["parameter_server"],
-                       known_updates)
-    data = _choices("data", as_list("data", request.get("data")) or ["synthetic"], DATA_CHOICES + ("both",))
+    notes: list[str] = []
+    gpus = _fold("gpus", _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1), notes)
+    models = _fold("model", _choices("model", as_list("model", request.get("model")) or ["small_cnn"],
+                                     known_models), notes)
+    batch_sizes = _fold("batch_size", _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [32], 1),
+                        notes)
+    updates = _fold("variable_update", _choices(
+        "variable_update", as_list("variable_update", request.get("variable_update")) or ["parameter_server"],
+        known_updates), notes)
+    data = _fold("data", _choices("data", as_list("data", request.get("data")) or ["synthetic"],
+                                  DATA_CHOICES + ("both",)), notes)
     data = ["synthetic", "real"] if "both" in data else data
     num_ps_request = as_list("num_ps", request.get("num_ps"))
-    num_ps_given = _ints("num_ps", num_ps_request, 0) if num_ps_request else None
+    num_ps_given = _fold("num_ps", _ints("num_ps", num_ps_request, 0), notes) if num_ps_request else None
     repetitions, = _ints("repetitions", [request.get("repetitions", 5)], 1)
     warmup_steps, = _ints("warmup_steps", [request.get("warmup_steps", 10)], 0)
     steps, = _ints("steps", [request.get("steps", 100)], 1)
@@ -218,6 +279,19 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     run["workload_args"] = workloads.tf_cnn_benchmarks_args(
                         run, device_type=device_type, data_dir=request.get("data_dir"))
                 runs.append(run)
+    config = sweep_config(gpus=gpus, model=models, batch_size=batch_sizes, image_size=image_size,
+                          variable_update=updates, num_ps=num_ps_given if num_ps_given is not None else "default",
+                          data=data, repetitions=repetitions, warmup_steps=warmup_steps, steps=steps,
+                          devices_per_worker=devices_per_worker, ps_on_worker_nodes=ps_on_worker_nodes,
+                          workload=workload.label)
+    if request.get("results_db"):
+        # The store must take the results before the first run trains (a run whose result
+        # cannot be written is lost); then a resume must be of the same sweep.
+        try:
+            check_writable(request["results_db"])
+        except StoreError as err:
+            raise PlanError(str(err)) from None
+        _check_resume(request, sweep_id, config, runs)
     done = completed_run_ids(request["results_db"], sweep_id) if request.get("results_db") else set()
     done_digests = {run_id.rsplit("-", 1)[-1] for run_id in done}
     width = len(str(len(runs)))
@@ -229,4 +303,5 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         run["run_id"] = f"{sweep_id}-{index:0{width}d}-{digest}"
         run["done"] = digest in done_digests
     return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs),
-            "pending_runs": sum(1 for run in runs if not run["done"]), "workload": workload.as_dict()}
+            "pending_runs": sum(1 for run in runs if not run["done"]), "workload": workload.as_dict(),
+            "sweep_config": config, "notes": notes}

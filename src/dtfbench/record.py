@@ -23,6 +23,7 @@ import json
 import sqlite3
 import statistics
 import sys
+from pathlib import Path
 from typing import Any, Mapping
 
 from dtfbench import store
@@ -166,14 +167,46 @@ def main(argv: list[str] | None = None) -> int:
     try:
         payload = json.loads(sys.stdin.read())
         record = build_record(payload)
-        conn = store.connect(payload.get("results_db") or store.DEFAULT_DB)
-        row_id = store.add_run(conn, record)
-    except (json.JSONDecodeError, KeyError, TypeError, store.StoreError, sqlite3.Error) as err:
+    except (json.JSONDecodeError, KeyError, TypeError, store.StoreError) as err:
         print(f"dtfbench.record: error: cannot record the run: {err!r}", file=sys.stderr)
         return 2
+    db = payload.get("results_db") or store.DEFAULT_DB
+    # The run's record goes to a file first, while the disk may still have room, and is
+    # removed once the store holds it: a store that refuses it (a full disk) loses nothing.
+    kept = store.save_unrecorded(record, db)
+    conn = None
+    try:
+        conn = store.connect(db)
+        row_id = store.add_run(conn, record, payload.get("sweep_config"))
+    except (store.StoreError, sqlite3.IntegrityError) as err:  # the record itself is refused
+        if kept is not None:
+            kept.unlink(missing_ok=True)
+        print(f"dtfbench.record: error: cannot record the run: {err!r}", file=sys.stderr)
+        return 2
+    except (sqlite3.Error, OSError) as err:
+        if conn is not None:
+            conn.close()
+        return _unrecorded(record, db, payload.get("sweep_id"), err, kept)
+    if kept is not None:
+        kept.unlink(missing_ok=True)
     print(json.dumps({"id": row_id, "run_id": record["run_id"], "status": record["status"],
                       "reason": record["reason"], "images_per_sec": record["images_per_sec"]}))
     return 0
+
+
+def _unrecorded(record: Mapping[str, Any], db: str, sweep_id: str | None, err: BaseException,
+                kept: Path | None) -> int:
+    """The store refused a finished run (disk full, file gone bad mid-sweep): the run stays in
+    the JSON file written before (never throw a result away); say so in one line; exit 3."""
+    problem = store.describe_error(f"results_db={db}", Path(db), err)
+    if kept is None:  # not even a file: the record goes to the log, whole
+        where = f"its record follows (no file could be written): {json.dumps(record, sort_keys=True)}"
+    else:
+        where = (f"its result is kept in {kept} (add it later: python -m dtfbench.store add "
+                 f"--db {db} --file {kept})")
+    print(f"dtfbench.record: error: run {record['run_id']} finished but was not recorded: {problem}; {where}; "
+          f"the sweep stops here (resume it with -e sweep_id={sweep_id})", file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":

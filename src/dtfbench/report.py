@@ -40,6 +40,7 @@ import io
 import json
 import os
 import re
+import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,14 +112,20 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
 
 
 def load_rows(db: str | Path, sweep_id: str | None = None) -> list[dict[str, Any]]:
-    """The store's rows (of one sweep), or a ReportError saying why there are none."""
-    if not Path(db).exists():
-        raise ReportError(f"no results store at {db}; run the benchmark first or pass --db")
-    conn = store.connect(db)
+    """The store's rows (of one sweep), or a ReportError saying why there are none.
+
+    Read-only: a report never creates or changes a file (store.open_readonly); a file that is
+    not a store, or a damaged one, is one line naming it and the problem."""
     try:
-        rows = store.runs(conn, "sweep_id = ?", (sweep_id,)) if sweep_id else store.runs(conn)
-    finally:
-        conn.close()
+        conn = store.open_readonly(db)
+        try:
+            rows = store.runs(conn, "sweep_id = ?", (sweep_id,)) if sweep_id else store.runs(conn)
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as err:
+        raise ReportError(store.describe_error(f"--db {db}", Path(db), err)) from None
+    except store.StoreError as err:
+        raise ReportError(str(err)) from None
     if not rows:
         raise ReportError(f"no runs in {db}" + (f" for sweep {sweep_id}" if sweep_id else ""))
     return rows

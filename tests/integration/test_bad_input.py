@@ -56,20 +56,29 @@ def test_bad_input_is_one_clear_error_before_anything_starts(project_root, ansib
     assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
 
 
+@pytest.mark.parametrize("fail_on_failed_runs", [None, "false"])
 def test_a_port_already_taken_stops_the_run_before_any_task_starts(project_root, ansible_env, tmp_path,
-                                                                  live_processes):
+                                                                  live_processes, fail_on_failed_runs):
     # Something else listens on the PS port (2230): the run is recorded as failed with the
-    # port named, and not one of its tasks was started.
+    # port named, and not one of its tasks was started. A sweep with a failed run ends with a
+    # failure (exit 2, the count in the summary), unless fail_on_failed_runs=false.
+    extra = ["-e", f"fail_on_failed_runs={fail_on_failed_runs}"] if fail_on_failed_runs else []
     with socket.socket() as squatter:
         squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squatter.bind(("127.0.0.1", 2230))
         squatter.listen()
         done, db, run_root, sweep_id = run_benchmark(project_root, ansible_env, tmp_path, "-e", "gpus=1",
-                                                     "-e", "num_ps=1")
-    assert done.returncode == 0, done.stdout[-3000:]
+                                                     "-e", "num_ps=1", *extra)
+    output = " ".join(done.stdout.split())
     (run,) = store.runs(store.connect(db))
     assert run["status"] == "failed"
     assert "port 2230 on localhost (127.0.0.1), wanted by ps 0, is already in use" in run["reason"]
     assert "tf_cluster_ps_port_base" in run["reason"]
+    assert f"sweep {sweep_id}: 1 of 1 runs failed ({run['run_id']})" in output, done.stdout[-3000:]
+    if fail_on_failed_runs:
+        assert done.returncode == 0, done.stdout[-3000:]
+    else:
+        assert done.returncode == 2, done.stdout[-3000:]
+        assert "Re-run with -e sweep_id=" in output and "-e fail_on_failed_runs=false" in output
     assert not (run_root / run["run_id"]).exists()
     assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []

@@ -144,7 +144,10 @@ def test_killed_worker_fails_its_run_and_the_sweep_goes_on(bed2, project_root, a
     cause = first["reason"].splitlines()[0]
     assert cause.startswith("node02: task ") and "-worker-1 was killed by SIGKILL" in cause, first["reason"]
     assert second["status"] == "ok", second["reason"]
-    assert rc == 0, out[-3000:]  # a failed run is a result, not a playbook failure
+    # A failed run is recorded and the sweep goes on; at its end the play fails, with the count
+    # (fail_on_failed_runs, the default), so that scripts and CI notice.
+    assert rc == 2, out[-3000:]
+    assert f"sweep {sweep.sweep_id}: 1 of 2 runs failed ({first['run_id']})" in " ".join(out.split()), out[-3000:]
     assert tf_processes(sweep.sweep_id, live_processes) == []
 
 
@@ -158,7 +161,8 @@ def test_killed_ps_fails_its_run_and_the_sweep_goes_on(bed2, project_root, ansib
     assert cause.startswith("node01: task ") and "-ps-0 was killed by SIGKILL" in cause, first["reason"]
     assert "then: " in first["reason"], first["reason"]
     assert second["status"] == "ok", second["reason"]
-    assert rc == 0, out[-3000:]
+    assert rc == 2, out[-3000:]
+    assert f"sweep {sweep.sweep_id}: 1 of 2 runs failed ({first['run_id']})" in " ".join(out.split()), out[-3000:]
     assert tf_processes(sweep.sweep_id, live_processes) == []
 
 
@@ -168,7 +172,8 @@ def test_run_past_its_timeout_is_stopped_and_recorded(bed2, project_root, ansibl
                   "-e", "repetitions=1", "-e", "steps=1000000", "-e", "run_timeout=20")
     rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "timeout=20")
     assert second["status"] == "failed" and "timeout=20" in second["reason"]
-    assert rc == 0, out[-3000:]
+    assert rc == 2, out[-3000:]
+    assert f"sweep {sweep.sweep_id}: 2 of 2 runs failed" in " ".join(out.split()), out[-3000:]
     assert tf_processes(sweep.sweep_id, live_processes) == []
 
 

@@ -68,3 +68,20 @@ def test_report_playbook_without_a_store(project_root, ansible_env, tmp_path):
                       "-e", f"report_dir={tmp_path / 'r'}")
     assert result.returncode != 0
     assert "no results store" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("content, message", [
+    ("gpus,images_per_sec\n1,40.5\n" * 200, "not an SQLite database (file is not a database)"),
+    ("", "an empty file, not a results store"),
+])
+def test_report_playbook_on_a_file_that_is_not_a_store(project_root, ansible_env, tmp_path, content, message):
+    # One line naming the file and the problem, no traceback; the file is left as it was (a
+    # 0-byte file used to become a 24 KB database).
+    db = tmp_path / "results.sqlite"
+    db.write_text(content)
+    result = playbook(project_root, ansible_env, "-e", f"results_db={db}", "-e", f"report_dir={tmp_path / 'r'}")
+    assert result.returncode == 2
+    out = result.stdout + result.stderr
+    assert f"dtfbench.report: error: --db {db}: {message}" in " ".join(out.split()), out[-3000:]
+    assert "Traceback" not in out
+    assert db.read_text() == content and sorted(p.name for p in tmp_path.iterdir()) == ["results.sqlite"]

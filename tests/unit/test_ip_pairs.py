@@ -39,6 +39,7 @@ def lines(addresses):
 def parse(config: Path) -> InventoryData:
     plugin = inventory_loader.get("ip_pairs")
     assert plugin is not None, "plugins/inventory/ip_pairs.py did not load"
+    plugin.end_on_error = False  # raise, as Ansible sees it; the CLIs' one message: tests at the end
     inventory = InventoryData()
     assert plugin.verify_file(str(config))
     plugin.parse(inventory, DataLoader(), str(config), cache=False)
@@ -274,3 +275,31 @@ def test_ansible_inventory_lists_hosts_and_shows_errors_with_file_and_line(tmp_p
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0
     assert "aws_public_ips.txt line 3: 54.1.2.5 has no partner" in bad.stderr
+
+
+@pytest.mark.ansible
+@pytest.mark.parametrize("command", [["ansible-inventory", "--list"], ["ansible-playbook", "run-benchmark.yml"]])
+def test_an_inventory_error_is_one_message_with_file_and_line(tmp_path, command):
+    # The project's ansible.cfg (unparsed_is_failed = true): Ansible alone showed the message
+    # twice (from ip_pairs and auto), then yaml's and ini's failures, 38 lines ending in
+    # "No inventory was parsed".
+    config = setup(tmp_path, private="172.31.0.10\n172.31.0.11\n", config="plugin: ip_pairs\ntf_devices: 1\n")
+    done = subprocess.run([command[0], "-i", str(config), *command[1:]], cwd=ROOT, env=cli_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert [line for line in (done.stdout + done.stderr).splitlines() if line.strip()] == [
+        f"[ERROR]: ip_pairs inventory {config}: aws_public_ips.txt line 3: 54.1.2.5 has no partner: "
+        "aws_public_ips.txt holds 3 addresses, aws_private_ips.txt 2; line i of one file must belong to the "
+        "same host as line i of the other"]
+
+
+@pytest.mark.ansible
+def test_without_unparsed_is_failed_ansible_warns_and_goes_on(tmp_path):
+    # The user's choice: a broken source is a warning (Ansible's own), the command goes on.
+    config = setup(tmp_path, public="54.1.2.3\nnot-an-ip\n", config="plugin: ip_pairs\ntf_devices: 1\n")
+    env = dict(cli_env(), ANSIBLE_INVENTORY_UNPARSED_FAILED="false")
+    done = subprocess.run(["ansible-inventory", "-i", str(config), "--list"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "aws_public_ips.txt line 2: 'not-an-ip' is not an IPv4 address" in done.stderr
+    assert "[WARNING]" in done.stderr

@@ -122,9 +122,10 @@ def test_resuming_with_other_axes_never_takes_a_different_run_for_a_done_one(tmp
         store.add_run(conn, {"run_id": run["run_id"], "sweep_id": "s", "system": "local", "gpus": run["gpus"],
                              "num_ps": 1, "variable_update": "parameter_server", "data": "synthetic",
                              "repetition": 1, "status": "ok"})
-    other = plan(gpus="4", num_ps=1, repetitions=1, results_db=str(db))  # index 1 is another run now
+    # Other axes under the same sweep_id: only with sweep_extend (tested in test_store_checks.py).
+    other = plan(gpus="4", num_ps=1, repetitions=1, results_db=str(db), sweep_extend=True)  # index 1 is another run now
     assert [r["done"] for r in other["runs"]] == [False]
     wider = plan(gpus="2,1", num_ps=1, repetitions=1, results_db=str(db))  # same runs, other order
     assert [r["done"] for r in wider["runs"]] == [True, True]
-    many = plan(gpus="1,2", num_ps=1, repetitions=6, results_db=str(db))  # other padding, same runs
+    many = plan(gpus="1,2", num_ps=1, repetitions=6, results_db=str(db), sweep_extend=True)  # other padding, same runs
     assert sum(r["done"] for r in many["runs"]) == 2

@@ -179,7 +179,8 @@ def test_a_tf_cnn_benchmarks_sweep_resumes_only_its_own_runs(tmp_path):
                                       "repetition": 1, "status": "ok", "workload": "tf_cnn_benchmarks",
                                       "workload_ref": "master", "workload_commit": "ab" * 20})
     assert plan(gpus=1, num_ps=1, repetitions=1, workload=TF_CNN, results_db=str(db))["pending_runs"] == 0
-    # The same sweep id with another ref, or with ours, is other runs.
+    # The same sweep id with another ref, or with ours, is other runs (added with sweep_extend;
+    # without it such a resume is refused).
     assert plan(gpus=1, num_ps=1, repetitions=1, workload="tf_cnn_benchmarks@v2",
-                results_db=str(db))["pending_runs"] == 1
-    assert plan(gpus=1, num_ps=1, repetitions=1, results_db=str(db))["pending_runs"] == 1
+                results_db=str(db), sweep_extend=True)["pending_runs"] == 1
+    assert plan(gpus=1, num_ps=1, repetitions=1, results_db=str(db), sweep_extend=True)["pending_runs"] == 1

@@ -1,0 +1,304 @@
+"""The results store is checked before a sweep, read without writing, and never loses a run
+(issue #21, items 2 to 6): real SQLite files, real tmpfs mounts for a full disk, the real
+command lines (`python -m dtfbench.store`, `dtfbench.report`, `dtfbench.record`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dtfbench import plan as planner
+from dtfbench import store
+
+HOSTS = [{"name": "localhost", "address": "127.0.0.1", "devices": 4, "device_type": "cpu"}]
+
+
+def row(run_id="s-1-aaaaaaaa", sweep_id="s", **overrides):
+    base = {"run_id": run_id, "sweep_id": sweep_id, "system": "local", "gpus": 1, "num_workers": 1, "num_ps": 1,
+            "variable_update": "parameter_server", "data": "synthetic", "model": "small_cnn",
+            "batch_size": 32, "repetition": 1, "status": "ok", "images_per_sec": 100.0}
+    base.update(overrides)
+    return base
+
+
+def a_store(path: Path, *rows) -> Path:
+    conn = store.connect(path)
+    for r in rows:
+        store.add_run(conn, r)
+    conn.close()
+    return path
+
+
+def truncated_store(path: Path) -> Path:
+    """A store cut short after its first pages, as a copy interrupted half-way leaves it."""
+    conn = store.connect(path)
+    for n in range(200):
+        store.add_run(conn, row(run_id=f"s-{n}", worker_results=[{"pad": "x" * 500}]))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    return path
+
+
+def cli(module: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, input=stdin,
+                          timeout=60)
+
+
+def one_line_error(done: subprocess.CompletedProcess) -> str:
+    """The command failed with exit 2, one line on stderr, no traceback, nothing on stdout."""
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    return done.stderr.strip()
+
+
+# --- item 2: the store is checked before anything starts --------------------------------
+
+def test_an_unwritable_path_is_refused_with_the_variable_and_the_path():
+    with pytest.raises(store.StoreError) as refused:
+        store.check_writable("/proc/x/r.sqlite")
+    message = str(refused.value)
+    assert message.startswith("results_db=/proc/x/r.sqlite: cannot create its folder /proc/x"), message
+    assert "use a path in a folder you can write" in message
+
+
+def test_a_full_disk_is_refused_as_a_full_disk(small_tmpfs):
+    full = small_tmpfs("64k")
+    with pytest.raises(store.StoreError, match=r"results_db=.*/r\.sqlite: the disk is full: \d+ KB free"):
+        store.check_writable(full / "r.sqlite")
+    assert list(full.iterdir()) == []  # no store, no probe left
+
+
+def test_a_new_store_is_checked_without_being_created(tmp_path):
+    db = tmp_path / "deep" / "r.sqlite"
+    store.check_writable(db)
+    assert db.parent.is_dir() and list(db.parent.iterdir()) == []  # the probe was removed
+
+
+def test_an_existing_store_takes_a_test_write(tmp_path):
+    db = a_store(tmp_path / "r.sqlite", row())
+    store.check_writable(db)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'write_checked_at'").fetchone()
+    assert conn.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+
+
+def test_an_empty_file_is_a_new_store(tmp_path):
+    db = tmp_path / "r.sqlite"
+    db.touch()
+    store.check_writable(db)
+
+
+# --- item 3: errors name the variable and the path --------------------------------------
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p.write_text("gpus,images_per_sec\n1,40\n" * 100), "not an SQLite database (file is not a database)"),
+    (truncated_store, "the database is damaged"),
+    (lambda p: sqlite3.connect(p).execute("CREATE TABLE photos (x)"),
+     "an SQLite database that holds tables photos but no results store"),
+    (lambda p: (a_store(p), sqlite3.connect(p, isolation_level=None).execute(
+        "UPDATE meta SET value = '99' WHERE key = 'schema_version'")),
+     "a store of schema 99, newer than this dtfbench knows"),
+])
+def test_a_bad_store_is_refused_naming_the_variable_and_the_path(tmp_path, make, message):
+    db = tmp_path / "r.sqlite"
+    make(db)
+    with pytest.raises(store.StoreError) as refused:
+        store.check_writable(db)
+    assert str(refused.value).startswith(f"results_db={db}: "), str(refused.value)
+    assert message in str(refused.value)
+
+
+# --- item 4: paths are paths -------------------------------------------------------------
+
+@pytest.mark.parametrize("folder", ["run#1", "what?mode=rw", "100%", "two words", "résultats-数据", "a#b?c%20d é"])
+def test_completed_run_ids_reads_any_path_read_only(tmp_path, folder):
+    db = tmp_path / folder / "r.sqlite"
+    db.parent.mkdir()
+    request = {"gpus": 1, "num_ps": 1, "repetitions": 2, "sweep_id": "s", "results_db": str(db)}
+    first = planner.build_plan(request, HOSTS)
+    done_id, failed_id = (r["run_id"] for r in first["runs"])
+    a_store(db, row(run_id=done_id), row(run_id=failed_id, status="failed", reason="x"))
+    assert store.completed_run_ids(db, "s") == {done_id}
+    assert store.recorded_run_ids(db, "s") == {done_id, failed_id}
+    # The plan resumes it: the done run is skipped (its id found through the quoted path).
+    assert [r["done"] for r in planner.build_plan(request, HOSTS)["runs"]] == [True, False]
+    # No stray file (for run#1, an unquoted URI made SQLite create `run`), only the store and
+    # the WAL files SQLite keeps beside it.
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(
+        [folder, "r.sqlite", "r.sqlite-shm", "r.sqlite-wal"])
+
+
+# --- item 5: readers never write or crash -------------------------------------------------
+
+READERS = [("dtfbench.report", "table", "--db"), ("dtfbench.store", "export", "--db")]
+
+
+@pytest.mark.parametrize("module, command, flag", READERS)
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p.write_text("not a database\n" * 300), "not an SQLite database"),
+    (truncated_store, "the database is damaged"),
+    (lambda p: p.touch(), "an empty file, not a results store"),
+    (lambda p: p.mkdir(), "a folder, not a results store"),
+])
+def test_a_reader_of_a_bad_store_says_so_in_one_line_and_changes_nothing(tmp_path, module, command, flag,
+                                                                          make, message):
+    db = tmp_path / "r.sqlite"
+    make(db)
+    before = db.stat()
+    line = one_line_error(cli(module, command, flag, str(db)))
+    assert str(db) in line and message in line, line
+    after = db.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)  # a 0-byte file stays 0 bytes
+    # Nothing else but the WAL files SQLite may open beside a store of WAL mode.
+    assert {p.name for p in tmp_path.iterdir()} <= {"r.sqlite", "r.sqlite-wal", "r.sqlite-shm"}
+
+
+@pytest.mark.parametrize("module, command, flag", READERS)
+def test_readers_agree_on_an_empty_store(tmp_path, module, command, flag):
+    db = a_store(tmp_path / "r.sqlite")
+    line = one_line_error(cli(module, command, flag, str(db)))
+    assert line.endswith(f"no runs in {db}"), line
+
+
+def test_a_reader_of_an_older_store_leaves_it_as_it_was(tmp_path):
+    # A schema-1 store (no workload or GPU columns), opened by a report: read-only, the new
+    # columns come back empty, the file keeps its schema.
+    db = tmp_path / "r.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, run_id TEXT, sweep_id TEXT, system TEXT, gpus INTEGER,"
+                 " num_workers INTEGER, num_ps INTEGER, variable_update TEXT, data TEXT, model TEXT, batch_size INTEGER,"
+                 " repetition INTEGER, images_per_sec REAL, status TEXT, reason TEXT)")
+    conn.execute("INSERT INTO runs (run_id, sweep_id, system, gpus, num_workers, num_ps, variable_update, data, model,"
+                 " batch_size, repetition, images_per_sec, status) VALUES"
+                 " ('o-1', 'o', 'local', 1, 1, 1, 'parameter_server', 'synthetic', 'small_cnn', 32, 1, 50.0, 'ok')")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    done = cli("dtfbench.report", "table", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert "50.00" in done.stdout
+    exported = cli("dtfbench.store", "export", "--db", str(db), "--format", "json")
+    assert json.loads(exported.stdout)[0]["workload"] is None
+    assert db.read_bytes() == before
+
+
+# --- item 2: a write that fails mid-sweep keeps the run ------------------------------------
+
+def record_payload(db: Path) -> dict:
+    return {"run": {"run_id": "full-1-cafecafe", "gpus": 1, "num_ps": 1, "variable_update": "parameter_server",
+                    "data": "synthetic", "repetition": 1, "model": "trivial", "batch_size": 8},
+            "sweep_id": "full", "system": "local", "results_db": str(db),
+            "layout": {"num_workers": 1, "hosts_used": ["localhost"]},
+            "hosts": {"localhost": {"failure": "", "workers": [
+                {"result": {"task_index": 0, "status": "ok", "images_per_sec": 12.5}}]}}}
+
+
+def fill(folder: Path, leave: int) -> None:
+    """Fill the file system of `folder` up, then give back `leave` bytes."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(b"\0" * 4096)
+        except OSError:
+            pass
+    size = filler.stat().st_size
+    os.truncate(filler, max(0, size - leave))
+
+
+def test_a_run_the_full_store_refuses_is_kept_beside_it(small_tmpfs):
+    disk = small_tmpfs("2m")
+    db = disk / "results.sqlite"
+    store.check_writable(db)  # the plan's check passes: the disk has room
+    fill(disk, leave=12 * 1024)  # then the disk fills up during the run
+    done = cli("dtfbench.record", stdin=json.dumps(record_payload(db)))
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    line = done.stderr.strip()
+    assert len(line.splitlines()) == 1 and "Traceback" not in line, line
+    kept = disk / "results.sqlite.unrecorded-full-1-cafecafe.json"
+    assert f"run full-1-cafecafe finished but was not recorded: results_db={db}: the disk is full" in line, line
+    assert f"its result is kept in {kept}" in line and "resume it with -e sweep_id=full" in line, line
+    saved = json.loads(kept.read_text())
+    assert saved["run_id"] == "full-1-cafecafe" and saved["images_per_sec"] == 12.5
+    # Room again: the kept run goes into the store with the command the message gives.
+    (disk / "filler").unlink()
+    added = cli("dtfbench.store", "add", "--db", str(db), "--file", str(kept))
+    assert added.returncode == 0, added.stderr
+    assert [r["run_id"] for r in store.runs(store.connect(db))] == ["full-1-cafecafe"]
+
+
+# --- item 6: sweeps mean what they say (the plan; the playbook in tests/integration) --------
+
+def test_repeated_values_are_folded_with_a_note():
+    plan = planner.build_plan({"gpus": "1,1,2", "model": "trivial,TRIVIAL", "num_ps": "1,1", "repetitions": 2,
+                               "sweep_id": "s"}, HOSTS)
+    assert [(r["gpus"], r["model"], r["repetition"]) for r in plan["runs"]] == [
+        (1, "trivial", 1), (1, "trivial", 2), (2, "trivial", 1), (2, "trivial", 2)]
+    assert len({r["run_id"] for r in plan["runs"]}) == 4
+    assert plan["notes"] == [
+        "gpus=1,1,2 repeats 1: each configuration runs once per repetition (raise repetitions to run it more often)",
+        "model=trivial,trivial repeats trivial: each configuration runs once per repetition "
+        "(raise repetitions to run it more often)",
+        "num_ps=1,1 repeats 1: each configuration runs once per repetition (raise repetitions to run it more often)"]
+
+
+def record_sweep(db: Path, request: dict) -> dict:
+    plan = planner.build_plan(dict(request, results_db=str(db)), HOSTS)
+    conn = store.connect(db)
+    store.add_run(conn, row(run_id=plan["runs"][0]["run_id"], sweep_id=plan["sweep_id"]), plan["sweep_config"])
+    conn.close()
+    return plan
+
+
+def test_a_resume_of_another_configuration_is_refused_showing_both(tmp_path):
+    db = tmp_path / "r.sqlite"
+    request = {"gpus": "1,2", "model": "resnet50", "num_ps": 1, "repetitions": 1, "sweep_id": "s"}
+    record_sweep(db, request)
+    same = planner.build_plan(dict(request, gpus="2,1", results_db=str(db)), HOSTS)  # the same sweep resumes
+    assert same["pending_runs"] == 1
+    with pytest.raises(planner.PlanError) as refused:
+        planner.build_plan(dict(request, model="alexnet", results_db=str(db)), HOSTS)
+    message = str(refused.value)
+    assert message.startswith("sweep_id=s is a sweep of another configuration (it differs in model): "), message
+    assert "recorded: batch_size=32 data=synthetic" in message and "model=resnet50" in message
+    assert "asked now: batch_size=32" in message and "model=alexnet" in message
+    assert "-e sweep_extend=true" in message
+    # An extension (more GPU counts) is another configuration too.
+    with pytest.raises(planner.PlanError, match=r"\(it differs in gpus\)"):
+        planner.build_plan(dict(request, gpus="1,2,4", results_db=str(db)), HOSTS)
+    extended = planner.build_plan(dict(request, model="alexnet", results_db=str(db), sweep_extend=True), HOSTS)
+    assert extended["pending_runs"] == 2
+    # Once a run of the extension is recorded, the extension is the sweep's configuration.
+    conn = store.connect(db)
+    store.add_run(conn, row(run_id=extended["runs"][0]["run_id"], model="alexnet"), extended["sweep_config"])
+    conn.close()
+    assert store.recorded_sweep_config(db, "s")["model"] == ["alexnet"]
+    assert planner.build_plan(dict(request, model="alexnet", results_db=str(db)), HOSTS)["pending_runs"] == 1
+
+
+def test_a_sweep_recorded_without_its_configuration_is_checked_by_its_runs(tmp_path):
+    # Stores written before configurations were recorded: a recorded run that is not one of the
+    # plan's is another configuration.
+    db = tmp_path / "r.sqlite"
+    request = {"gpus": 1, "model": "resnet50", "num_ps": 1, "repetitions": 1, "sweep_id": "s"}
+    plan = planner.build_plan(request, HOSTS)
+    a_store(db, row(run_id=plan["runs"][0]["run_id"]))
+    assert planner.build_plan(dict(request, results_db=str(db)), HOSTS)["pending_runs"] == 0
+    with pytest.raises(planner.PlanError, match=f"recorded runs not in this one: {plan['runs'][0]['run_id']}"):
+        planner.build_plan(dict(request, model="alexnet", results_db=str(db)), HOSTS)
+
+
+def test_the_plan_checks_the_store_first(tmp_path):
+    db = tmp_path / "r.sqlite"
+    db.write_text("id,gpus\n")
+    with pytest.raises(planner.PlanError, match=f"results_db={db}: not an SQLite database"):
+        planner.build_plan({"gpus": 1, "num_ps": 1, "sweep_id": "s", "results_db": str(db)}, HOSTS)
