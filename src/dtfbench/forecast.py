@@ -290,7 +290,7 @@ def render(result: dict[str, Any]) -> str:
     bw = fit["bandwidth_gb_s"]
     lines = [f"Calibrated from the {result['calibrated_from']}: {result['model']}, batch {result['batch_size']} "
              f"per GPU, {result['gpus_per_node']} GPU(s) per node; 1-GPU step {fit['t1_s']:.3f} s, "
-             f"link {'%.3g GB/s' % bw if bw else 'not limiting in these runs'}, "
+             f"link {'%.3g GB/s' % bw if bw else 'not limiting in these runs (it carried at least %.3g GB/s)' % fit['bandwidth_floor_gb_s']}, "
              f"fit error {fit['rms_relative_error']:.1%} (rms over {fit['points']} runs).", "",
              "| GPUs | nodes | images/sec | speedup | efficiency | best | runner-up | step up |",
              "|---|---|---|---|---|---|---|---|"]
