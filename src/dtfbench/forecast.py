@@ -270,7 +270,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     fit = calibrate(rows, model, batch, args.variable_bytes)
     counts = predict_counts(fit, gpus_list, per_node, updates, args.gain_threshold, args.devices_per_worker)
     price = None
-    named = args.system or args.calibrate_from or ""
+    named = reference.DEFAULT_SYSTEM_MAP.get(args.system or "", args.system or args.calibrate_from or "")
     instance = args.instance_type or (named[len("aws-"):] if named.startswith("aws-") else None)
     if instance or args.price_usd_per_hour is not None:
         price = pricing.price_for(instance or named or "node", pricing.load_prices(args.price_file),
