@@ -93,10 +93,10 @@ def store_observations(db: str, sweep_id: str, model: str | None = None, data: s
 
 
 def calibrate(observations: Sequence[scaling_model.Observation], model: str = "inception3", batch_size: int = 64,
-              variable_bytes: float | None = None) -> Fit:
-    variables = scaling_model.Variables.of(model, variable_bytes, 0.0 if variable_bytes else None)
+              variable_bytes: float | None = None, link_gb_s: float | None = None) -> Fit:
     try:
-        return scaling_model.fit(observations, batch_size, variables)
+        variables = scaling_model.Variables.of(model, variable_bytes, 0.0 if variable_bytes else None)
+        return scaling_model.fit(observations, batch_size, variables, link_gb_s)
     except ModelError as err:
         raise ForecastError(str(err)) from None
 
@@ -267,7 +267,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         rows = published_observations(system, model, batch, args.data)
         source = f"published table of {system}"
     per_node = _gpus_per_node(args, rows)
-    fit = calibrate(rows, model, batch, args.variable_bytes)
+    fit = calibrate(rows, model, batch, args.variable_bytes, args.link_gb_s)
     counts = predict_counts(fit, gpus_list, per_node, updates, args.gain_threshold, args.devices_per_worker)
     price = None
     named = reference.DEFAULT_SYSTEM_MAP.get(args.system or "", args.system or args.calibrate_from or "")
@@ -324,6 +324,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, help="per GPU; default 64 (published) or the sweep's")
     p.add_argument("--data", default="synthetic", choices=("synthetic", "real"))
     p.add_argument("--variable-bytes", type=float, help="the model's variable bytes, for a model the table lacks")
+    p.add_argument("--link-gb-s", type=float, help="the link rate measured between two nodes (iperf), GB/s: "
+                   "bounds the network where the runs never reached it")
     p.add_argument("--repetitions", type=int, default=5)
     p.add_argument("--steps", type=int, default=110, help="warm-up + measured steps per run")
     p.add_argument("--run-overhead-s", type=float, default=DEFAULT_RUN_OVERHEAD_S)

@@ -213,8 +213,17 @@ def _nnls_compute(A: np.ndarray, y: np.ndarray, t1: float, rows: np.ndarray) -> 
     return x
 
 
-def fit(observations: Sequence[Observation], batch_size: int, variables: Variables) -> Fit:
-    """Fit a system's parameters to its runs (at least the 1-GPU one)."""
+def fit(observations: Sequence[Observation], batch_size: int, variables: Variables,
+        link_gb_s: float | None = None) -> Fit:
+    """Fit a system's parameters to its runs (at least the 1-GPU one).
+
+    `link_gb_s`: a link rate measured outside the runs (iperf between two nodes, GB/s). The
+    runs alone cannot show a limit they never reached; with it, the bandwidth is the best
+    fit at or below that rate (the runs may show a lower one), so the prediction past the
+    runs meets the link where it will.
+    """
+    if link_gb_s is not None and not (isinstance(link_gb_s, (int, float)) and 0 < link_gb_s < math.inf):
+        raise ModelError(f"link rate {link_gb_s!r}: give the measured rate in GB/s, a number > 0")
     obs = [o for o in observations if o.images_per_sec and o.images_per_sec > 0]
     if not obs:
         raise ModelError("no runs to fit: the model needs the system's runs, the 1-GPU one at least")
@@ -239,8 +248,16 @@ def fit(observations: Sequence[Observation], batch_size: int, variables: Variabl
     floor = float(np.max(B / y)) if B.any() else 0.0
     unlimited = evaluate(math.inf)
     chosen = unlimited
-    notes = []
-    if floor > 0:
+    notes: list[str] = []
+    if link_gb_s is not None:
+        top = max(float(link_gb_s), floor)
+        if floor > link_gb_s:
+            notes.append(f"the runs moved {floor:.3g} GB/s through one NIC, more than the link rate given "
+                         f"({link_gb_s:.3g} GB/s): using {floor:.3g}")
+        grid = np.geomspace(floor, top, BANDWIDTH_GRID_POINTS) if 0 < floor < top else np.array([top])
+        # Equal fits: the highest rate (the link, when the runs never reached it).
+        chosen = min((evaluate(float(bw)) for bw in grid), key=lambda r: (round(r[0], 12), -r[1]))
+    elif floor > 0:
         grid = np.geomspace(floor, floor * BANDWIDTH_GRID_SPAN, BANDWIDTH_GRID_POINTS)
         limited = min((evaluate(float(bw)) for bw in grid), key=lambda r: r[0])
         n, k = len(y), len(FEATURES)

@@ -111,3 +111,23 @@ def test_bad_inputs():
     with pytest.raises(sm.ModelError, match="gpus=0"):
         Config(0, 1, 1, "parameter_server")
     assert Variables.of(None, 5e8).total_bytes == 5e8
+
+
+def test_a_measured_link_rate_shows_a_limit_the_runs_never_reached():
+    # Runs up to 8 GPUs, none of them bound by the 0.6 GB/s link; at 64 GPUs the link sets the step.
+    small = [c for c in CONFIGS if c.gpus <= 8 and (c.variable_update == "distributed_replicated" or c.nodes == 1)]
+    variables = Variables(0.2e9, 0.05e9)
+    truth, observations = made_up(0.6, small, variables=variables)
+    big = Config(64, 4, 16, "distributed_replicated")
+    assert not any(truth.network_bound(o.config) for o in observations) and truth.network_bound(big)
+    blind = sm.fit(observations, 64, variables)
+    assert blind.bandwidth_gb_s == math.inf
+    assert blind.images_per_sec(big) > 1.2 * truth.images_per_sec(big)       # the runs alone cannot see it
+    told = sm.fit(observations, 64, variables, link_gb_s=0.6)
+    assert told.bandwidth_gb_s == pytest.approx(0.6)
+    assert told.images_per_sec(big) == pytest.approx(truth.images_per_sec(big), rel=0.02)
+    # a link slower than what the runs moved: the runs win, and the fit says so
+    slow = sm.fit(observations, 64, variables, link_gb_s=0.001)
+    assert slow.bandwidth_gb_s == pytest.approx(slow.bandwidth_floor_gb_s) and "more than the link rate given" in slow.notes[0]
+    with pytest.raises(sm.ModelError, match="link rate -1"):
+        sm.fit(observations, 64, variables, link_gb_s=-1)
