@@ -10,6 +10,7 @@ skip the SSH wait (``aws_wait_for_ssh=false``) and the node configuration
 from __future__ import annotations
 
 import json
+import math
 import re
 import stat
 import subprocess
@@ -183,6 +184,9 @@ def test_gpus_are_divided_by_the_type_and_spot_goes_through_a_launch_template(aw
     assert rc == 0, output[-4000:]
     running = instances(aws_env, "spotty")
     assert len(running) == 2 and {i["InstanceType"] for i in running} == {"p2.8xlarge"}
+    # The dollar guard prices a spot cluster at its spot_max_price.
+    assert "predicted cost of the planned sweep: $" in output and "2 x p2.8xlarge" in output
+    assert "$0.9/h (25 runs" in " ".join(output.split())
     ec2 = ec2_client(aws_env)
     template = ec2.describe_launch_template_versions(LaunchTemplateName="dtfbench-spotty")["LaunchTemplateVersions"][0]
     market = template["LaunchTemplateData"]["InstanceMarketOptions"]
@@ -206,6 +210,9 @@ BAD_INPUTS = [
      r"node_profile=cscs2017 does not support instance_type=p3.2xlarge.*use node_profile=current"),
     ("bad cluster name", {"cluster_name": "My_Cluster"}, r"cluster_name='My_Cluster' is not usable"),
     ("unknown ami", {"ami": "ami-0123456789abcdef0"}, r"ami=ami-0123456789abcdef0 does not exist in us-east-1"),
+    # The dollar guard's inputs (the refusal above max_cost_usd: test_cost_guard_refuses_...).
+    ("negative price", {"price_usd_per_hour": -0.5}, r"price_usd_per_hour=-0.5 must be a number >= 0"),
+    ("bad max_cost_usd", {"max_cost_usd": "lots"}, r"max_cost_usd='lots' is not a number of US dollars"),
 ]
 
 
@@ -224,6 +231,37 @@ def test_bad_input_fails_before_anything_exists(aws_env, tmp_path, variables, me
     assert instances(aws_env, states=("pending", "running", "shutting-down", "terminated", "stopped")) == []
     assert [v for v in ec2_client(aws_env).describe_vpcs()["Vpcs"] if not v.get("IsDefault")] == []
     assert not (tmp_path / "bad").exists()
+
+
+def test_cost_guard_refuses_above_max_cost_usd_before_anything_exists(aws_env, tmp_path):
+    """The planned sweep's cost is predicted from the p2.xlarge table and the price table;
+    above max_cost_usd nothing is created, and the one message names the figure and the
+    variable to raise."""
+    from dtfbench import cost_guard
+
+    sweep = {"model": "inception3", "batch_size": 64, "num_ps": 1, "repetitions": 5, "warmup_steps": 10, "steps": 100}
+    expected = cost_guard.estimate(cost_guard.planned_runs(sweep, 2, 1), "p2.xlarge", 2, 1, setup_minutes=30)
+    assert 1 < expected.cost_usd < 10  # 10 runs (1 and 2 GPUs x 5) on 2 x p2.xlarge at $0.90/h
+    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "dear", max_cost_usd=1))
+    assert rc != 0
+    flat = " ".join(output.split())
+    assert (f"the planned sweep is predicted to cost ${expected.cost_usd:,.2f}, above max_cost_usd=$1.00; "
+            f"raise it (-e max_cost_usd={math.ceil(expected.cost_usd)})") in flat, output[-3000:]
+    assert "published p2.xlarge table" in flat and "Traceback" not in output
+    ec2 = ec2_client(aws_env)
+    assert instances(aws_env, states=("pending", "running", "shutting-down", "terminated", "stopped")) == []
+    assert [v for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")] == []
+    assert [g for g in ec2.describe_security_groups()["SecurityGroups"] if g["GroupName"] != "default"] == []
+    assert ec2.describe_key_pairs()["KeyPairs"] == []
+    assert not (tmp_path / "dear").exists()
+
+    # Raised to the figure it named, the same request launches, and prints the figure first.
+    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "dear", max_cost_usd=math.ceil(expected.cost_usd)))
+    assert rc == 0, output[-3000:]
+    flat = " ".join(output.split())
+    assert f"predicted cost of the planned sweep: ${expected.cost_usd:,.2f} = 2 x p2.xlarge" in flat
+    assert flat.index("predicted cost of the planned sweep") < flat.index("Create the security group")
+    assert len(instances(aws_env, "dear")) == 2
 
 
 def test_missing_credentials_is_a_message(aws_env, tmp_path):

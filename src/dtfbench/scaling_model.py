@@ -1,0 +1,320 @@
+"""The scaling model: predicted step time of a distributed configuration, fitted per system.
+
+Step time (seconds, one synchronous step of every worker) =
+
+    max( compute path,  network roofline )
+
+    compute path     = t1 + x_sync*[gpus > 1] + x_byte*B + x_local*L + x_worker*W
+    network roofline = B / bandwidth
+
+- ``t1`` is the 1-GPU step time, batch / (1-GPU images/sec): the compute, never fitted.
+- ``B`` is the bytes (GB) the busiest node's NIC moves in one direction per step, from the
+  model's variable bytes ``S`` (float32) and the layout (``node_bytes``): a sender (a GPU in
+  ``parameter_server``; a node in ``distributed_replicated``, which adds up its GPUs' gradients
+  first) sends S and receives S; a PS receives its share of the variables from every sender.
+  The share is not S/p for many PSs: one PS holds the largest variable whole (InceptionV3's
+  2048x1000 classifier, 8 MB), so adding PSs past S / largest stops helping. PSs share the
+  worker nodes (the study's best setting) or have nodes of their own.
+- ``L`` is the bytes a node's GPUs aggregate inside the node ((g-1) S, PCIe); ``W`` the
+  senders a PS serves (its per-request overhead); ``x_sync`` the synchronous step's fixed cost.
+- ``bandwidth`` is the link rate the busiest NIC achieves (GB/s): when its bytes take longer
+  than the compute path, the network sets the step (the roofline).
+
+The per-system parameters ``x_*`` are fitted by non-negative least squares
+(``scipy.optimize.nnls``) on relative residuals, for each candidate bandwidth of a
+geometric grid (profile search); the bandwidth is kept only when the data show it, by
+Akaike's criterion against no network limit (one parameter more must pay for itself; residuals
+under the run-to-run noise, 2%, count as that noise). A
+run whose bytes could not have crossed the link in its measured step bounds the bandwidth
+from below. images/sec = gpus x batch / step. Details and the fit of the study's tables:
+``docs/scaling_model.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import nnls
+
+GB = 1e9
+FLOAT_BYTES = 4
+
+# Parameters (float32 values) of the models the workload builds (keras.applications, 1000
+# classes; total incl. batch-norm statistics, which live on the PSs too) and of the largest
+# single variable, which one PS holds whole.
+MODEL_VARIABLES: dict[str, tuple[int, int]] = {
+    "inception3": (23_851_784, 2_048 * 1_000),   # the classifier kernel 2048x1000
+    "resnet50": (25_636_712, 2_048 * 1_000),
+    "resnet101": (44_707_176, 2_048 * 1_000),
+    "vgg16": (138_357_544, 25_088 * 4_096),      # fc1 kernel
+}
+
+VARIABLE_UPDATES = ("parameter_server", "distributed_replicated")
+FEATURES = ("sync", "bytes", "local", "workers")
+# Bandwidth candidates: from the floor the runs set (bytes / step) up 10^4 times.
+BANDWIDTH_GRID_POINTS = 400
+BANDWIDTH_GRID_SPAN = 1e4
+# Run-to-run noise of a configuration's mean (relative): a fit closer than this is no better
+# (Akaike's criterion with this floor under the residual; without it, 5 runs and 4 parameters
+# let any extra parameter look good). The validation gives the same errors with 1% to 3%.
+NOISE = 0.02
+
+
+class ModelError(ValueError):
+    """Input the model cannot use (no 1-GPU run, an unknown model, a bad configuration)."""
+
+
+@dataclass(frozen=True)
+class Variables:
+    """The model's variable bytes: all of them, and the largest single variable."""
+
+    total_bytes: float
+    largest_bytes: float
+
+    @classmethod
+    def of(cls, model: str | None = None, total_bytes: float | None = None,
+           largest_bytes: float | None = None) -> "Variables":
+        if total_bytes is not None:
+            if total_bytes <= 0 or (largest_bytes is not None and not 0 <= largest_bytes <= total_bytes):
+                raise ModelError(f"variable bytes {total_bytes} / largest {largest_bytes}: need "
+                                 "total > 0 and 0 <= largest <= total")
+            return cls(float(total_bytes), float(largest_bytes or 0.0))
+        if model not in MODEL_VARIABLES:
+            raise ModelError(f"no variable sizes for model {model!r}; known: {', '.join(MODEL_VARIABLES)} "
+                             "(or give the variable bytes, --variable-bytes)")
+        params, largest = MODEL_VARIABLES[model]
+        return cls(params * FLOAT_BYTES, largest * FLOAT_BYTES)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration: GPUs in all, GPUs per node, PSs, variable update, PS placement."""
+
+    gpus: int
+    gpus_per_node: int
+    num_ps: int
+    variable_update: str
+    ps_on_worker_nodes: bool = True
+
+    def __post_init__(self):
+        if self.gpus < 1 or self.gpus_per_node < 1:
+            raise ModelError(f"gpus={self.gpus}, gpus_per_node={self.gpus_per_node}: both must be >= 1")
+        if self.num_ps < 1:
+            raise ModelError(f"num_ps={self.num_ps}: the model covers parameter-server modes, num_ps >= 1")
+        if self.variable_update not in VARIABLE_UPDATES:
+            raise ModelError(f"variable_update={self.variable_update!r}: the model knows "
+                             f"{', '.join(VARIABLE_UPDATES)}")
+
+    @property
+    def nodes(self) -> int:
+        """Worker nodes."""
+        return math.ceil(self.gpus / self.gpus_per_node)
+
+    @property
+    def instances(self) -> int:
+        """Nodes the configuration occupies (worker nodes plus PS nodes when separate)."""
+        return self.nodes + (0 if self.ps_on_worker_nodes else self.num_ps)
+
+    @property
+    def gpus_on_a_node(self) -> float:
+        return self.gpus / self.nodes
+
+    @property
+    def senders_per_node(self) -> float:
+        return self.gpus_on_a_node if self.variable_update == "parameter_server" else 1.0
+
+
+def node_bytes(config: Config, variables: Variables) -> float:
+    """Bytes (GB) the busiest node's NIC moves in one direction in one step."""
+    S, big = variables.total_bytes / GB, variables.largest_bytes / GB
+    n, p, u = config.nodes, config.num_ps, config.senders_per_node
+    senders = n * u
+    if config.ps_on_worker_nodes and n == 1:
+        return 0.0  # everything stays on the node
+    # The busiest PS host holds k PSs; one of them the largest variable whole.
+    hosts = n if config.ps_on_worker_nodes else p
+    k = math.ceil(p / hosts)
+    share = min(S, max(S / p, big) + (k - 1) * S / p)
+    if config.ps_on_worker_nodes:
+        remote_senders = senders - u
+        ps_host = u * S * (1 - k / p) + remote_senders * share   # its own traffic + its PSs'
+        plain = u * S                                             # a node holding no PS
+        return max(ps_host, plain if p < n else 0.0)
+    return max(u * S, senders * share)
+
+
+def features(config: Config, variables: Variables) -> dict[str, float]:
+    """The compute path's terms beyond t1, and the bytes of the roofline."""
+    S = variables.total_bytes / GB
+    g = config.gpus_on_a_node
+    multi = config.nodes > 1 or not config.ps_on_worker_nodes
+    b = node_bytes(config, variables)
+    return {
+        "sync": 1.0 if config.gpus > 1 else 0.0,
+        "bytes": b,
+        "local": (g - 1) * S if g > 1 else 0.0,
+        "workers": config.nodes * config.senders_per_node if multi else 0.0,
+        "node_bytes": b,
+    }
+
+
+@dataclass
+class Fit:
+    """A fitted system: t1, the coefficients, the bandwidth (inf: no limit seen), the residuals."""
+
+    t1: float
+    batch_size: int
+    variables: Variables
+    coefficients: dict[str, float]
+    bandwidth_gb_s: float
+    bandwidth_floor_gb_s: float
+    rms_relative_error: float
+    points: int
+    network_bound_points: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def step_time(self, config: Config) -> float:
+        f = features(config, self.variables)
+        compute = self.t1 + sum(self.coefficients[k] * f[k] for k in FEATURES)
+        network = f["node_bytes"] / self.bandwidth_gb_s if math.isfinite(self.bandwidth_gb_s) else 0.0
+        return max(compute, network)
+
+    def network_bound(self, config: Config) -> bool:
+        f = features(config, self.variables)
+        compute = self.t1 + sum(self.coefficients[k] * f[k] for k in FEATURES)
+        return math.isfinite(self.bandwidth_gb_s) and f["node_bytes"] / self.bandwidth_gb_s > compute
+
+    def images_per_sec(self, config: Config) -> float:
+        return config.gpus * self.batch_size / self.step_time(config)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"t1_s": self.t1, "batch_size": self.batch_size,
+                "variable_bytes": self.variables.total_bytes, "largest_variable_bytes": self.variables.largest_bytes,
+                "coefficients": dict(self.coefficients),
+                "bandwidth_gb_s": self.bandwidth_gb_s if math.isfinite(self.bandwidth_gb_s) else None,
+                "bandwidth_floor_gb_s": self.bandwidth_floor_gb_s, "rms_relative_error": self.rms_relative_error,
+                "points": self.points, "network_bound_points": self.network_bound_points, "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class Observation:
+    config: Config
+    images_per_sec: float
+
+
+def _nnls_compute(A: np.ndarray, y: np.ndarray, t1: float, rows: np.ndarray) -> np.ndarray:
+    """NNLS of the compute path on `rows`, residuals relative to the measured step."""
+    if not rows.any():
+        return np.zeros(A.shape[1])
+    x, _ = nnls(A[rows] / y[rows, None], (y[rows] - t1) / y[rows])
+    return x
+
+
+def fit(observations: Sequence[Observation], batch_size: int, variables: Variables,
+        link_gb_s: float | None = None) -> Fit:
+    """Fit a system's parameters to its runs (at least the 1-GPU one).
+
+    `link_gb_s`: a link rate measured outside the runs (iperf between two nodes, GB/s). The
+    runs alone cannot show a limit they never reached; with it, the bandwidth is the best
+    fit at or below that rate (the runs may show a lower one), so the prediction past the
+    runs meets the link where it will.
+    """
+    if link_gb_s is not None and not (isinstance(link_gb_s, (int, float)) and 0 < link_gb_s < math.inf):
+        raise ModelError(f"link rate {link_gb_s!r}: give the measured rate in GB/s, a number > 0")
+    obs = [o for o in observations if o.images_per_sec and o.images_per_sec > 0]
+    if not obs:
+        raise ModelError("no runs to fit: the model needs the system's runs, the 1-GPU one at least")
+    ones = [o.images_per_sec for o in obs if o.config.gpus == 1]
+    if not ones:
+        raise ModelError("no 1-GPU run: the compute term is the 1-GPU rate; measure gpus=1 first")
+    t1 = batch_size / max(ones)
+    y = np.array([o.config.gpus * batch_size / o.images_per_sec for o in obs])
+    F = [features(o.config, variables) for o in obs]
+    A = np.array([[f[k] for k in FEATURES] for f in F])
+    B = np.array([f["node_bytes"] for f in F])
+
+    def evaluate(bandwidth: float):
+        network = B / bandwidth if math.isfinite(bandwidth) else np.zeros_like(B)
+        free = network < y * (1 - 1e-9)        # runs the network did not bound
+        x = _nnls_compute(A, y, t1, free)
+        pred = np.maximum(t1 + A @ x, network)
+        rss = float(np.sum(((pred - y) / y) ** 2))
+        bound = int(np.sum(network > t1 + A @ x))
+        return rss, bandwidth, x, bound
+
+    floor = float(np.max(B / y)) if B.any() else 0.0
+    unlimited = evaluate(math.inf)
+    chosen = unlimited
+    notes: list[str] = []
+    if link_gb_s is not None:
+        top = max(float(link_gb_s), floor)
+        if floor > link_gb_s:
+            notes.append(f"the runs moved {floor:.3g} GB/s through one NIC, more than the link rate given "
+                         f"({link_gb_s:.3g} GB/s): using {floor:.3g}")
+        grid = np.geomspace(floor, top, BANDWIDTH_GRID_POINTS) if 0 < floor < top else np.array([top])
+        # Equal fits: the highest rate (the link, when the runs never reached it).
+        chosen = min((evaluate(float(bw)) for bw in grid), key=lambda r: (round(r[0], 12), -r[1]))
+    elif floor > 0:
+        grid = np.geomspace(floor, floor * BANDWIDTH_GRID_SPAN, BANDWIDTH_GRID_POINTS)
+        limited = min((evaluate(float(bw)) for bw in grid), key=lambda r: r[0])
+        n, k = len(y), len(FEATURES)
+        aic = lambda rss, params: n * math.log(max(rss / n, NOISE ** 2)) + 2 * params  # noqa: E731
+        if limited[3] > 0 and aic(limited[0], k + 1) < aic(unlimited[0], k):
+            chosen = limited
+        else:
+            notes.append(f"no network limit seen in these runs (the link carried at least {floor:.3g} GB/s)")
+    else:
+        notes.append("no multi-node run: the network is not fitted")
+    rss, bandwidth, x, bound = chosen
+    return Fit(t1=t1, batch_size=batch_size, variables=variables,
+               coefficients={k: float(v) for k, v in zip(FEATURES, x)}, bandwidth_gb_s=float(bandwidth),
+               bandwidth_floor_gb_s=floor, rms_relative_error=math.sqrt(rss / len(y)), points=len(y),
+               network_bound_points=bound, notes=notes)
+
+
+# ---------------------------------------------------------------------------------------
+# The baseline of the validation: the Optimus form (Peng et al., EuroSys 2018).
+# ---------------------------------------------------------------------------------------
+
+def optimus_features(config: Config) -> list[float]:
+    """step = b + c*w/p + d*w + e*p, w worker nodes, p PSs."""
+    w, p = config.nodes, config.num_ps
+    return [1.0, w / p, float(w), float(p)]
+
+
+@dataclass
+class OptimusFit:
+    coefficients: np.ndarray
+    batch_size: int
+
+    def images_per_sec(self, config: Config) -> float:
+        step = float(np.dot(optimus_features(config), self.coefficients))
+        return config.gpus * self.batch_size / step if step > 0 else math.inf
+
+
+def fit_optimus(observations: Sequence[Observation], batch_size: int) -> OptimusFit:
+    """The Optimus form fitted by NNLS on step time."""
+    A = np.array([optimus_features(o.config) for o in observations])
+    y = np.array([o.config.gpus * batch_size / o.images_per_sec for o in observations])
+    x, _ = nnls(A, y)
+    return OptimusFit(x, batch_size)
+
+
+def observations_from_rows(rows: Iterable[Mapping[str, Any]], gpus_per_node: int | None = None) -> list[Observation]:
+    """Observations from published rows (nodes, gpus_per_node) or store summaries (hosts, workers)."""
+    result = []
+    for r in rows:
+        if r.get("images_per_sec") is None or r.get("variable_update") not in VARIABLE_UPDATES:
+            continue
+        gpus = int(r["gpus"])
+        nodes = r.get("nodes") or (len(r["hosts"]) if r.get("hosts") else None) or r.get("num_workers") or 1
+        per_node = gpus_per_node or r.get("gpus_per_node") or max(1, math.ceil(gpus / int(nodes)))
+        placed = r.get("ps_on_worker_nodes")
+        result.append(Observation(Config(gpus=gpus, gpus_per_node=per_node, num_ps=int(r.get("num_ps") or 1),
+                                         variable_update=r["variable_update"],
+                                         ps_on_worker_nodes=True if placed is None else bool(placed)),
+                                  float(r["images_per_sec"])))
+    return result
