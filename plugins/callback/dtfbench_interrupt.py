@@ -13,7 +13,7 @@ description:
     its own, and keeps, in a file only it reads, what the watchdog needs when ansible-playbook
     ends before the run in progress does (Ctrl-C, SIGTERM, SIGKILL, a lost terminal) - the
     hosts whose M(tf_host_run) started the run (from its O(state=checked) call, which comes
-    before any start), the run the benchmark role noted (C(dtfbench_run_in_progress)), its
+    before any start), the run the benchmark role noted (C(benchmark_run_in_progress)), its
     layout, the signal ansible-playbook received, and its command line.
   - The watchdog then stops every task of that run on every host, records the run as
     C(failed) with reason C(interrupted), and prints one line with the command that resumes
@@ -41,7 +41,7 @@ from ansible.plugins.callback import CallbackBase
 MARKER_ENV = "DTFBENCH_CONTROLLER"
 OFF_ENV = "DTFBENCH_INTERRUPT_OFF"
 STOP_PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks" / "stop-interrupted.yml"
-RUN_FACT = "dtfbench_run_in_progress"
+RUN_FACT = "benchmark_run_in_progress"
 # Options that make no sense for the stop playbook (its tasks are tagged always).
 DROPPED_OPTIONS = {"--start-at-task": 1, "--step": 0, "--check": 0, "-C": 0, "--diff": 0, "-D": 0}
 
