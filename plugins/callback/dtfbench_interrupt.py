@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from ansible import context
@@ -84,7 +85,8 @@ class CallbackModule(CallbackBase):
     def save(self):
         if self.state_file is None:
             return
-        tmp = self.state_file.with_name(self.state_file.name + ".tmp")
+        # Results (a thread of Ansible's) and the signal handler both save: one file each.
+        tmp = self.state_file.with_name("%s.tmp.%d" % (self.state_file.name, threading.get_ident()))
         try:
             tmp.write_text(json.dumps(self.state, sort_keys=True, default=str))
             tmp.replace(self.state_file)
