@@ -39,6 +39,12 @@ description:
     process group, SIGKILL after O(grace_period)). It reports the tasks that had ended by
     themselves with a failure before they were stopped (C(died)), which names a parameter
     server that died on a host without workers.
+  - While O(state=started) and O(state=finished) wait, they watch the controller that waits on
+    them. When it goes away - SIGINT, SIGTERM or SIGHUP to this process (Ctrl-C reaches a
+    local connection's module that way), or the hang-up of the module's standard output (a
+    closed SSH channel, a dead Ansible worker) - every task of the host is stopped at once
+    and the call fails with C(interrupted). O(state=stopped) then skips the rest of its wait
+    for the parameter servers, and completes the stop.
 version_added: "0.3.0"
 author:
   - dtfbench developers
@@ -207,6 +213,16 @@ stored_results:
   returned: when O(state=checked) and C(complete) is true
   type: list
   elements: raw
+run_dir:
+  description:
+    - The run directory (absolute), and O(run_id), for a controller that has to stop the run
+      later (the callback plugin C(dtfbench_interrupt)).
+  returned: when O(state=checked)
+  type: str
+run_id:
+  description: O(run_id).
+  returned: when O(state=checked)
+  type: str
 busy:
   description: The host's ports that already accept connections, one entry per task.
   returned: when O(state=checked)
@@ -248,6 +264,10 @@ failed_at:
   description: When the failed task ended (seconds since the epoch), or when the failure was seen.
   returned: failure of O(state=started) or O(state=finished)
   type: float
+interrupted:
+  description: True when the call stopped the host's tasks because the controller went away.
+  returned: failure of O(state=started) or O(state=finished) for that reason
+  type: bool
 died:
   description:
     - Tasks that had ended by themselves with a non-zero exit or a signal before
@@ -259,12 +279,52 @@ died:
 
 import json
 import os
+import select
+import signal
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.dtfbench_tf_task import POLL, TfTask, TaskCall, _port_open, _read, call
 
 COMPLETE_MARKER = "complete"
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class ControllerWatch(object):
+    """Whether the controller that waits on this module call went away.
+
+    Two signs, checked at every poll of the waiting phases: a signal (Ctrl-C or SIGTERM that
+    ansible-playbook passes on to its worker's process group, which holds this process on a
+    local connection; SIGHUP), and the hang-up of our standard output - the pipe to sshd (or,
+    on a local connection, to the Ansible worker) is closed once the controller's side of
+    the connection is gone, which is all a remote host ever learns of a dead controller.
+    """
+
+    def __init__(self):
+        self.why = None
+        self.poller = None
+        try:
+            self.poller = select.poll()
+            self.poller.register(1, 0)  # POLLERR/POLLHUP are always reported
+        except (OSError, ValueError):
+            self.poller = None
+        for signum in INTERRUPT_SIGNALS:
+            signal.signal(signum, self.note)
+
+    def note(self, signum, frame):
+        if self.why is None:
+            self.why = "%s to the module" % signal.Signals(signum).name
+
+    def gone(self):
+        if self.why is None and self.poller is not None:
+            for _fd, event in self.poller.poll(0):
+                if event & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                    self.why = "the controller's connection was closed"
+        return self.why
+
+
+class Interrupted(Exception):
+    """The controller went away while this call waited."""
 
 
 class HostRun(object):
@@ -277,6 +337,7 @@ class HostRun(object):
         self.warnings = []
         self.tasks = sorted(self.params["tasks"], key=lambda t: (t["job"] != "ps", t["task_index"]))
         self.started_at = time.time()
+        self.watch = None
 
     # ---- helpers -------------------------------------------------------------------
 
@@ -323,6 +384,26 @@ class HostRun(object):
         self.pass_warnings()
         self.module.fail_json(msg=msg, elapsed=round(time.time() - self.started_at, 3), **result)
 
+    def check_controller(self):
+        """Stop every task of the run on this host when the controller went away."""
+        if self.watch is not None and self.watch.gone():
+            self.interrupt(self.watch.why)
+
+    def interrupt(self, why):
+        # SIGTERM to every task's process group first, so that they all end at once, then
+        # each task's stop (its grace period, SIGKILL, exit record).
+        for task in self.tasks:
+            inspector = self.task(task)
+            _pids, groups, loners = inspector.processes(inspector.running_supervisor())
+            inspector.signal_all(loners, groups, signal.SIGTERM)
+        reports = [call(self.task_params(task), False, self.warnings, "stopped")[1] for task in self.tasks]
+        stopped = [r["name"] for r in reports if r.get("terminated")]
+        try:
+            self.fail_json("interrupted: %s; stopped %s" % (why, ", ".join(stopped) or "nothing (no task ran)"),
+                           changed=bool(stopped), interrupted=True, failed_at=time.time(), tasks=reports)
+        except (IOError, OSError):
+            os._exit(1)  # nobody reads our result any more
+
     # ---- checked -------------------------------------------------------------------
 
     def checked(self):
@@ -346,7 +427,8 @@ class HostRun(object):
                         msg="port %d on %s, wanted by %s %d, is already in use%s"
                             % (task["port"], task["address"], task["job"], task["task_index"],
                                " (listening pids: %s)" % pids if pids else "")))
-        result = dict(changed=False, complete=complete, busy=busy)
+        result = dict(changed=False, complete=complete, busy=busy, run_id=self.params["run_id"],
+                      run_dir=self.run_dir)
         if complete:
             result["stored_results"] = stored_results
         self.exit_json(**result)
@@ -398,6 +480,7 @@ class HostRun(object):
                     reports[position]["ready"] = True
                     reports[position]["ready_after"] = round(time.time() - self.started_at, 3)
                     waiting.remove(position)
+            self.check_controller()
             if waiting and time.time() >= deadline:
                 late = ", ".join("%s %d on %s:%d" % (self.tasks[p]["job"], self.tasks[p]["task_index"],
                                                      self.tasks[p]["address"], self.tasks[p]["port"])
@@ -410,6 +493,7 @@ class HostRun(object):
                 time.sleep(POLL)
 
     def started(self):
+        self.watch = ControllerWatch()
         reports = self.start_all()
         if self.module.check_mode:
             # TfTask in check mode starts nothing and says which tasks it would start: those
@@ -450,6 +534,7 @@ class HostRun(object):
                     outcomes[name] = result
                 else:
                     ps_done.add(name)
+            self.check_controller()
             if len(outcomes) < len(workers):
                 if time.time() >= deadline:
                     late = [self.name(t) for t in workers if self.name(t) not in outcomes]
@@ -484,7 +569,9 @@ class HostRun(object):
         params = self.params
         ps_tasks = [t for t in self.tasks if t["job"] == "ps"]
         deadline = time.time() + params["ps_exit_timeout"]
-        while ps_tasks and time.time() < deadline:
+        # Signals only note that the controller went away: the stop goes on to its end.
+        self.watch = ControllerWatch()
+        while ps_tasks and time.time() < deadline and not self.watch.gone():
             if not any(self.task(t).running_supervisor() for t in ps_tasks):
                 break
             time.sleep(POLL * 2)

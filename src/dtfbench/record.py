@@ -9,7 +9,8 @@ The playbook hands over (as JSON on stdin of ``python -m dtfbench.record``):
                           "workers": [<tf_task finished results>]}},
      "data_read": {"<host>": <dtfbench.read_throughput's JSON>},   (real-data runs only)
      "workload": {"name": "ours" | "tf_cnn_benchmarks", "ref": <git ref> | null,
-                  "commit": <the commit the ref resolved to> | null}}
+                  "commit": <the commit the ref resolved to> | null},
+     "interrupted": <why the controller left the run unfinished>}   (an interrupted run only)
 
 A run is 'ok' only when every worker of the layout returned an 'ok' JSON result; otherwise it
 is 'failed' with the first reason found (the hosts' failures, the earliest first since it is
@@ -61,6 +62,9 @@ def _host_failures(hosts: Mapping[str, Any]) -> str | None:
 
 
 def _failure_reason(payload: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) -> str | None:
+    # A run the controller left unfinished (dtfbench.interrupt records it): that is the reason.
+    if payload.get("interrupted"):
+        return f"interrupted: {payload['interrupted']}"
     host_reason = _host_failures(payload.get("hosts", {}))
     if host_reason:
         return host_reason

@@ -2,9 +2,9 @@
 
 run-benchmark.yml runs a 3-run sweep on the local inventory; as soon as the store holds
 the first run, the whole ansible-playbook process group is SIGKILLed (no handler, no
-`always:` runs). Then: the database passes SQLite's integrity check and holds exactly the
-finished run, intact; the killed run's tasks, which live in sessions of their own, end by
-themselves; and running the same command again with the same sweep_id does only the runs
+`always:` runs). Then: the database passes SQLite's integrity check and holds the finished
+run, intact (and the next one as interrupted, when it had started); the killed run's tasks,
+which live in sessions of their own, are stopped by the controller's watchdog; and running the same command again with the same sweep_id does only the runs
 that are left.
 """
 
@@ -43,22 +43,24 @@ def test_killed_sweep_keeps_finished_runs_and_resumes(project_root, ansible_env,
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
 
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    (kept,) = store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))
-    assert kept["status"] == "ok" and kept["images_per_sec"] > 0 and kept["repetition"] == 1
-
-    # The interrupted run's tasks were in their own sessions: they finish (or hit their
-    # supervisors' deadline) without any controller.
+    # The interrupted run's tasks were in their own sessions; the controller's watchdog
+    # (plugins/callback/dtfbench_interrupt.py) stops them and records the run as interrupted
+    # (when the kill came after it started): tests/integration/test_interrupt.py.
     deadline = time.monotonic() + 120
     while [p for p in live_processes(sweep_id) if "dtfbench.train" in p] and time.monotonic() < deadline:
         time.sleep(1)
     assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+    time.sleep(2)  # the watchdog records after it stopped them
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    recorded = store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))
+    (kept,) = [r for r in recorded if r["status"] == "ok"]
+    assert kept["images_per_sec"] > 0 and kept["repetition"] == 1
+    assert all(r["reason"].startswith("interrupted: ") for r in recorded if r["status"] != "ok"), recorded
 
     again = subprocess.run(command, cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout[-3000:]
     assert "2 of" in again.stdout and "3 runs to do" in " ".join(again.stdout.split()), again.stdout[-3000:]
-    runs = store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))
+    runs = [r for r in store.runs(store.connect(db), "sweep_id = ?", (sweep_id,)) if r["status"] == "ok"]
     assert sorted(r["repetition"] for r in runs) == [1, 2, 3]
-    assert all(r["status"] == "ok" for r in runs)
     assert runs[0]["run_id"] == kept["run_id"] and runs[0]["id"] == kept["id"]  # untouched

@@ -1,0 +1,196 @@
+# -*- coding: utf-8 -*-
+# Copyright: dtfbench developers
+# Apache License 2.0 (see pyproject.toml)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: dtfbench_interrupt
+type: notification
+short_description: Stop and record a run when ansible-playbook ends in the middle of it
+description:
+  - Starts the controller's watchdog (C(python -m dtfbench.interrupt watch)) in a session of
+    its own, and keeps, in a file only it reads, what the watchdog needs when ansible-playbook
+    ends before the run in progress does (Ctrl-C, SIGTERM, SIGKILL, a lost terminal) - the
+    hosts whose M(tf_host_run) started the run (from its O(state=checked) call, which comes
+    before any start), the run the benchmark role noted (C(benchmark_run_in_progress)), its
+    layout, the signal ansible-playbook received, and its command line.
+  - The watchdog then stops every task of that run on every host, records the run as
+    C(failed) with reason C(interrupted), and prints one line with the command that resumes
+    the sweep. A playbook that ends normally leaves it nothing to do.
+  - Every process ansible-playbook starts carries C(DTFBENCH_CONTROLLER=<its pid>), so that
+    the ones it leaves behind can be found.
+  - Off when C(DTFBENCH_INTERRUPT_OFF) is set (the watchdog's own stop playbook).
+requirements:
+  - the dtfbench package importable by ansible-playbook's Python (the project's .venv)
+  - Linux 5.3 or newer (pidfd)
+"""
+
+import atexit
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from ansible import context
+from ansible.plugins.callback import CallbackBase
+
+MARKER_ENV = "DTFBENCH_CONTROLLER"
+OFF_ENV = "DTFBENCH_INTERRUPT_OFF"
+STOP_PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks" / "stop-interrupted.yml"
+RUN_FACT = "benchmark_run_in_progress"
+# Options that make no sense for the stop playbook (its tasks are tagged always).
+DROPPED_OPTIONS = {"--start-at-task": 1, "--step": 0, "--check": 0, "-C": 0, "--diff": 0, "-D": 0}
+
+
+def _stop_argv(argv, playbooks):
+    """ansible-playbook's own command line for the stop playbook: its options (inventory,
+    connection, extra vars), not its playbooks."""
+    kept, skip = [], 0
+    for arg in argv[1:]:
+        if skip:
+            skip -= 1
+            continue
+        if arg in DROPPED_OPTIONS:
+            skip = DROPPED_OPTIONS[arg]
+            continue
+        if arg.startswith("--start-at-task=") or arg in playbooks:
+            continue
+        kept.append(arg)
+    return [sys.executable, argv[0]] + kept + [str(STOP_PLAYBOOK)]
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "notification"
+    CALLBACK_NAME = "dtfbench_interrupt"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, display=None):
+        super().__init__(display=display)
+        self.pid = os.getpid()
+        self.watchdog = None
+        self.state = {}
+        self.state_file = None
+        if os.environ.get(OFF_ENV):
+            return
+        os.environ[MARKER_ENV] = str(self.pid)
+
+    # ---- the state file ----------------------------------------------------------------
+
+    def save(self):
+        if self.state_file is None:
+            return
+        # Results (a thread of Ansible's) and the signal handler both save: one file each.
+        tmp = self.state_file.with_name("%s.tmp.%d" % (self.state_file.name, threading.get_ident()))
+        try:
+            tmp.write_text(json.dumps(self.state, sort_keys=True, default=str))
+            tmp.replace(self.state_file)
+        except OSError as error:
+            self._display.warning("dtfbench_interrupt: cannot write %s: %s" % (self.state_file, error))
+
+    def start_watchdog(self):
+        workdir = Path(tempfile.mkdtemp(prefix="dtfbench-interrupt-"))
+        self.state_file = workdir / "state.json"
+        playbooks = list(context.CLIARGS.get("args") or [])
+        argv = list(sys.argv)
+        self.state = dict(argv=argv, cwd=os.getcwd(), hosts={}, stop_argv=_stop_argv(argv, playbooks))
+        self.save()
+        env = dict(os.environ)
+        env.pop(MARKER_ENV, None)
+        try:
+            self.watchdog = subprocess.Popen(
+                [sys.executable, "-m", "dtfbench.interrupt", "watch", "--pid", str(self.pid),
+                 "--state", str(self.state_file)],
+                # Ansible makes its stdio not inheritable: pass the terminal on explicitly.
+                stdin=subprocess.PIPE, stdout=sys.__stdout__, stderr=sys.__stderr__, env=env,
+                start_new_session=True)
+        except OSError as error:
+            self._display.warning("dtfbench_interrupt: no watchdog (%s): an interrupted run is "
+                                  "neither stopped on hosts without a waiting call nor recorded" % error)
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self.wrap(signum)
+        atexit.register(self.at_exit)
+
+    def wrap(self, signum):
+        """Note the signal in the state, then let Ansible's own handler do what it does."""
+        previous = signal.getsignal(signum)
+
+        def handler(number, frame):
+            if os.getpid() == self.pid and not self.state.get("signal"):
+                self.state["signal"] = signal.Signals(number).name
+                self.save()
+            if callable(previous):
+                previous(number, frame)
+            elif previous == signal.SIG_DFL:
+                signal.signal(number, signal.SIG_DFL)
+                os.kill(os.getpid(), number)
+
+        signal.signal(signum, handler)
+
+    def at_exit(self):
+        """After Ctrl-C, wait for the watchdog's cleanup, so its line comes before the prompt."""
+        if os.getpid() != self.pid or self.watchdog is None or self.state.get("ended"):
+            return
+        if not (self.state.get("hosts") or self.state.get("run") or self.state.get("sweep_id")):
+            return
+        try:
+            self.watchdog.stdin.write(b"!")
+            self.watchdog.stdin.flush()
+            self.watchdog.wait(timeout=180)
+        except (OSError, subprocess.TimeoutExpired, KeyboardInterrupt):
+            pass
+
+    # ---- events --------------------------------------------------------------------------
+
+    def v2_playbook_on_start(self, playbook):
+        if not os.environ.get(OFF_ENV) and self.watchdog is None and self.state_file is None:
+            self.start_watchdog()
+
+    def v2_playbook_on_stats(self, stats):
+        self.state["ended"] = True
+        self.save()
+
+    def v2_runner_on_ok(self, result):
+        self.seen(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self.seen(result)
+
+    def seen(self, result):
+        if self.state_file is None:
+            return
+        action = result.task.action or ""
+        outcome = result.result if isinstance(result.result, dict) else {}
+        facts = outcome.get("ansible_facts") or {}
+        changed = False
+        if isinstance(facts.get(RUN_FACT), dict):
+            run = facts[RUN_FACT]
+            self.state.update(run=run, layout=None, hosts={}, sweep_id=run.get("sweep_id"))
+            changed = True
+        elif action.endswith("tf_cluster_spec") and not outcome.get("failed"):
+            self.state["layout"] = dict((key, outcome.get(key)) for key in
+                                        ("cluster_spec", "hosts", "hosts_used", "num_workers", "num_ps"))
+            changed = True
+        elif action.endswith("tf_host_run"):
+            # What the host's stop needs: the checked call (before any start) says where the
+            # run lives, the layout which tasks the host runs; a stop that returned (a "died"
+            # list) leaves nothing there.
+            host = result.host.get_name()
+            tasks = ((self.state.get("layout") or {}).get("hosts") or {}).get(host)
+            if "complete" in outcome and outcome.get("run_dir") and tasks:
+                self.state.setdefault("hosts", {})[host] = dict(
+                    run_id=outcome["run_id"], run_dir=outcome["run_dir"], tasks=tasks)
+                changed = True
+            elif "died" in outcome and not outcome.get("failed"):
+                changed = self.state.get("hosts", {}).pop(host, None) is not None
+        elif "dtfbench.record" in (outcome.get("cmd") or []):
+            self.state["run"] = None  # recorded (or its own error shown): nothing to do for it
+            changed = True
+        if changed:
+            self.save()

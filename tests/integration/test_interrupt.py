@@ -1,0 +1,173 @@
+"""Ctrl-C, SIGTERM or SIGKILL of ansible-playbook in the middle of a sweep (#21, item 1).
+
+run-benchmark.yml runs in the background in a session of its own, like a command in a
+terminal; once a run's worker trains, one of:
+- SIGINT to its process group (what Ctrl-C does),
+- SIGTERM to ansible-playbook,
+- SIGKILL to its process group (the controller dies without any cleanup; a lost terminal,
+  SIGHUP, ends it the same way).
+Then, on the local system and on a 2-host test bed: no TF process or supervisor of the sweep
+is left within BOUND seconds; the interrupted run is recorded as failed, reason
+`interrupted: ...`; every earlier run stays; the user sees one line naming the run and the
+command that resumes the sweep, and that command resumes it.
+
+The Ansible workers that wait on the hosts have sessions of their own, so that a signal
+reaches only ansible-playbook; what stops the tasks is the callback plugin dtfbench_interrupt's
+watchdog and tf_host_run's own watch of its controller (library/tf_host_run.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from dtfbench import store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
+from testbed_fixtures import module_testbed  # noqa: E402
+
+pytestmark = [pytest.mark.tf, pytest.mark.ansible]
+
+BOUND = 15.0  # seconds from the signal to no task of the run on any host
+FAST = ["-e", "model=trivial", "-e", "image_size=32", "-e", "batch_size=8", "-e", "warmup_steps=2"]
+SIGNALS = {"ctrl_c": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, False), "sigkill": (signal.SIGKILL, True)}
+
+
+class Sweep:
+    """run-benchmark.yml in the background, as a user's command in a terminal."""
+
+    def __init__(self, project_root, env, tmp_path, run_roots, *args):
+        self.sweep_id = f"intr-{uuid.uuid4().hex[:8]}"
+        self.db = tmp_path / "results.sqlite"
+        self.run_roots = run_roots
+        self.command = ["ansible-playbook", "run-benchmark.yml", *FAST, *args,
+                        "-e", f"sweep_id={self.sweep_id}", "-e", f"results_db={self.db}"]
+        self.project_root, self.env = project_root, env
+        self.log = open(tmp_path / "playbook.log", "w+")
+        self.process = subprocess.Popen(self.command, cwd=project_root, env=env, stdout=self.log,
+                                        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def output(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def wait_until_training(self, index: int, timeout: float = 300) -> None:
+        """Until a worker of the sweep's run number `index` reports its first measured steps."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for root in self.run_roots:
+                for log in root.glob(f"{self.sweep_id}-{index}-*/*-worker-*.log"):
+                    if "\timages/sec: " in log.read_text(errors="replace"):
+                        return
+            assert self.process.poll() is None, self.output()[-4000:]
+            time.sleep(0.3)
+        raise AssertionError(f"run {index} never trained:\n{self.output()[-4000:]}")
+
+    def interrupt(self, how: str, live_processes) -> float:
+        """Send the signal; returns the seconds until no task of the sweep was left."""
+        signum, to_group = SIGNALS[how]
+        sent = time.monotonic()
+        (os.killpg if to_group else os.kill)(self.process.pid, signum)
+        while tasks_of(self.sweep_id, live_processes) and time.monotonic() - sent < 120:
+            time.sleep(0.1)
+        return time.monotonic() - sent
+
+    def interrupted_line(self, timeout: float = 120) -> str:
+        """The watchdog's line (after SIGTERM or SIGKILL it comes after ansible-playbook ended)."""
+        self.process.wait(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = [line for line in self.output().splitlines() if line.startswith("dtfbench: interrupted by ")]
+            if lines:
+                assert len(lines) == 1, lines
+                return lines[0]
+            time.sleep(0.5)
+        raise AssertionError(f"no 'dtfbench: interrupted' line:\n{self.output()[-4000:]}")
+
+    def runs(self) -> list[dict]:
+        return store.runs(store.connect(self.db), "sweep_id = ?", (self.sweep_id,))
+
+
+def tasks_of(sweep_id: str, live_processes) -> list[str]:
+    return [p for p in live_processes(sweep_id) if "dtfbench.train" in p or "tf_task_supervisor" in p]
+
+
+def assert_interrupted(sweep: Sweep, took: float, live_processes, earlier: int) -> str:
+    assert tasks_of(sweep.sweep_id, live_processes) == [], sweep.output()[-4000:]
+    print(f"{sweep.sweep_id}: no task left {took:.1f} s after the signal")
+    assert took <= BOUND, f"tasks were left {took:.1f} s after the interrupt (bound {BOUND} s)"
+    line = sweep.interrupted_line()
+    runs = sweep.runs()
+    assert [r["status"] for r in runs] == ["ok"] * earlier + ["failed"], runs
+    last = runs[-1]
+    assert last["reason"].startswith("interrupted: "), last["reason"]
+    assert f"run {last['run_id']}" in line and "recorded as failed (interrupted)" in line, line
+    assert "stopped its tasks on " in line, line
+    assert line.endswith(f"-e sweep_id={sweep.sweep_id}") and "Resume with: ansible-playbook " in line, line
+    return line
+
+
+def local_sweep(project_root, ansible_env, tmp_path, *args) -> Sweep:
+    root = tmp_path / "runs"
+    return Sweep(project_root, ansible_env, tmp_path, [root], "-e", "gpus=1", "-e", "num_ps=1",
+                 "-e", f"dtfbench_run_root={root}", *args)
+
+
+def test_ctrl_c_stops_records_keeps_and_resumes(project_root, ansible_env, tmp_path, live_processes):
+    # Two runs: the first finishes and is recorded, Ctrl-C comes while the second trains.
+    sweep = local_sweep(project_root, ansible_env, tmp_path, "-e", "repetitions=2", "-e", "steps=1000")
+    sweep.wait_until_training(2)
+    took = sweep.interrupt("ctrl_c", live_processes)
+    line = assert_interrupted(sweep, took, live_processes, earlier=1)
+    assert sweep.process.returncode == 99  # ansible-playbook's code for "User interrupted execution"
+    # The line comes before ansible-playbook returns: the user's prompt follows it.
+    assert sweep.output().rstrip().splitlines()[-1] == line
+    first = sweep.runs()[0]
+
+    resume = shlex.split(line.split("Resume with: ", 1)[1])
+    again = subprocess.run(resume, cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "1 of 2 runs to do" in " ".join(again.stdout.split()), again.stdout[-3000:]
+    runs = sweep.runs()
+    assert [(r["repetition"], r["status"]) for r in runs] == [(1, "ok"), (2, "failed"), (2, "ok")]
+    assert runs[0]["id"] == first["id"] and runs[0]["images_per_sec"] == first["images_per_sec"]
+
+
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+def test_sigterm_or_sigkill_of_the_controller_stops_and_records(how, project_root, ansible_env, tmp_path,
+                                                                live_processes):
+    sweep = local_sweep(project_root, ansible_env, tmp_path, "-e", "repetitions=1", "-e", "steps=1000000")
+    sweep.wait_until_training(1)
+    took = sweep.interrupt(how, live_processes)
+    assert_interrupted(sweep, took, live_processes, earlier=0)
+    assert sweep.process.returncode == -SIGNALS[how][0]
+
+
+@pytest.fixture(scope="module")
+def bed2(tmp_path_factory):
+    yield from module_testbed(tmp_path_factory, hosts=2)
+
+
+@pytest.mark.parametrize("how", ["ctrl_c", "sigterm", "sigkill"])
+def test_interrupt_on_the_testbed_stops_every_host(how, bed2, project_root, ansible_env, tmp_path, live_processes):
+    # The worker on node01, the PS alone on node02: node02's call returned once the PS
+    # listened, so no call waits there while the worker trains.
+    env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
+    roots = [bed2.local_ssd(n["name"]) / "dtfbench" / "runs" for n in bed2.nodes]
+    sweep = Sweep(project_root, env, tmp_path, roots, "-i", bed2.inventory, "-e", "system=testbed",
+                  "-e", "gpus=1", "-e", "num_ps=1", "-e", "benchmark_ps_on_worker_nodes=false",
+                  "-e", "repetitions=1", "-e", "steps=1000000", "-e", "step_timeout=60")
+    sweep.wait_until_training(1)
+    assert [r.name for r in roots[1].glob(f"{sweep.sweep_id}-1-*/*-ps-0.log")], "the PS is not on node02"
+    took = sweep.interrupt(how, live_processes)
+    line = assert_interrupted(sweep, took, live_processes, earlier=0)
+    assert "stopped its tasks on node01, node02" in line, line

@@ -1,0 +1,110 @@
+"""tf_host_run's node side of an interrupt (#21): a waiting call whose controller goes away
+stops every task of its host, without any later call and without the controller's watchdog.
+
+The module runs through ad-hoc ``ansible localhost -c local`` (no project ansible.cfg, no
+callback plugins: nothing but the module can stop the tasks), with the stand-in programs of
+test_tf_host_run. Two ways the controller goes away:
+- Ctrl-C: SIGINT to ansible, which passes it on to its worker's process group, where the
+  module runs on a local connection;
+- a lost connection: the Ansible worker that reads the module's output is SIGKILLed, the
+  module's stdout hangs up (on a remote host: sshd closing the channel of a dead ssh client).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
+from test_tf_host_run import RUN_ID, Host, port_open
+
+pytestmark = pytest.mark.ansible
+
+# Every task stopped within this many seconds of the interrupt (SIGTERM; the stand-ins obey).
+BOUND = 10.0
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _ppid(pid):
+    with open("/proc/%d/stat" % pid) as handle:
+        data = handle.read()
+    return int(data[data.rfind(")") + 2:].split()[1])
+
+
+def start_finished(host, adhoc, tmp_path):
+    """tf_host_run state=finished in the background, every task running until stopped."""
+    plan = {"worker-0": {}, "worker-1": {}}
+    args = dict(state="finished", run_id=RUN_ID, run_dir=str(host.run_dir), tasks=host.tasks,
+                cluster_spec=host.cluster_spec, result_flag="--result_file", grace_period=5,
+                program=[sys.executable, str(host.program)],
+                program_args=["--plan", json.dumps(plan), "--record-dir", str(host.records)])
+    cmd = [adhoc.tool("ansible"), "localhost", "-i", "localhost,", "-c", "local", "-M", adhoc.library,
+           "-m", "tf_host_run", "-a", json.dumps(args), "-e", "ansible_python_interpreter=%s" % sys.executable]
+    log = open(str(tmp_path / "ansible.log"), "w+")
+    process = subprocess.Popen(cmd, cwd=str(tmp_path), env=adhoc.env(), stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    assert wait_for(lambda: all(port_open(p) for p in host.ps_ports + host.worker_ports), 60), _output(log)
+    time.sleep(1.0)  # the module is waiting for its workers by now
+    return process, log
+
+
+def _output(log):
+    log.flush()
+    log.seek(0)
+    return log.read()
+
+
+def task_pids(host):
+    return [host.record(me)["pid"] for me in ("ps-0", "worker-0", "worker-1")]
+
+
+def assert_stopped_within_bound(host, pids, since, log):
+    assert wait_for(lambda: not any(alive(p) for p in pids), BOUND + 5), _output(log)
+    took = time.time() - since
+    assert took <= BOUND, "the tasks took %.1f s to stop" % took
+    # Each stop left its exit record: the module stopped them (SIGTERM), not the test.
+    for name in ("run-ps-0", "run-worker-0", "run-worker-1"):
+        assert wait_for(lambda: (host.run_dir / (name + ".exit")).exists(), 5), name
+        record = host.exit_record(name)
+        assert record["signal_name"] == "SIGTERM", record
+
+
+def test_ctrl_c_to_ansible_stops_the_hosts_tasks(tmp_path, run_module, monkeypatch, adhoc):
+    host = Host(tmp_path, run_module, monkeypatch)
+    process, log = start_finished(host, adhoc, tmp_path)
+    pids = task_pids(host)
+    since = time.time()
+    os.kill(process.pid, signal.SIGINT)  # what Ctrl-C does to ansible (its workers have their own session)
+    assert_stopped_within_bound(host, pids, since, log)
+    process.wait(30)
+    assert process.returncode != 0
+
+
+def test_a_lost_connection_stops_the_hosts_tasks(tmp_path, run_module, monkeypatch, adhoc):
+    host = Host(tmp_path, run_module, monkeypatch)
+    process, log = start_finished(host, adhoc, tmp_path)
+    pids = task_pids(host)
+    modules = [int(p) for p in os.listdir("/proc") if p.isdigit()
+               and _cmdline(int(p)).startswith(sys.executable + " ")
+               and "AnsiballZ_tf_host_run" in _cmdline(int(p))]
+    assert len(modules) == 1, [_cmdline(p) for p in modules]
+    # The reader of the module's output: the Ansible worker above the module (and its shell).
+    worker = _ppid(modules[0])
+    while _ppid(worker) != process.pid:
+        worker = _ppid(worker)
+    since = time.time()
+    os.kill(worker, signal.SIGKILL)  # the module gets no signal: only its stdout hangs up
+    assert_stopped_within_bound(host, pids, since, log)
+    assert wait_for(lambda: not alive(modules[0]), 10)
+    process.wait(30)
