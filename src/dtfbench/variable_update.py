@@ -52,9 +52,12 @@ def _trainable_under(tf, scope):
 def tower_forward(tf, config, images, labels, device, index, scope, reuse=False):
     """Loss and gradients of one tower, built on ``device`` (a device string or a device setter).
 
-    The network's variables are made (or, with ``reuse``, found) under ``scope``.
+    The network's variables are made (or, with ``reuse``, found) under ``scope``. They are
+    reference variables, as tf_cnn_benchmarks' (use_resource_vars=False): applying SGD to a
+    resource variable whose value a step still reads copies it first (ResourceApplyGradientDescent
+    took 11.6% of an AlexNet step, ApplyGradientDescent 3.7%: docs/workload_speed.md).
     """
-    with tf.compat.v1.device(device), tf.compat.v1.variable_scope(scope, reuse=reuse):
+    with tf.compat.v1.device(device), tf.compat.v1.variable_scope(scope, reuse=reuse, use_resource=False):
         network = build_network(tf, config.model, images, config.num_classes, config.data_format)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=network.logits))
         params = _trainable_under(tf, scope)
@@ -116,7 +119,7 @@ def build_distributed_replicated(tf, config, device_setter, towers_inputs, globa
         _check_grads(towers[-1].grads, towers[-1].params)
     # The global copy: the same network's variables on the PSs (its forward ops never run).
     first_device, first_images, _ = towers_inputs[0]
-    with tf.compat.v1.device(device_setter(first_device)), tf.compat.v1.variable_scope("global"):
+    with tf.compat.v1.device(device_setter(first_device)), tf.compat.v1.variable_scope("global", use_resource=False):
         build_network(tf, config.model, first_images, config.num_classes, config.data_format)
     global_params = _trainable_under(tf, "global")
     aggregated = []
