@@ -61,7 +61,8 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
         for key, ratio in sorted(p4["ratios"].items()):
             model, setup, versus = key.split("/")
             peer = versus.removeprefix("ours_vs_")
-            out.append(("P4", f"our workload, {model} {setup}, batch {p4['config']['batch_size']}: "
+            partial = "" if p4.get("complete", True) else " (run not complete)"
+            out.append(("P4", f"our workload, {model} {setup}, batch {p4['config']['batch_size']}{partial}: "
                               f"{rates[f'{model}/{setup}/ours']:.1f} img/s",
                         f"{peers[peer]} {rates[f'{model}/{setup}/{peer}']:.1f} img/s", ratio, ">= 1.0", ratio >= 1.0))
     else:

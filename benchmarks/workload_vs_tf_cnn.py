@@ -23,6 +23,7 @@ same formula (batch / step time, averaged; tf_cnn_benchmarks' get_perf_timing_st
 'total images/sec' lines count distributed runs differently. Every (model, setup) runs its legs
 back to back, their order rotated each round, each under --lock when given (the machine's heavy
 lock, held per leg, not for the whole run); the load average is recorded with each result.
+The JSON is rewritten after every leg ("complete": false until the last one).
 
 Sources come from git: --tf_cnn_repo / --study_repo (default: the bundles in
 $DTFBENCH_MIRRORS or ../shared/mirrors, else GitHub), cloned once per commit into the cache.
@@ -228,6 +229,42 @@ def held(lock_path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def summarize(args, legs, samples):
+    """(best images/sec per model/setup/leg, ratios ours / peer)."""
+    best = {key: max(s["images_per_sec"] for s in values) for key, values in samples.items()}
+    ratios = {}
+    for model in args.models:
+        for setup in args.setups:
+            ours = best.get(f"{model}/{setup}/ours")
+            for leg in legs:
+                if leg != "ours" and ours and f"{model}/{setup}/{leg}" in best:
+                    ratios[f"{model}/{setup}/ours_vs_{leg}"] = ours / best[f"{model}/{setup}/{leg}"]
+    return best, ratios
+
+
+def write_report(args, legs, samples, started, complete):
+    """The JSON after every leg (complete: false until the last), replaced atomically."""
+    best, ratios = summarize(args, legs, samples)
+    report = {
+        "config": {k: v for k, v in vars(args).items() if k != "output"},
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "unit": "images/sec (sum over workers of each worker's mean over the measured steps)",
+        "images_per_sec": best,
+        "samples": samples,
+        "ratios": ratios,
+        "goal": GOAL,
+        "meets_goal": {k: v >= GOAL for k, v in ratios.items()},
+        "complete": complete,
+        "seconds": time.monotonic() - started,
+    }
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, output)
+    return output
+
+
 # --- main ---------------------------------------------------------------------------------
 
 def main(argv=None):
@@ -252,14 +289,9 @@ def main(argv=None):
                              "load_after": os.getloadavg()})
                         print(f"round {round_number + 1}: {model:10s} {setup:6s} {leg:13s} {sum(rates):8.2f} images/sec"
                               f" (workers {', '.join(f'{r:.1f}' for r in rates)}; load {load[0]:.2f})", flush=True)
-    best = {key: max(s["images_per_sec"] for s in values) for key, values in samples.items()}
-    ratios = {}
-    for model in args.models:
-        for setup in args.setups:
-            ours = best.get(f"{model}/{setup}/ours")
-            for leg in legs:
-                if leg != "ours" and ours and f"{model}/{setup}/{leg}" in best:
-                    ratios[f"{model}/{setup}/ours_vs_{leg}"] = ours / best[f"{model}/{setup}/{leg}"]
+                    write_report(args, legs, samples, started, complete=False)
+    output = write_report(args, legs, samples, started, complete=True)
+    best, ratios = summarize(args, legs, samples)
     print(f"\n{'model':10s} {'setup':6s} " + " ".join(f"{leg:>13s}" for leg in legs) + "  ratios (ours / peer)")
     for model in args.models:
         for setup in args.setups:
@@ -267,22 +299,6 @@ def main(argv=None):
             rs = ", ".join(f"{leg} {ratios[f'{model}/{setup}/ours_vs_{leg}']:.2f}x" for leg in legs
                            if f"{model}/{setup}/ours_vs_{leg}" in ratios)
             print(f"{model:10s} {setup:6s} {cells}  {rs}")
-    report = {
-        "config": {k: v for k, v in vars(args).items() if k != "output"},
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-        "unit": "images/sec (sum over workers of each worker's mean over the measured steps)",
-        "images_per_sec": best,
-        "samples": samples,
-        "ratios": ratios,
-        "goal": GOAL,
-        "meets_goal": {k: v >= GOAL for k, v in ratios.items()},
-        "seconds": time.monotonic() - started,
-    }
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, output)
     print(f"written to {output}")
     return 0
 
