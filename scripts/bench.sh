@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg" PYTHONPATH="$PWD/src"
 selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=(p4 p3 p2 p1 p1-study)
+[ ${#selected[@]} -gt 0 ] || selected=(p4 p4-keras p3 p2 p1 p1-study)
 for name in "${selected[@]}"; do
   echo "=== $name"
   case "$name" in
@@ -15,8 +15,12 @@ for name in "${selected[@]}"; do
     p1-study) python benchmarks/orchestration_overhead.py --study ;;
     p2) python benchmarks/launch_scaling.py ;;
     p3) python benchmarks/staging.py ;;
-    p4) python benchmarks/workload_vs_keras.py ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4" >&2; exit 2 ;;
+    # Ours vs tf_cnn_benchmarks master (TF 2.x) and the study's program (TF 1.1), 4 models,
+    # single process and 1 PS + 2 workers, ~40 min on 2 cores. DTFBENCH_LOCK=FILE: flock it per leg.
+    p4) python benchmarks/workload_vs_tf_cnn.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
+    # The second baseline: a plain Keras tf.function loop.
+    p4-keras) python benchmarks/workload_vs_keras.py ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-keras" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"

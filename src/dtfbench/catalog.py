@@ -13,8 +13,8 @@ from dataclasses import dataclass
 class ModelSpec:
     name: str
     default_image_size: int
-    # The smallest input the architecture accepts (Keras refuses smaller ones, or the
-    # feature maps shrink to nothing); checked as bad input before TF is imported.
+    # The smallest input the architecture accepts (smaller ones shrink a feature map to
+    # nothing); checked as bad input before TF is imported.
     min_image_size: int
     description: str
 
@@ -22,12 +22,13 @@ class ModelSpec:
 MODEL_SPECS = {
     spec.name: spec
     for spec in (
-        ModelSpec("inception3", 299, 75, "InceptionV3 (keras.applications), the study's model"),
-        ModelSpec("resnet50", 224, 32, "ResNet50 (keras.applications)"),
-        ModelSpec("resnet101", 224, 32, "ResNet101 (keras.applications)"),
-        ModelSpec("vgg16", 224, 32, "VGG16 (keras.applications)"),
-        ModelSpec("alexnet", 224, 67, "AlexNet as in tf_cnn_benchmarks (5 conv, 3 fc)"),
-        ModelSpec("lenet", 28, 16, "LeNet-5 style (2 conv, 2 fc)"),
+        ModelSpec("inception3", 299, 75, "InceptionV3 as in tf_cnn_benchmarks, the study's model"),
+        ModelSpec("resnet50", 224, 32, "ResNet-50 v1 as in tf_cnn_benchmarks"),
+        ModelSpec("resnet101", 224, 32, "ResNet-101 v1 as in tf_cnn_benchmarks"),
+        ModelSpec("vgg16", 224, 32, "VGG16 as in tf_cnn_benchmarks"),
+        # 227: tf_cnn_benchmarks' size (224 + 3, which its VALID first conv needs for 6 x 6 at the end)
+        ModelSpec("alexnet", 227, 67, "AlexNet as in tf_cnn_benchmarks (5 conv, 3 fc)"),
+        ModelSpec("lenet", 28, 16, "LeNet-5 as in tf_cnn_benchmarks (2 conv, 2 fc)"),
         ModelSpec("trivial", 32, 1, "one dense layer on the flattened image (tests, overhead)"),
         ModelSpec("small_cnn", 32, 8, "two small conv layers (tests)"),
     )

@@ -118,9 +118,12 @@ def build_worker_graph(tf, config, cluster):
                 global_step = tf.compat.v1.train.get_or_create_global_step()
             coordination = Coordination(tf, cluster.num_ps, cluster.num_workers, cluster.task_index)
             strategy_class = GreedyLoadBalancingStrategy if config.ps_placement == "greedy" else RoundRobinStrategy
-            setter = tf.compat.v1.train.replica_device_setter(
-                ps_tasks=cluster.num_ps, worker_device=devices[0],
-                cluster=tf.train.ClusterSpec(cluster.as_dict()), ps_strategy=strategy_class(cluster.num_ps))
+            strategy = strategy_class(cluster.num_ps)  # one for all towers: variables are made once
+
+            def setter(worker_device):
+                return tf.compat.v1.train.replica_device_setter(
+                    ps_tasks=cluster.num_ps, worker_device=worker_device,
+                    cluster=tf.train.ClusterSpec(cluster.as_dict()), ps_strategy=strategy)
             if config.variable_update == "parameter_server":
                 train = variable_update.build_parameter_server(
                     tf, config, setter, towers_inputs, global_step, cluster.num_workers)

@@ -1,5 +1,11 @@
 """Keras 3 models for ``--model`` (weights=None: nothing is downloaded).
 
+Used by ``collective_all_reduce`` (eager, tf.distribute) and by the Keras baseline of
+benchmarks/workload_vs_keras.py. The graph-mode modes (parameter_server,
+distributed_replicated, independent) build tf_cnn_benchmarks' networks from cnn_models
+instead: keras.applications' ResNet50 is not tf_cnn_benchmarks' (conv biases), and Keras 3's
+unfused batch norm cost a third of a step (docs/workload_speed.md).
+
 Every builder returns a keras.Model mapping images (NHWC or NCHW, float32) to logits
 (no softmax: the loss is softmax cross-entropy on logits, as in tf_cnn_benchmarks).
 Keras' image data format is set from --data_format before building, so the

@@ -1,6 +1,6 @@
 """The graph-mode ``--variable_update`` modes: where variables live and how gradients meet them.
 
-tf_cnn_benchmarks' VariableMgr classes, rebuilt on tf.compat.v1 and Keras 3 models:
+tf_cnn_benchmarks' VariableMgr classes, rebuilt on tf.compat.v1 and the cnn_models networks:
 
 - parameter_server: one copy of every variable, on the PSs (replica_device_setter with the
   --ps_placement strategy). Every tower reads them from the PS; the towers' gradients are
@@ -18,7 +18,7 @@ one gradient per worker per step; async applies each worker's gradient as it com
 
 from dataclasses import dataclass, field
 
-from dtfbench.models import build_model, tf_variables
+from dtfbench.cnn_models import build_network
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Tower:
     loss: object
     grads: list
     params: list
-    update_ops: list = field(default_factory=list)  # BatchNorm moving statistics etc.
+    update_ops: list = field(default_factory=list)  # batch-norm moving statistics
 
 
 @dataclass
@@ -45,19 +45,24 @@ def make_optimizer(tf, config):
     return tf.compat.v1.train.GradientDescentOptimizer(config.learning_rate)
 
 
-def tower_forward(tf, model, params, images, labels, device, index):
-    """Loss and gradients of one tower, built on ``device``."""
-    graph = tf.compat.v1.get_default_graph()
-    with tf.device(device), tf.name_scope(f"tower_{index}"):
-        first_new_op = len(graph.get_operations())
-        logits = model(images, training=True)
-        new_ops = graph.get_operations()[first_new_op:]
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+def _trainable_under(tf, scope):
+    return tf.compat.v1.trainable_variables(scope=f"^{scope}/")
+
+
+def tower_forward(tf, config, images, labels, device, index, scope, reuse=False):
+    """Loss and gradients of one tower, built on ``device`` (a device string or a device setter).
+
+    The network's variables are made (or, with ``reuse``, found) under ``scope``. They are
+    reference variables, as tf_cnn_benchmarks' (use_resource_vars=False): applying SGD to a
+    resource variable whose value a step still reads copies it first (ResourceApplyGradientDescent
+    took 11.6% of an AlexNet step, ApplyGradientDescent 3.7%: docs/workload_speed.md).
+    """
+    with tf.compat.v1.device(device), tf.compat.v1.variable_scope(scope, reuse=reuse, use_resource=False):
+        network = build_network(tf, config.model, images, config.num_classes, config.data_format)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=network.logits))
+        params = _trainable_under(tf, scope)
         grads = tf.compat.v1.gradients(loss, params, colocate_gradients_with_ops=True)
-    # Keras 3 layers update state (BatchNorm moving averages, dropout seeds) with plain
-    # assign ops that nothing depends on in graph mode; run them like UPDATE_OPS.
-    update_ops = [op for op in new_ops if op.type == "AssignVariableOp"]
-    return Tower(device, loss, grads, params, update_ops)
+    return Tower(str(device), loss, grads, params, network.update_ops)
 
 
 def _check_grads(grads, params):
@@ -87,12 +92,13 @@ def _finish(tf, train_op, towers, sync, num_workers, extra_local_init=()):
 
 
 def build_parameter_server(tf, config, device_setter, towers_inputs, global_step, num_workers):
-    """parameter_server: variables on the PSs, gradients summed next to the variables."""
-    with tf.compat.v1.device(device_setter):
-        model = build_model(config.model, config.image_size, config.num_classes, config.data_format)
-    params = tf_variables(model.trainable_variables)
-    towers = [tower_forward(tf, model, params, images, labels, device, k)
+    """parameter_server: variables on the PSs, gradients summed next to the variables.
+
+    ``device_setter(tower_device)`` places variables on the PSs and the other ops on the tower.
+    """
+    towers = [tower_forward(tf, config, images, labels, device_setter(device), k, "v", reuse=k > 0)
               for k, (device, images, labels) in enumerate(towers_inputs)]
+    params = towers[0].params
     for tower in towers:
         _check_grads(tower.grads, params)
     aggregated = []
@@ -107,16 +113,15 @@ def build_parameter_server(tf, config, device_setter, towers_inputs, global_step
 def build_distributed_replicated(tf, config, device_setter, towers_inputs, global_step, num_workers,
                                  local_parameter_device):
     """distributed_replicated: local copies per tower, one aggregated update per worker."""
-    with tf.compat.v1.device(device_setter):
-        global_model = build_model(config.model, config.image_size, config.num_classes, config.data_format)
-    global_params = tf_variables(global_model.trainable_variables)
     towers = []
     for k, (device, images, labels) in enumerate(towers_inputs):
-        with tf.device(device):
-            local_model = build_model(config.model, config.image_size, config.num_classes, config.data_format)
-        local_params = tf_variables(local_model.trainable_variables)
-        towers.append(tower_forward(tf, local_model, local_params, images, labels, device, k))
-        _check_grads(towers[-1].grads, local_params)
+        towers.append(tower_forward(tf, config, images, labels, device, k, f"v{k}"))
+        _check_grads(towers[-1].grads, towers[-1].params)
+    # The global copy: the same network's variables on the PSs (its forward ops never run).
+    first_device, first_images, _ = towers_inputs[0]
+    with tf.compat.v1.device(device_setter(first_device)), tf.compat.v1.variable_scope("global", use_resource=False):
+        build_network(tf, config.model, first_images, config.num_classes, config.data_format)
+    global_params = _trainable_under(tf, "global")
     aggregated = []
     with tf.device(local_parameter_device), tf.name_scope("aggregate_towers"):
         for i in range(len(global_params)):
@@ -147,13 +152,11 @@ def build_independent(tf, config, towers_inputs, global_step):
     towers = []
     applies = []
     for k, (device, images, labels) in enumerate(towers_inputs):
-        with tf.device(device):
-            model = build_model(config.model, config.image_size, config.num_classes, config.data_format)
-        params = tf_variables(model.trainable_variables)
-        tower = tower_forward(tf, model, params, images, labels, device, k)
-        _check_grads(tower.grads, params)
+        tower = tower_forward(tf, config, images, labels, device, k, f"v{k}")
+        _check_grads(tower.grads, tower.params)
         towers.append(tower)
         with tf.device(device):
             step = global_step if k == 0 else None
-            applies.append(make_optimizer(tf, config).apply_gradients(list(zip(tower.grads, params)), global_step=step))
+            applies.append(make_optimizer(tf, config).apply_gradients(list(zip(tower.grads, tower.params)),
+                                                                      global_step=step))
     return _finish(tf, tf.group(*applies), towers, None, 1)

@@ -83,7 +83,7 @@ def test_defaults_follow_tf_cnn_benchmarks():
 
 
 def test_model_default_image_sizes():
-    for model, size in (("resnet50", 224), ("vgg16", 224), ("alexnet", 224), ("lenet", 28)):
+    for model, size in (("resnet50", 224), ("vgg16", 224), ("alexnet", 227), ("lenet", 28)):
         config, _ = parse("--variable_update", "independent", "--model", model)
         assert config.image_size == size
 

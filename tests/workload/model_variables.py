@@ -1,0 +1,78 @@
+"""Print each model's variables (name below ``cg/``, shape) as JSON: ours or tf_cnn_benchmarks'.
+
+    python model_variables.py ours MODEL...
+    python model_variables.py theirs TF_CNN_BENCHMARKS_DIR MODEL...
+
+Each model is built for training in its own graph at its default image size (ours from the
+catalog, theirs from its model class), NHWC, batch 2, 1001 classes. tf_cnn_benchmarks' models
+are built with use_tf_layers=False, whose variables have the names and shapes of its default
+tf.layers path (its ConvNetBuilder keeps them equal) and which needs no tf_keras.
+"""
+
+import json
+import sys
+import types
+
+TF_CNN_CLASSES = {  # tf_cnn_benchmarks' models/model_config.py names them so
+    "resnet50": ("resnet_model", "create_resnet50_model"),
+    "resnet101": ("resnet_model", "create_resnet101_model"),
+    "inception3": ("inception_model", "Inceptionv3Model"),
+    "vgg16": ("vgg_model", "Vgg16Model"),
+    "alexnet": ("alexnet_model", "AlexnetModel"),
+    "lenet": ("lenet_model", "Lenet5Model"),
+}
+
+
+def variables_of(tf, graph):
+    """[[name below cg/, shape, trainable]] in creation order."""
+    keys = tf.compat.v1.GraphKeys
+    trainable = {v.name for v in graph.get_collection(keys.TRAINABLE_VARIABLES)}
+    rows = []
+    for v in graph.get_collection(keys.GLOBAL_VARIABLES):
+        name = v.name.split(":")[0]
+        rows.append([name[name.index("cg/") + 3:], v.shape.as_list(), v.name in trainable])
+    return rows
+
+
+def ours(tf, model):
+    from dtfbench.catalog import MODEL_SPECS
+    from dtfbench.cnn_models import build_network
+
+    size = MODEL_SPECS[model].default_image_size
+    graph = tf.Graph()
+    with graph.as_default():
+        images = tf.zeros([2, size, size, 3])
+        build_network(tf, model, images, 1001, "NHWC")
+    return size, variables_of(tf, graph)
+
+
+def theirs(tf, root, model):
+    import importlib
+
+    sys.path.insert(0, root)
+    module_name, class_name = TF_CNN_CLASSES[model]
+    module = importlib.import_module(f"models.{module_name}")
+    params = types.SimpleNamespace(use_tf_layers=False, fp16_vars=False, use_fp16=False, data_format="NHWC",
+                                   resnet_base_lr=None, batch_size=2)
+    cnn_model = getattr(module, class_name)(params=params)
+    size = cnn_model.image_size
+    graph = tf.Graph()
+    with graph.as_default():
+        images = tf.zeros([2, size, size, 3])
+        labels = tf.zeros([2], tf.int32)
+        cnn_model.build_network((images, labels), phase_train=True, nclass=1001)
+    return size, variables_of(tf, graph)
+
+
+def main(argv):
+    import tensorflow as tf
+
+    if argv[0] == "ours":
+        result = {m: ours(tf, m) for m in argv[1:]}
+    else:
+        result = {m: theirs(tf, argv[1], m) for m in argv[2:]}
+    print("MODEL_VARIABLES " + json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
