@@ -1,10 +1,10 @@
 """Our graph-mode networks are tf_cnn_benchmarks' networks: the same variables, per layer.
 
 tf_cnn_benchmarks (tensorflow/benchmarks, pinned below) is cloned from the machine's git bundle
-at test time, never copied into the project. Both sides build each model for training at its
-default image size (model_variables.py, one process per side) and list every variable below
-``cg/`` (name, shape, trainable) in creation order; any difference names the model and the
-first layer that differs.
+(the ``mirror_bundle`` fixture) at test time, never copied into the project. Both sides build
+each model for training at its default image size (model_variables.py, one process per side)
+and list every variable below ``cg/`` (name, shape, trainable) in creation order; any
+difference names the model and the first layer that differs.
 """
 
 import json
@@ -20,27 +20,13 @@ ROOT = HERE.parents[1]
 # tensorflow/benchmarks master, 2024-01 (the head of tensorflow-benchmarks.bundle).
 PINNED_COMMIT = "8fb79079265933ad39bea628b777af662f5bf15d"
 BUNDLE = "tensorflow-benchmarks.bundle"
-MIRRORS_ENV = "DTFBENCH_MIRRORS"
 MODELS = ("resnet50", "resnet101", "inception3", "vgg16", "alexnet", "lenet")
 
 
-def find_bundle():
-    """$DTFBENCH_MIRRORS, else ../shared/mirrors beside the checkout or beside its main worktree."""
-    places = [Path(os.environ[MIRRORS_ENV])] if os.environ.get(MIRRORS_ENV) else []
-    common = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                            capture_output=True, text=True).stdout.strip()
-    for base in [ROOT] + ([Path(common).parent] if common else []):
-        places.append(base.parent / "shared" / "mirrors")
-    for place in places:
-        if (place / BUNDLE).is_file():
-            return place / BUNDLE
-    pytest.skip(f"no {BUNDLE} in {', '.join(map(str, places))}: set {MIRRORS_ENV} to the folder of the git bundles")
-
-
 @pytest.fixture(scope="module")
-def tf_cnn_benchmarks_dir(tmp_path_factory):
+def tf_cnn_benchmarks_dir(tmp_path_factory, mirror_bundle):
     clone = tmp_path_factory.mktemp("tensorflow-benchmarks")
-    subprocess.run(["git", "clone", "-q", "--no-checkout", str(find_bundle()), str(clone)], check=True)
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(mirror_bundle(BUNDLE)), str(clone)], check=True)
     subprocess.run(["git", "-C", str(clone), "checkout", "-q", PINNED_COMMIT], check=True)
     return clone / "scripts" / "tf_cnn_benchmarks"
 
