@@ -4,8 +4,8 @@ run-benchmark.yml runs in the background in a session of its own, like a command
 terminal; once a run's worker trains, one of:
 - SIGINT to its process group (what Ctrl-C does),
 - SIGTERM to ansible-playbook,
-- SIGKILL to its process group (the controller dies without any cleanup; a lost terminal,
-  SIGHUP, ends it the same way).
+- SIGKILL to its process group (the controller dies without any cleanup),
+- SIGHUP to its process group (a lost terminal or controller SSH session).
 Then, on the local system and on a 2-host test bed: no TF process or supervisor of the sweep
 is left within BOUND seconds; the interrupted run is recorded as failed, reason
 `interrupted: ...`; every earlier run stays; the user sees one line naming the run and the
@@ -38,7 +38,8 @@ pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 BOUND = 15.0  # seconds from the signal to no task of the run on any host
 FAST = ["-e", "model=trivial", "-e", "image_size=32", "-e", "batch_size=8", "-e", "warmup_steps=2"]
-SIGNALS = {"ctrl_c": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, False), "sigkill": (signal.SIGKILL, True)}
+SIGNALS = {"ctrl_c": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, False), "sigkill": (signal.SIGKILL, True),
+           "sighup": (signal.SIGHUP, True)}
 
 
 class Sweep:
@@ -142,8 +143,8 @@ def test_ctrl_c_stops_records_keeps_and_resumes(project_root, ansible_env, tmp_p
     assert runs[0]["id"] == first["id"] and runs[0]["images_per_sec"] == first["images_per_sec"]
 
 
-@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
-def test_sigterm_or_sigkill_of_the_controller_stops_and_records(how, project_root, ansible_env, tmp_path,
+@pytest.mark.parametrize("how", ["sigterm", "sigkill", "sighup"])
+def test_sigterm_sigkill_or_sighup_of_the_controller_stops_and_records(how, project_root, ansible_env, tmp_path,
                                                                 live_processes):
     sweep = local_sweep(project_root, ansible_env, tmp_path, "-e", "repetitions=1", "-e", "steps=1000000")
     sweep.wait_until_training(1)

@@ -92,7 +92,9 @@ def test_tensorflow_benchmarks_at_the_studys_commit_fails_on_tf_1_1_as_the_study
     sweep_id = f"upstream-{uuid.uuid4().hex[:8]}"
     done = playbook(project_root, ansible_env, tmp_path, tf1_python, bundle,
                     "-e", "workload=tf_cnn_benchmarks@9a318c0", "-e", "gpus=1", "-e", f"sweep_id={sweep_id}")
-    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    # A sweep whose runs failed says how many and exits 2 (fail_on_failed_runs, #21).
+    assert done.returncode == 2, done.stdout[-5000:] + done.stderr[-2000:]
+    assert f"sweep {sweep_id}: 1 of 1 runs failed" in " ".join(done.stdout.split()), done.stdout[-3000:]
     (run,) = store.runs(store.connect(tmp_path / "results.sqlite"))
     assert (run["status"], run["workload"], run["workload_ref"], run["workload_commit"]) == (
         "failed", "tf_cnn_benchmarks", "9a318c0", UPSTREAM_COMMIT)
