@@ -1,8 +1,9 @@
-"""What the benchmarks that drive ansible-playbook share: the project root and its environment."""
+"""What the benchmarks share: the project root, ansible-playbook's environment, free ports."""
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -16,3 +17,15 @@ def ansible_env() -> dict[str, str]:
     env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
     env["ANSIBLE_NOCOLOR"] = "1"
     return env
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` loopback ports that were free a moment ago (bound together, so all distinct)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()

@@ -22,11 +22,12 @@ import argparse
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_env import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -142,17 +143,6 @@ def run_independent(args):
     if done.returncode:
         raise RuntimeError(f"independent run failed:\n{done.stderr[-3000:]}")
     return rates_of(result_from(done.stdout, RESULT_PREFIX))
-
-
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def run_parameter_server(args):

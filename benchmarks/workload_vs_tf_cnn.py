@@ -36,12 +36,13 @@ import os
 import platform
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+
+from bench_env import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -161,17 +162,6 @@ class Programs:
 
 
 # --- running a leg ----------------------------------------------------------------------
-
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
 
 def worker_rate(output, what):
     """The worker's mean images/sec over the measured steps (its last step line)."""
