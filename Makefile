@@ -17,7 +17,8 @@ run: setup
 	ansible-playbook run-benchmark.yml $(ARGS)
 
 # Everything CI proves: pytest (unit + integration), ansible-lint (production profile,
-# offline), every module rendered by ansible-doc, every role's molecule scenario.
+# offline), ruff (lint and format check), every module rendered by ansible-doc, every role's
+# molecule scenario.
 test: setup
 	scripts/test.sh $(PYTEST_ARGS)
 
@@ -26,6 +27,7 @@ test-python: setup
 
 lint: setup
 	scripts/lint.sh
+	scripts/ruff.sh
 
 doc-check: setup
 	$(BIN)/python -m pytest tests/modules/test_ansible_doc.py

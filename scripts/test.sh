@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: pytest (unit + integration, ansible-doc of every
-# module included), ansible-lint's production profile offline, and every role's molecule
-# scenario. Each stage runs even if an earlier one failed; the exit status says if any did.
+# module included), ansible-lint's production profile offline, ruff (lint and format check of
+# the Python), and every role's molecule scenario. Each stage runs even if an earlier one
+# failed; the exit status says if any did.
 # Arguments go to pytest (e.g. scripts/test.sh -k layout).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,7 @@ pytest_stage() {
 stage test-deps scripts/test-deps.sh
 stage pytest pytest_stage "$@"
 stage ansible-lint scripts/lint.sh
+stage ruff scripts/ruff.sh
 stage molecule scripts/molecule.sh
 
 if [ ${#failed[@]} -gt 0 ]; then
