@@ -32,9 +32,10 @@ options:
     default: 30
   node_profile:
     description:
-      - A node profile of C(dtfbench.ec2_types.NODE_PROFILES) (C(cscs2017), C(current)); when
-        given, RV(profile_supported) and RV(profile_problem) say whether it fits the GPUs.
+      - A node profile of C(dtfbench.ec2_types.NODE_PROFILES); when given, RV(profile_supported)
+        and RV(profile_problem) say whether it fits the GPUs.
     type: str
+    choices: [cscs2017, current]
   instance_type:
     description:
       - The node's EC2 instance type, used for the profile check only when the node shows
