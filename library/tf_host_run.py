@@ -50,7 +50,9 @@ author:
   - dtfbench developers
 options:
   state:
-    description: The phase of the run to carry out on this host.
+    description:
+      - The phase of the run to carry out on this host. Unlike M(tf_task)'s O(state), which is
+        the state of one task, a phase has no default - each call names the one it does.
     type: str
     choices: [checked, started, finished, stopped]
     required: true
@@ -127,29 +129,22 @@ options:
         the file back. Empty - the program writes no result file.
     type: str
     default: ""
-  environment:
-    description: Environment variables for every task (C(CUDA_VISIBLE_DEVICES) comes from O(tasks)).
-    type: dict
-    default: {}
   ready_timeout:
-    description: Seconds every task gets to accept connections on its port.
+    description:
+      - Seconds every task gets to accept connections on its port.
+      - Longer than M(tf_task)'s default (120), which is for one task - here all the tasks of
+        the host start at once - and the same as the benchmark's C(ready_timeout).
     type: float
     default: 180.0
   timeout:
-    description: Seconds the workers get to finish, counted after they are ready (O(state=finished)).
+    description:
+      - Seconds the workers get to finish, counted after they are ready (O(state=finished)).
+      - The benchmark's C(run_timeout), the limit of one measured run; M(tf_task)'s default
+        (3600) is for any program.
     type: float
     default: 1800.0
   ps_exit_timeout:
     description: Seconds the parameter servers get to exit by themselves before they are stopped (O(state=stopped)).
-    type: float
-    default: 0.0
-  grace_period:
-    description: Seconds between SIGTERM and SIGKILL when a task is stopped.
-    type: float
-    default: 10.0
-  max_runtime:
-    description:
-      - The dead-man deadline of each task's supervisor (see M(tf_task)); 0 for none.
     type: float
     default: 0.0
   complete_results:
@@ -159,10 +154,8 @@ options:
         host's part failed.
     type: list
     elements: raw
-  log_tail_lines:
-    description: How many lines of a failed task's log a message quotes.
-    type: int
-    default: 40
+extends_documentation_fragment:
+  - dtfbench_task
 notes:
   - Supports check mode. O(state=checked) reports as always; the other states only report
     what they would do.

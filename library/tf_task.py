@@ -56,13 +56,6 @@ options:
       - Working directory of the program; defaults to O(run_dir).
       - A relative O(result_file) is taken relative to it.
     type: path
-  environment:
-    description:
-      - Variables merged over the module's environment for the program (for example
-        C(CUDA_VISIBLE_DEVICES), C(TF_CONFIG)). A value of C(null) removes the variable;
-        booleans become C(true)/C(false), other values their string form.
-    type: dict
-    default: {}
   run_dir:
     description:
       - Directory of C(<name>.pid), C(<name>.log), C(<name>.exit) and the supervisor script
@@ -102,10 +95,15 @@ options:
     description:
       - Seconds to wait for O(port) with O(state=started). When they pass, the task's process
         group is stopped (SIGTERM, O(grace_period), SIGKILL) and the module fails.
+      - The default is for one task. M(tf_host_run)'s is longer (180), as it starts all the
+        tasks of a host at once, and is the benchmark's C(ready_timeout).
     type: float
     default: 120
   timeout:
-    description: Seconds O(state=finished) waits for the program to exit.
+    description:
+      - Seconds O(state=finished) waits for the program to exit.
+      - The default is for any program, however long it runs. M(tf_host_run)'s is the
+        benchmark's C(run_timeout) (1800), the limit of one measured run.
     type: float
     default: 3600
   stop_on_timeout:
@@ -114,19 +112,6 @@ options:
         V(false) to stop it in a playbook's C(always:) section instead.
     type: bool
     default: false
-  grace_period:
-    description: Seconds between SIGTERM and SIGKILL when stopping.
-    type: float
-    default: 10
-  max_runtime:
-    description:
-      - With O(state=started), the most seconds the program may run. The supervisor itself
-        enforces it (SIGTERM to the task's process group, O(grace_period), SIGKILL) and
-        records C(deadline_exceeded) in the exit status, so a task ends even when no
-        controller is left to stop it (the host became unreachable, the playbook was killed).
-      - V(0) means no limit.
-    type: float
-    default: 0
   result_file:
     description:
       - JSON file the program writes (for example C(--result_file) of C(dtfbench.train)).
@@ -134,10 +119,6 @@ options:
         C(reason) (or C(error), C(message)) key.
       - Relative paths are taken relative to O(chdir) (or O(run_dir)).
     type: path
-  log_tail_lines:
-    description: Number of log lines returned in RV(log_tail) and in failure messages.
-    type: int
-    default: 40
 attributes:
   check_mode:
     support: full
@@ -156,6 +137,8 @@ notes:
   - The supervisor ignores SIGTERM, SIGINT and SIGHUP sent to it alone (it records them and
     keeps waiting for the program, whose exit status it then writes); stop a task through its
     process group, as O(state=stopped) does.
+extends_documentation_fragment:
+  - dtfbench_task
 seealso:
   - module: tf_cluster_spec
 """
