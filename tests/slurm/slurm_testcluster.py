@@ -43,16 +43,18 @@ process dies without doing it (a killed test run).
 
 Needs root, iproute2, util-linux (nsenter, unshare), slurmctld, slurmd, slurm-client, munge
 and environment-modules: scripts/test-deps.sh installs them.
+
+The steps it shares with the test bed (commands, ip, the address range, state.json,
+/proc, stopping processes, removing a prefix's namespaces and links) are in
+tests/harness/netns_harness.py, linked into this folder.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -60,14 +62,30 @@ import sysconfig
 import time
 from pathlib import Path
 
+import netns_harness as nh
+from netns_harness import (
+    NETNS_DIR,
+    STATE,
+    HarnessError,
+    alive,
+    all_pids,
+    ancestors,
+    cmdline,
+    ip,
+    netns_inode,
+    parent_of,
+    pids_in_netns,
+    run,
+    save_state,
+    write_atomic,
+)
+
 DEFAULT_DIR = Path("/tmp/dtfbench-slurm-test")
 DEFAULT_NODES = 4
 MAX_NODES = 8
 NET = "10.215.{x}.0/24"
 CANDIDATES = list(range(15, 250))
 PREFIX = "dtsl"
-NETNS_DIR = Path("/run/netns")
-STATE = "state.json"
 PARTITION = "debug"
 FEATURE = "gpu"
 SLURMD_PORT = 6818
@@ -80,47 +98,12 @@ TOOLS = {"ip": "iproute2", "nsenter": "util-linux", "unshare": "util-linux", "se
 MODULES_INIT = "/usr/share/modules/init/bash"
 
 
-class ClusterError(RuntimeError):
-    """Something the test cluster cannot do; the message says what and how to fix it."""
+# Something the test cluster cannot do; the message says what and how to fix it. The steps it
+# shares with the test bed (netns_harness) raise it too.
+ClusterError = HarnessError
 
 
 # --------------------------------------------------------------------------- helpers
-
-def run(*argv: str, check: bool = True, env: dict | None = None,
-        timeout: float = 60) -> subprocess.CompletedProcess:
-    done = subprocess.run(list(argv), capture_output=True, text=True, env=env, timeout=timeout)
-    if check and done.returncode != 0:
-        raise ClusterError(f"{' '.join(argv)} failed (exit {done.returncode}): "
-                           f"{(done.stderr or done.stdout or '').strip()}")
-    return done
-
-
-def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return run("ip", *args, check=check)
-
-
-def ip_json(*args: str):
-    out = ip("-j", *args).stdout.strip()
-    return json.loads(out) if out else []
-
-
-def link_names() -> set[str]:
-    return {link["ifname"] for link in ip_json("link", "show")}
-
-
-def netns_names() -> set[str]:
-    return {entry["name"] for entry in ip_json("netns", "list")} if NETNS_DIR.exists() else set()
-
-
-def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
-
 
 def missing_prerequisites() -> str:
     """Why the test cluster cannot come up here; empty when it can."""
@@ -153,64 +136,6 @@ def tool(name: str) -> str:
 
 # --------------------------------------------------------------------------- processes
 
-def cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
-    except OSError:
-        return []
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def parent_of(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def ancestors() -> set[int]:
-    """This process and its ancestors: never killed by a sweep (a `down` run from a shell)."""
-    found, pid = set(), os.getpid()
-    while pid > 1 and pid not in found:
-        found.add(pid)
-        pid = parent_of(pid)
-    return found
-
-
-def all_pids() -> list[int]:
-    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
-
-
-def netns_inode(name: str) -> int | None:
-    try:
-        return os.stat(NETNS_DIR / name).st_ino
-    except OSError:
-        return None
-
-
-def pids_in_netns(inode: int) -> list[int]:
-    found = []
-    spare = ancestors()
-    for pid in all_pids():
-        if pid in spare:
-            continue
-        try:
-            if os.readlink(f"/proc/{pid}/ns/net") == f"net:[{inode}]":
-                found.append(pid)
-        except OSError:
-            continue
-    return found
-
-
 def pids_of_cluster(directory: Path, munge_dir: str = "") -> list[int]:
     """Slurm and munge processes (daemons and clients) whose command line names the cluster's
     directory (or its munge directory), and the cluster's watchdog; never this process or
@@ -239,49 +164,11 @@ def children_of(parents) -> list[int]:
 
 
 def kill_all(pids_of, grace: float = 3.0) -> None:
-    """SIGTERM what pids_of() returns, then SIGKILL what is left after `grace`, until none."""
-    deadline = time.monotonic() + grace
-    sig = signal.SIGTERM
-    while True:
-        pids = [pid for pid in pids_of() if alive(pid)]
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.05)
-        if time.monotonic() > deadline:
-            if sig == signal.SIGKILL and time.monotonic() > deadline + 10:
-                raise ClusterError(f"processes {pids} survive SIGKILL")
-            sig = signal.SIGKILL
-
-
-# --------------------------------------------------------------------------- address plan
-
-def used_networks() -> list[ipaddress.IPv4Network]:
-    nets = []
-    for link in ip_json("-4", "addr", "show"):
-        for addr in link.get("addr_info", []):
-            nets.append(ipaddress.ip_interface(f"{addr['local']}/{addr['prefixlen']}").network)
-    for route in ip_json("-4", "route", "show", "table", "all"):
-        dst = route.get("dst")
-        if not dst or dst == "default":
-            continue
-        try:
-            nets.append(ipaddress.ip_network(dst, strict=False))
-        except ValueError:
-            continue
-    return nets
+    nh.kill_all(pids_of, grace)
 
 
 def range_is_free(x: int, links: set[str], namespaces: set[str], used: list) -> bool:
-    prefix = f"{PREFIX}{x}-"
-    if any(name.startswith(prefix) for name in links | namespaces):
-        return False
-    net = ipaddress.ip_network(NET.format(x=x))
-    return not any(net.overlaps(other) for other in used)
+    return nh.range_is_free(f"{PREFIX}{x}-", [NET.format(x=x)], links, namespaces, used)
 
 
 def free_port(candidates=CTLD_PORTS) -> int:
@@ -344,17 +231,8 @@ def nodelist(state: dict) -> str:
 # --------------------------------------------------------------------------- state
 
 def load_state(directory: Path) -> dict | None:
-    try:
-        return json.loads((directory / STATE).read_text())
-    except FileNotFoundError:
-        return None
-    except json.JSONDecodeError as err:
-        raise ClusterError(f"{directory / STATE} is not valid JSON ({err}); remove the cluster's "
-                           f"namespaces and links ({PREFIX}<N>-*) and its processes by hand") from None
-
-
-def save_state(state: dict) -> None:
-    write_atomic(Path(state["dir"]) / STATE, json.dumps(state, indent=2) + "\n")
+    return nh.load_state(directory, f"remove the cluster's namespaces and links ({PREFIX}<N>-*) and its "
+                                    "processes by hand")
 
 
 def environment(state: dict) -> dict:
@@ -408,20 +286,11 @@ def up(directory: Path = DEFAULT_DIR, nodes: int = DEFAULT_NODES, ready_timeout:
 
 
 def claim(directory: Path, nodes: int) -> dict:
-    links, namespaces, used = link_names(), netns_names(), used_networks()
-    for x in CANDIDATES:
-        if not range_is_free(x, links, namespaces, used):
-            continue
-        state = plan(directory, nodes, x)
-        save_state(state)  # "claiming": down removes nothing with this prefix yet
-        done = ip("link", "add", "name", state["bridge"], "type", "bridge", check=False)
-        if done.returncode == 0:
-            state["status"] = "building"
-            save_state(state)
-            return state
-        if "exists" not in done.stderr:
-            raise ClusterError(f"ip link add {state['bridge']} type bridge: {done.stderr.strip()}")
-    raise ClusterError("no free address range 10.215.X.0/24 left on this machine")
+    state = nh.claim_range(CANDIDATES, lambda x: f"{PREFIX}{x}-", lambda x: [NET.format(x=x)],
+                           lambda x: plan(directory, nodes, x), "bridge")
+    if state is None:
+        raise ClusterError("no free address range 10.215.X.0/24 left on this machine")
+    return state
 
 
 def build_network(state: dict) -> None:
@@ -664,18 +533,7 @@ def down(directory: Path = DEFAULT_DIR) -> bool:
             kill_all(lambda pid=pid: [pid])
     # 3. Namespaces (their veth ends go with them), host veth ends, the bridge, and anything
     #    else with the prefix (a crash between create and record).
-    prefix = state["prefix"] + "-"
-    for name in sorted(netns_names()):
-        if name.startswith(prefix):
-            inode = netns_inode(name)
-            if inode is not None:
-                kill_all(lambda inode=inode: pids_in_netns(inode))
-            ip("netns", "del", name, check=False)
-    for name in sorted(link_names()):
-        if name.startswith(prefix) and name != state["bridge"]:
-            ip("link", "del", name, check=False)
-    if state["bridge"] in link_names():
-        ip("link", "del", state["bridge"], check=False)
+    nh.remove_prefixed(state["prefix"] + "-", last=[state["bridge"]], grace=3.0)
     if munge_dir.startswith("/tmp/dtfbench-slurm-"):
         shutil.rmtree(munge_dir, ignore_errors=True)
     remove_files(directory)
@@ -708,9 +566,7 @@ def remove_files(directory: Path) -> None:
 
 def leftovers(state: dict) -> list[str]:
     """What of a cluster still exists (empty when it is fully down). For tests."""
-    prefix = state["prefix"] + "-"
-    found = [f"netns {n}" for n in sorted(netns_names()) if n.startswith(prefix)]
-    found += [f"link {n}" for n in sorted(link_names()) if n.startswith(prefix)]
+    found = nh.prefixed_leftovers(state["prefix"] + "-")
     directory = state["dir"]
     markers = [directory] + ([state["munge_dir"]] if state.get("munge_dir") else [])
     spare = ancestors()

@@ -68,6 +68,10 @@ the test bed created them).
 
 Needs root, iproute2, util-linux (unshare, nsenter) and openssh-server/-client
 (scripts/test-deps.sh installs them).
+
+The steps it shares with the Slurm test cluster (commands, ip, the address range, state.json,
+/proc, stopping processes, removing a prefix's namespaces and links) are in
+tests/harness/netns_harness.py, linked into this folder.
 """
 
 from __future__ import annotations
@@ -85,13 +89,31 @@ import sys
 import time
 from pathlib import Path
 
+import netns_harness as nh
+from netns_harness import (
+    NETNS_DIR,
+    STATE,
+    HarnessError,
+    alive,
+    cmdline,
+    ip,
+    ip_json as ip_json,  # for the tests
+    kill_all,
+    link_names,
+    netns_inode,
+    netns_names,
+    pids_in_netns,
+    run,
+    save_state,
+    write_atomic,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = Path("/tmp/dtfbench-testbed")
 MAX_HOSTS = 16
 DEFAULT_HOSTS = 4
 SSD_MOUNT = "/mnt/local_ssd"
 PRIVSEP_DIR = "/run/sshd"
-NETNS_DIR = Path("/run/netns")
 # Markers (inside the host's view of each directory, hidden under the nodes' bind mounts)
 # that say the test bed created the directory and may remove it again.
 CREATED_MARKER = ".created-by-dtfbench-testbed"
@@ -103,50 +125,17 @@ SSHD = "/usr/sbin/sshd"
 # The login user's (root's) ~/.bashrc, and what each node has there instead.
 LOGIN_BASHRC = Path(os.path.expanduser("~root"), ".bashrc")
 NODE_BASHRC = Path("/etc/skel/.bashrc")
-STATE = "state.json"
 
 
-class TestbedError(RuntimeError):
-    """Something the test bed cannot do; the message says what and how to fix it."""
+# Something the test bed cannot do; the message says what and how to fix it. The steps it
+# shares with the Slurm test cluster (netns_harness) raise it too.
+TestbedError = HarnessError
 
 
 # --------------------------------------------------------------------------- helpers
 
-def run(*argv: str, check: bool = True, capture: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(list(argv), capture_output=capture, text=True)
-    if check and done.returncode != 0:
-        raise TestbedError(f"{' '.join(argv)} failed (exit {done.returncode}): {(done.stderr or '').strip()}")
-    return done
-
-
-def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return run("ip", *args, check=check)
-
-
-def ip_json(*args: str):
-    out = ip("-j", *args).stdout.strip()
-    return json.loads(out) if out else []
-
-
-def link_names() -> set[str]:
-    return {link["ifname"] for link in ip_json("link", "show")}
-
-
-def netns_names() -> set[str]:
-    return {entry["name"] for entry in ip_json("netns", "list")} if NETNS_DIR.exists() else set()
-
-
 def node_name(index: int) -> str:
     return f"node{index:02d}"
-
-
-def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
 
 
 def default_python() -> str:
@@ -167,37 +156,6 @@ def check_prerequisites() -> None:
 
 
 # --------------------------------------------------------------------------- processes
-
-def netns_inode(name: str) -> int | None:
-    try:
-        return os.stat(NETNS_DIR / name).st_ino
-    except OSError:
-        return None
-
-
-def pids_in_netns(inode: int) -> list[int]:
-    """Every process whose network namespace is the one with this inode."""
-    found = []
-    me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            link = os.readlink(f"/proc/{entry}/ns/net")
-        except OSError:
-            continue
-        if link == f"net:[{inode}]":
-            found.append(int(entry))
-    return found
-
-
-def cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
-    except OSError:
-        return []
-
 
 def tcp_peers_inodes(network: str) -> set[int]:
     """Socket inodes of this (the host's) network namespace's TCP connections to `network`."""
@@ -262,34 +220,6 @@ def keepers_of(directory: Path) -> list[int]:
     return found
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def kill_all(pids_of, grace: float = 2.0) -> None:
-    """SIGTERM what pids_of() returns, then SIGKILL what is left after `grace`, until none."""
-    deadline = time.monotonic() + grace
-    sig = signal.SIGTERM
-    while True:
-        pids = [pid for pid in pids_of() if alive(pid)]
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.05)
-        if time.monotonic() > deadline:
-            if sig == signal.SIGKILL and time.monotonic() > deadline + 10:
-                raise TestbedError(f"processes {pids} survive SIGKILL")
-            sig = signal.SIGKILL
-
-
 # --------------------------------------------------------------------------- CPU accounting
 
 def cgroup2_root() -> str | None:
@@ -347,30 +277,12 @@ def remove_cgroups(state: dict) -> None:
 
 # --------------------------------------------------------------------------- address plan
 
-def used_networks() -> list[ipaddress.IPv4Network]:
-    nets = []
-    for link in ip_json("-4", "addr", "show"):
-        for addr in link.get("addr_info", []):
-            nets.append(ipaddress.ip_interface(f"{addr['local']}/{addr['prefixlen']}").network)
-    for route in ip_json("-4", "route", "show", "table", "all"):
-        dst = route.get("dst")
-        if not dst or dst in ("default",):
-            continue
-        try:
-            nets.append(ipaddress.ip_network(dst, strict=False))
-        except ValueError:
-            continue
-    return nets
+def networks(x: int) -> list[str]:
+    return [PUBLIC_NET.format(x=x), PRIVATE_NET.format(x=x)]
 
 
 def range_is_free(x: int, links: set[str], namespaces: set[str], used: list) -> bool:
-    prefix = f"dtfb{x}-"
-    if any(name.startswith(prefix) for name in links | namespaces):
-        return False
-    for net in (ipaddress.ip_network(PUBLIC_NET.format(x=x)), ipaddress.ip_network(PRIVATE_NET.format(x=x))):
-        if any(net.overlaps(other) for other in used):
-            return False
-    return True
+    return nh.range_is_free(f"dtfb{x}-", networks(x), links, namespaces, used)
 
 
 def plan(directory: Path, hosts: int, x: int, python: str, devices: int) -> dict:
@@ -412,17 +324,7 @@ def plan(directory: Path, hosts: int, x: int, python: str, devices: int) -> dict
 # --------------------------------------------------------------------------- state
 
 def load_state(directory: Path) -> dict | None:
-    try:
-        return json.loads((directory / STATE).read_text())
-    except FileNotFoundError:
-        return None
-    except json.JSONDecodeError as err:
-        raise TestbedError(f"{directory / STATE} is not valid JSON ({err}); remove the test bed's "
-                           "namespaces and links (prefix dtfb<N>-) by hand") from None
-
-
-def save_state(state: dict) -> None:
-    write_atomic(Path(state["dir"]) / STATE, json.dumps(state, indent=2) + "\n")
+    return nh.load_state(directory, "remove the test bed's namespaces and links (prefix dtfb<N>-) by hand")
 
 
 # --------------------------------------------------------------------------- up
@@ -461,20 +363,11 @@ def up(directory: Path = DEFAULT_DIR, hosts: int = DEFAULT_HOSTS, python: str | 
 
 def claim(directory: Path, hosts: int, python: str, devices: int) -> dict:
     """Pick a free X and claim it by creating the public bridge (atomic: names are unique)."""
-    links, namespaces, used = link_names(), netns_names(), used_networks()
-    for x in CANDIDATES:
-        if not range_is_free(x, links, namespaces, used):
-            continue
-        state = plan(directory, hosts, x, python, devices)
-        save_state(state)  # status "claiming": down removes nothing of this prefix yet
-        done = ip("link", "add", "name", state["bridge_public"], "type", "bridge", check=False)
-        if done.returncode == 0:
-            state["status"] = "building"
-            save_state(state)
-            return state
-        if "exists" not in done.stderr:
-            raise TestbedError(f"ip link add {state['bridge_public']} type bridge: {done.stderr.strip()}")
-    raise TestbedError("no free address range 10.213.X.0/24 + 10.214.X.0/24 left on this machine")
+    state = nh.claim_range(CANDIDATES, lambda x: f"dtfb{x}-", networks,
+                           lambda x: plan(directory, hosts, x, python, devices), "bridge_public")
+    if state is None:
+        raise TestbedError("no free address range 10.213.X.0/24 + 10.214.X.0/24 left on this machine")
+    return state
 
 
 def build(state: dict) -> None:
@@ -774,16 +667,7 @@ def down(directory: Path = DEFAULT_DIR) -> bool:
         if name in links:
             ip("link", "del", name)
     # Anything else of this prefix (a crash between create and record).
-    prefix = state["prefix"] + "-"
-    for name in sorted(netns_names()):
-        if name.startswith(prefix):
-            inode = netns_inode(name)
-            if inode is not None:
-                kill_all(lambda inode=inode: pids_in_netns(inode))
-            ip("netns", "del", name, check=False)
-    for name in sorted(link_names()):
-        if name.startswith(prefix):
-            ip("link", "del", name, check=False)
+    nh.remove_prefixed(state["prefix"] + "-")
     remove_cgroups(state)
     remove_shared_dirs(state)
     remove_files(directory, state)
@@ -865,8 +749,7 @@ def leftovers(state_or_prefix: dict | str, directory: Path | str | None = None) 
         directory = directory or state_or_prefix["dir"]
     else:
         prefix = state_or_prefix
-    found = [f"netns {n}" for n in sorted(netns_names()) if n.startswith(prefix + "-")]
-    found += [f"link {n}" for n in sorted(link_names()) if n.startswith(prefix + "-")]
+    found = nh.prefixed_leftovers(prefix + "-")
     root = cgroup2_root()
     if root and Path(root, f"dtfbench-{prefix}").exists():
         found.append(f"cgroup {root}/dtfbench-{prefix}")

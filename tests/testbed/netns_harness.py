@@ -1,0 +1,1 @@
+../harness/netns_harness.py
