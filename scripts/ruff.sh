@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
-paths=(src library plugins benchmarks tests)
+paths=(src library plugins benchmarks tests scripts)
 rc=0
 ruff check --no-cache "${paths[@]}" || rc=1
 ruff format --no-cache --check "${paths[@]}" || rc=1
