@@ -121,22 +121,7 @@ def run(tf, config, cluster, report, watchdog):
             raise RunFailure(describe_tf_error(exc, cluster, what)) from None
 
     run_started = time.monotonic()
-    for n in range(config.num_warmup_batches):
-        step(f"warm-up step {n + 1}")
-    report.emit(out.step_header())
-    report.start_gpu_sampling()
-    measured_start = time.perf_counter()
-    cpu_start = time.process_time()
-    for n in range(1, config.num_batches + 1):
-        began = time.perf_counter()
-        loss = step(f"step {n}")
-        report.step_times.append(time.perf_counter() - began)
-        report.final_loss = loss
-        if out.should_display(n, config.display_every):
-            report.emit(out.step_line(n, report.images_per_step, report.step_times, loss))
-    report.measured_seconds = time.perf_counter() - measured_start
-    report.measured_cpu_seconds = time.process_time() - cpu_start
-    report.stop_gpu_sampling()
+    report.measure_steps(step)
     report.wall_time["run"] = time.monotonic() - run_started
     watchdog.arm(watchdog_bound(config.step_timeout), "waiting for the other workers to finish")
     _finish_together(tf, cluster, config)

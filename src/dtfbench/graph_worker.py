@@ -258,24 +258,8 @@ class GraphWorker:
             raise RunFailure(describe_tf_error(exc, self.cluster, what)) from None
 
     def _steps(self, sess, built):
-        config, report = self.config, self.report
         fetches = [built.train.train_op, built.train.loss]
-        for step in range(config.num_warmup_batches):
-            self._run(sess, fetches, f"warm-up step {step + 1}")
-        report.emit(out.step_header())
-        report.start_gpu_sampling()
-        measured_start = time.perf_counter()
-        cpu_start = time.process_time()
-        for step in range(1, config.num_batches + 1):
-            began = time.perf_counter()
-            _, loss = self._run(sess, fetches, f"step {step}")
-            report.step_times.append(time.perf_counter() - began)
-            report.final_loss = float(loss)
-            if out.should_display(step, config.display_every):
-                report.emit(out.step_line(step, report.images_per_step, report.step_times, float(loss)))
-        report.measured_seconds = time.perf_counter() - measured_start
-        report.measured_cpu_seconds = time.process_time() - cpu_start
-        report.stop_gpu_sampling()
+        self.report.measure_steps(lambda what: self._run(sess, fetches, what)[1])
 
     def _leave(self, sess, built):
         """Finish without stranding anyone, then tell every PS we are gone."""

@@ -71,6 +71,33 @@ class RunReport:
             else:  # the watchdog's path: never wait on a hung nvidia-smi
                 sampler._stop.set()
 
+    def measure_steps(self, step):
+        """The benchmark's timing rules, one loop for every kind of worker.
+
+        ``step(what)`` runs one training step to its end and returns its loss. The warm-up
+        steps (--num_warmup_batches) run unmeasured. Each of the --num_batches measured steps
+        is timed alone (perf_counter around the step call and nothing else), with a step line
+        every --display_every steps; the measured window's wall and CPU seconds and the GPU
+        sampling span exactly the measured steps.
+        """
+        config = self.config
+        for n in range(config.num_warmup_batches):
+            step(f"warm-up step {n + 1}")
+        self.emit(out.step_header())
+        self.start_gpu_sampling()
+        measured_start = time.perf_counter()
+        cpu_start = time.process_time()
+        for n in range(1, config.num_batches + 1):
+            began = time.perf_counter()
+            loss = step(f"step {n}")
+            self.step_times.append(time.perf_counter() - began)
+            self.final_loss = float(loss)
+            if out.should_display(n, config.display_every):
+                self.emit(out.step_line(n, self.images_per_step, self.step_times, self.final_loss))
+        self.measured_seconds = time.perf_counter() - measured_start
+        self.measured_cpu_seconds = time.process_time() - cpu_start
+        self.stop_gpu_sampling()
+
     def result(self, status="ok", reason=None):
         return out.build_result(
             config=self.config.as_dict(), step_times=self.step_times, images_per_step=self.images_per_step,
