@@ -22,14 +22,13 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 # The stdlib-only code, by dotted name: a package covers every module under it. Update this
-# one list when the layout changes.
+# one list when the layout changes (docs/design.md says what each subpackage may import).
 STDLIB_ONLY = (
-    "dtfbench.catalog",
-    "dtfbench.ec2_types",
-    "dtfbench.layout",
-    "dtfbench.nvidia_smi",
-    "dtfbench.store",
-    "dtfbench.workloads",
+    "dtfbench.plan",
+    "dtfbench.launch",
+    "dtfbench.node",
+    "dtfbench.linux",
+    "dtfbench.results",
 )
 
 STDLIB = frozenset(sys.stdlib_module_names)
@@ -113,8 +112,10 @@ def violations(name: str) -> list[str]:
 
 
 def need(name: str):
-    if source_of(name) is None:
-        pytest.skip("%s does not exist (yet): the layout of issue #17 brings it" % name)
+    path = source_of(name)
+    if path is None or path.is_file():
+        # Before the layout of issue #17 (a flat package: dtfbench/plan.py is a module).
+        pytest.skip("the package %s does not exist (yet): the layout of issue #17 brings it" % name)
 
 
 @pytest.mark.parametrize("name", STDLIB_ONLY)
