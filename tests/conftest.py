@@ -4,9 +4,15 @@ import os
 import sys
 from pathlib import Path
 
+import ansible.module_utils
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The project's module_utils (ansible.module_utils.dtfbench.*), as ansible.cfg's
+# `module_utils = module_utils` gives them to Ansible: a test that loads a module file
+# directly (tests/slurm/test_slurm_modules.py) imports them the way the module does under Ansible.
+ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 
 
 @pytest.fixture(scope="session")
