@@ -24,15 +24,21 @@ def pids():
     return sorted(int(entry) for entry in os.listdir("/proc") if entry.isdigit())
 
 
-def stat(pid):
-    """(state, ppid, pgrp) of a process, or None when it is gone."""
+def stat_fields(pid):
+    """The fields of /proc/<pid>/stat after the command name (state is [0], ppid [1], pgrp [2],
+    starttime [19]), or None when the process is gone."""
     data = read("/proc/%d/stat" % pid)
     if not data:
         return None
-    fields = data[data.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
+    return data[data.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
+
+
+def stat(pid):
+    """(state, ppid, pgrp) of a process, or None when it is gone."""
+    fields = stat_fields(pid)
     try:
         return fields[0], int(fields[1]), int(fields[2])
-    except (IndexError, ValueError):
+    except (TypeError, IndexError, ValueError):
         return None
 
 
