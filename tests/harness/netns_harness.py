@@ -18,7 +18,8 @@ Both harnesses run as scripts as well (their CLIs, the test bed's keeper, the cl
 watchdog), so this module is reached through a file link in each of their folders
 (``tests/testbed/netns_harness.py``, ``tests/slurm/netns_harness.py``): ``import
 netns_harness`` works from a script's folder and from pytest's ``pythonpath`` alike, with no
-sys.path edit. Standard library only.
+sys.path edit. It reads /proc and writes files through dtfbench.linux (the project's one place
+for those rules; the harnesses run with the .venv's Python, where dtfbench is installed).
 """
 
 from __future__ import annotations
@@ -32,8 +33,14 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from dtfbench.linux import files, procfs
+
 NETNS_DIR = Path("/run/netns")
 STATE = "state.json"
+
+# The /proc readers both harnesses use, from the project's one place for them.
+alive = procfs.alive
+cmdline = procfs.cmdline
 
 
 class HarnessError(RuntimeError):
@@ -73,13 +80,8 @@ def netns_names() -> set[str]:
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    """`text` to `path` through a temporary file renamed over it (parents created)."""
+    files.write_atomic(path, text, mode)
 
 
 # --------------------------------------------------------------------------- state.json
@@ -156,28 +158,8 @@ def claim_range(
 # --------------------------------------------------------------------------- processes
 
 
-def cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
-    except OSError:
-        return []
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def parent_of(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
+    return procfs.parent(pid) or 0
 
 
 def ancestors() -> set[int]:
@@ -190,7 +172,7 @@ def ancestors() -> set[int]:
 
 
 def all_pids() -> list[int]:
-    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    return procfs.pids()
 
 
 def netns_inode(name: str) -> int | None:

@@ -97,7 +97,6 @@ from netns_harness import (
     alive,
     cmdline,
     ip,
-    ip_json as ip_json,  # for the tests
     kill_all,
     link_names,
     netns_inode,
@@ -107,6 +106,8 @@ from netns_harness import (
     save_state,
     write_atomic,
 )
+
+ip_json = nh.ip_json  # for the tests
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = Path("/tmp/dtfbench-testbed")

@@ -8,8 +8,8 @@ known exactly (no sleeping, nothing that a busy machine could change).
 
 import pytest
 
-from dtfbench import flags, reporting
-from dtfbench.reporting import RunReport
+from dtfbench.workload import flags, reporting
+from dtfbench.workload.reporting import RunReport
 
 WARMUP_SECONDS = 0.15
 STEP_SECONDS = [0.01, 0.03, 0.01, 0.02, 0.01]
