@@ -12,19 +12,16 @@ the module's Python 3.6, without dtfbench.
 
 import json
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
+from slurm_testcluster import missing_prerequisites, slurm_test_cluster  # noqa: F401
+from tf1_module import TF1_MODULE, slurm_tf1_module  # noqa: F401
 
-from dtfbench import store
+from dtfbench.results import store
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "slurm"))
-
-from slurm_testcluster import missing_prerequisites, slurm_test_cluster  # noqa: E402,F401
-from tf1_module import TF1_MODULE, slurm_tf1_module  # noqa: E402,F401
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible,
               pytest.mark.skipif(bool(missing_prerequisites()), reason=missing_prerequisites() or "ok")]
@@ -108,7 +105,7 @@ def test_daint_defaults_run_the_studys_program_on_its_tf_1_1_module(
     assert not (scratch / "venv").exists() and not (scratch / "wheels").exists()
     script = (scratch / "runs" / run["run_id"] / "job.sbatch").read_text()
     assert f"LAYOUT=(python3 {scratch}/dtfbench_layout.py" in script
-    assert (scratch / "dtfbench_layout.py").read_text() == (ROOT / "src" / "dtfbench" / "layout.py").read_text()
+    assert (scratch / "dtfbench_layout.py").read_text() == (ROOT / "src" / "dtfbench" / "plan" / "layout.py").read_text()
     assert "-m dtfbench" not in (scratch / "runs" / run["run_id"] / "node.sh").read_text()
 
     assert live_processes(sweep_id) == []

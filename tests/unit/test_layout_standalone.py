@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import dtfbench.layout
+import dtfbench.plan.layout
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE_COPY = ROOT / "roles" / "slurm_cluster" / "files" / "dtfbench_layout.py"
@@ -18,8 +18,8 @@ ROLE_COPY = ROOT / "roles" / "slurm_cluster" / "files" / "dtfbench_layout.py"
 
 def test_the_role_ships_the_one_layout_implementation():
     # The file behind the role's copy is the module the plan and the SSH launcher's tf_cluster_spec use.
-    assert ROLE_COPY.resolve() == Path(dtfbench.layout.__file__).resolve()
-    assert ROLE_COPY.resolve() == (ROOT / "module_utils" / "dtfbench_layout.py").resolve()
+    assert ROLE_COPY.resolve() == Path(dtfbench.plan.layout.__file__).resolve()
+    assert ROLE_COPY.resolve() == (ROOT / "module_utils" / "dtfbench" / "plan" / "layout.py").resolve()
 
 
 def test_it_runs_alone_outside_the_package(tmp_path):

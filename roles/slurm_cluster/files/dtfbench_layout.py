@@ -1,1 +1,1 @@
-../../../src/dtfbench/layout.py
+../../../src/dtfbench/plan/layout.py
