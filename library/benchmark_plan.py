@@ -106,14 +106,23 @@ options:
       - With C(tf_cnn_benchmarks) the models are its own of 2017 (alexnet, googlenet, inception3,
         inception4, lenet, overfeat, resnet50, resnet101, resnet152, trivial, vgg11, vgg16, vgg19),
         O(variable_update) is C(parameter_server) or C(distributed_replicated), O(image_size) must be 0,
-        O(warmup_steps) at least 1, O(launcher) C(ssh), and each run gets its flags in RV(runs[].workload_args).
+        O(warmup_steps) at least 1, and each run gets its flags in RV(runs[].workload_args).
+      - V(cscs2017) (or C(cscs2017@REF)) - the study's own copy of tf_cnn_benchmarks, with the same checks.
     type: str
     default: ours
   launcher:
-    description: How the runs will be started (C(ssh) or C(slurm)); C(tf_cnn_benchmarks) runs through C(ssh) only.
+    description: How the runs will be started (C(ssh) or C(slurm)).
     type: str
     choices: [ssh, slurm]
     default: ssh
+  tf_modules:
+    description:
+      - The environment modules a Slurm job loads. When one of them names a TensorFlow version
+        (C(TensorFlow/1.1.0-...)), a workload that cannot run on it is refused, naming both and the fix -
+        V(ours) on TensorFlow 1.x, V(cscs2017) on TensorFlow 2.
+    type: list
+    elements: str
+    default: []
 notes:
   - Supports check mode (it changes nothing in any mode).
 """
@@ -206,6 +215,7 @@ def main():
             sweep_extend=dict(type="bool", default=False),
             workload=dict(type="str", default="ours"),
             launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
+            tf_modules=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )

@@ -3,7 +3,7 @@
 The session's test cluster (tests/slurm/slurm_testcluster.py: Debian's slurmctld here, 4
 slurmd in network namespaces, munge, Tcl modules standing in for Piz Daint's) runs every
 job; this machine is the login node. Each run is one batch job whose script computes the
-layout with dtfbench.layout on $SLURM_JOB_NODELIST, and whose workers' JSON results end up
+layout with dtfbench's layout code on $SLURM_JOB_NODELIST, and whose workers' JSON results end up
 in the results store, as with the SSH launcher.
 """
 
@@ -82,7 +82,7 @@ def test_sweep_runs_as_slurm_jobs_into_the_store(slurm_env, slurm_test_cluster, 
     directory = run_dir(slurm_test_cluster, run["run_id"])
     record = json.loads((directory / "job.json").read_text())
     assert record["job_id"] == job_id and record["state"] == "COMPLETED"
-    # The layout came from dtfbench.layout inside the job, on the allocation.
+    # The layout came from dtfbench's layout code inside the job, on the allocation.
     layout = json.loads((directory / f"job-{job_id}" / "layout.json").read_text())
     assert layout["cluster_spec"] == run["cluster_spec"]
     text = (directory / f"job-{job_id}.out").read_text()

@@ -106,7 +106,6 @@ def test_bad_workloads_are_one_clear_error(value, message):
     ({"variable_update": "horovod"}, "variable_update='horovod' is not a cluster mode of tf_cnn_benchmarks"),
     ({"image_size": 64}, "image_size=64: tf_cnn_benchmarks has no --image_size, each model has its own"),
     ({"warmup_steps": 0}, "warmup_steps=0: tf_cnn_benchmarks of 2017 reads 0 as 'its default'"),
-    ({"launcher": "slurm"}, "workload=tf_cnn_benchmarks@master runs through the ssh launcher only"),
 ])
 def test_what_tf_cnn_benchmarks_cannot_run_is_refused_by_name(request_, message):
     with pytest.raises(PlanError) as err:
@@ -184,3 +183,52 @@ def test_a_tf_cnn_benchmarks_sweep_resumes_only_its_own_runs(tmp_path):
     assert plan(gpus=1, num_ps=1, repetitions=1, workload="tf_cnn_benchmarks@v2",
                 results_db=str(db), sweep_extend=True)["pending_runs"] == 1
     assert plan(gpus=1, num_ps=1, repetitions=1, results_db=str(db), sweep_extend=True)["pending_runs"] == 1
+
+
+DAINT_TF1 = "TensorFlow/1.1.0-CrayGNU-17.08-cuda-8.0-python3"
+DAINT_TF2 = "TensorFlow/2.4.0-CrayGNU-21.09"
+
+
+@pytest.mark.parametrize("workload", ["cscs2017", "cscs2017@master", TF_CNN])
+def test_the_studys_program_and_tf_cnn_benchmarks_plan_on_slurm(workload):
+    result = plan(gpus="1,2", num_ps=1, workload=workload, launcher="slurm", tf_modules=["daint-gpu", DAINT_TF1])
+    assert result["total_runs"] == 2 * 5 and all(run["workload_args"] for run in result["runs"])
+
+
+@pytest.mark.parametrize("workload, modules, message", [
+    ("ours", ["daint-gpu", DAINT_TF1],
+     f"workload=ours (python -m dtfbench.train, TensorFlow 2 code) cannot run on the module {DAINT_TF1} "
+     "(TensorFlow 1.1): use workload=cscs2017 (the study's program, for a TensorFlow 1.x module), or load a "
+     "TensorFlow 2 module (-e tf_module=TensorFlow/2.x... on system=daint, else slurm_cluster_modules)"),
+    ("ours", ["tensorflow-gpu/1.15.2"], "cannot run on the module tensorflow-gpu/1.15.2 (TensorFlow 1.15)"),
+    ("cscs2017", ["daint-gpu", DAINT_TF2],
+     f"workload=cscs2017 (the study's tf_cnn_benchmarks of 2017, TensorFlow 1.x code) cannot run on the module "
+     f"{DAINT_TF2} (TensorFlow 2.4): use workload=ours with this module, or load a TensorFlow 1.x module "
+     "(on system=daint leave tf_module out for the study's TensorFlow/1.1.0 module)"),
+    ("cscs2017@master", ["TensorFlow/2.11.0"], "workload=cscs2017@master (the study's"),
+    # The last TensorFlow module counts (a later `module load` replaces an earlier one).
+    ("ours", [DAINT_TF2, DAINT_TF1], f"cannot run on the module {DAINT_TF1}"),
+])
+def test_a_workload_on_a_tensorflow_module_it_cannot_run_is_refused_naming_both(workload, modules, message):
+    with pytest.raises(PlanError) as err:
+        plan(gpus=1, num_ps=1, workload=workload, launcher="slurm", tf_modules=modules)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("workload, modules", [
+    ("ours", ["daint-gpu", DAINT_TF2]), ("cscs2017", ["daint-gpu", DAINT_TF1]),
+    ("cscs2017", ["TensorFlow/1.15.0"]),
+    # A name without a version says nothing (the test cluster's TensorFlow/venv-python3).
+    ("ours", ["daint-gpu", "TensorFlow/venv-python3"]), ("cscs2017", ["TensorFlow"]), ("ours", []),
+    # tf_cnn_benchmarks@<ref> follows its ref: master needs TF 2, the cnn_tf_v1.x branches TF 1.x.
+    (TF_CNN, [DAINT_TF1]), (TF_CNN, [DAINT_TF2]),
+])
+def test_a_coherent_or_unknown_pair_is_planned(workload, modules):
+    assert plan(gpus=1, num_ps=1, workload=workload, launcher="slurm", tf_modules=modules)["total_runs"] == 5
+
+
+def test_tf_module_version_reads_the_sites_names():
+    assert workloads.tf_module_version(["daint-gpu", DAINT_TF1]) == (DAINT_TF1, (1, 1))
+    assert workloads.tf_module_version(["TensorFlow/v2.9.1"]) == ("TensorFlow/v2.9.1", (2, 9))
+    assert workloads.tf_module_version(["Horovod/0.21.0-CrayGNU-tf-2.4.0", "PyTorch/1.9.0"]) is None

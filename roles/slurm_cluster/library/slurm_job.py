@@ -20,7 +20,7 @@ description:
     already forgotten (older than C(MinJobAge)) is judged by the exit status its batch script
     left in the job directory.
   - Collects what the job wrote into its directory C(<run_dir>/job-<id>/) -
-    C(layout.json) (the layout the job computed on its allocation with C(dtfbench.layout))
+    C(layout.json) (the layout the job computed on its allocation with dtfbench's layout code, C(dtfbench_layout.py))
     and each worker's C(worker-<i>.json) - and adds the job id and node list to every
     worker result.
   - Fails only when the scheduler cannot be used (sbatch refuses the job, scontrol keeps

@@ -3,7 +3,9 @@
 This is the one implementation of the layout (see ``docs/design.md``). It is a pure function
 of its inputs and imports only the standard library: Ansible ships this file to targets as
 ``ansible.module_utils.dtfbench.plan.layout`` (``module_utils/dtfbench/plan`` is a symbolic
-link to this folder) and Slurm batch scripts run it as ``python -m dtfbench.layout``.
+link to this folder), and Slurm batch scripts run a copy of this one file (roles/slurm_cluster's
+``dtfbench_layout.py``) on the job's Python, which may lack dtfbench (a TF 1.1 module's 3.6):
+keep it one file, importing nothing of dtfbench, in Python 3.6 syntax.
 
 Rules (in order):
 

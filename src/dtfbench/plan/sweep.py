@@ -177,7 +177,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     this sweep already recorded there as ok are marked done: re-running a sweep resumes it),
     workload (``ours`` or ``tf_cnn_benchmarks@<git ref>``, see dtfbench.plan.workloads), launcher
     (``ssh`` or ``slurm``), sweep_extend (a resume may ask for another configuration than the
-    one recorded for sweep_id).
+    one recorded for sweep_id), tf_modules (a Slurm job's modules: a TensorFlow module of the
+    wrong major version for the workload is refused).
 
     With results_db, the store is checked first (store.check_writable) and a resume must ask
     for the sweep's recorded configuration. Repeated axis values are folded, with a note.
@@ -190,6 +191,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             image_size=_ints("image_size", [request.get("image_size") or 0], 0)[0],
             warmup_steps=_ints("warmup_steps", [request.get("warmup_steps", 10)], 0)[0],
             launcher=str(request.get("launcher") or "ssh"))
+        workloads.check_tf_module(workload, request.get("tf_modules") or [])
     except workloads.WorkloadError as err:
         raise PlanError(str(err)) from None
     known_models = MODELS if workload.is_ours else workloads.TF_CNN_MODELS

@@ -190,12 +190,44 @@ def check_request(workload: Workload, *, models: Iterable[str], variable_updates
         raise WorkloadError(
             f"warmup_steps={warmup_steps}: {TF_CNN_BENCHMARKS} of 2017 reads 0 as 'its default' (10 "
             f"or more); give warmup_steps >= 1 with workload={label}")
-    if launcher == "slurm":
+
+
+# A site's TensorFlow module names its version first (EasyBuild, Cray: TensorFlow/1.1.0-CrayGNU-17.08-cuda-8.0-python3,
+# TensorFlow/2.4.0-CrayGNU-21.09); a name without one (TensorFlow, TensorFlow/venv-python3) says nothing.
+_TF_MODULE = re.compile(r"^tensorflow(?:[-_]gpu)?/v?(\d+)\.(\d+)", re.IGNORECASE)
+
+
+def tf_module_version(modules: Iterable[Any]) -> tuple[str, tuple[int, int]] | None:
+    """The last TensorFlow module of a Slurm job's module list and its (major, minor), or None
+    when no module name says a TensorFlow version."""
+    found = None
+    for module in modules or ():
+        match = _TF_MODULE.match(str(module).strip())
+        if match:
+            found = (str(module).strip(), (int(match.group(1)), int(match.group(2))))
+    return found
+
+
+def check_tf_module(workload: Workload, modules: Iterable[Any]) -> None:
+    """Refuse a workload on a TensorFlow module it cannot run on, before anything is submitted:
+    ours (TF 2 code) on a TF 1.x module, the study's program (TF 1.x code: tf.contrib, queues)
+    on a TF 2 module. tf_cnn_benchmarks@<ref> follows its ref (master needs TF 2, the
+    cnn_tf_v1.x_compatible branches TF 1.x): not checked here."""
+    found = tf_module_version(modules)
+    if found is None:
+        return
+    module, (major, minor) = found
+    on = f"the module {module} (TensorFlow {major}.{minor})"
+    if workload.is_ours and major < 2:
         raise WorkloadError(
-            f"workload={label} runs through the ssh launcher only: a Slurm job computes its layout "
-            f"with dtfbench (Python >= 3.10) in the same environment that would run "
-            f"{TF_CNN_BENCHMARKS} on TensorFlow 1.x; use workload=ours on Slurm systems "
-            f"(docs/tf_cnn_benchmarks.md)")
+            f"workload={workload.label} (python -m dtfbench.train, TensorFlow 2 code) cannot run on {on}: "
+            f"use workload={STUDY} (the study's program, for a TensorFlow 1.x module), or load a "
+            f"TensorFlow 2 module (-e tf_module=TensorFlow/2.x... on system=daint, else slurm_cluster_modules)")
+    if workload.name == STUDY and major >= 2:
+        raise WorkloadError(
+            f"workload={workload.label} (the study's tf_cnn_benchmarks of 2017, TensorFlow 1.x code) cannot "
+            f"run on {on}: use workload={OURS} with this module, or load a TensorFlow 1.x module (on "
+            f"system=daint leave tf_module out for the study's TensorFlow/1.1.0 module)")
 
 
 def worker_device_type(layout: Mapping[str, Any], where: str) -> str:

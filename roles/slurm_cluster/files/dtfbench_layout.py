@@ -1,0 +1,1 @@
+../../../src/dtfbench/plan/layout.py
