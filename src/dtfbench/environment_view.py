@@ -200,3 +200,35 @@ def describe_differences(found: list[dict[str, Any]]) -> str:
     """One line per field: ``env.OMP_NUM_THREADS: 3 on node02; (unset) on node01``."""
     return "\n".join(f"{d['field']}: " + "; ".join(f"{v} on {', '.join(h)}" for v, h in d["values"].items())
                      for d in found)
+
+
+def configuration_keys(rows: list[Mapping[str, Any]], same: Any) -> list[str | None]:
+    """Each row's environment key for grouping. A run without one (failed before a worker
+    reported) takes the key of its configuration's other runs of the same sweep when they all
+    share one: its failure belongs to that environment. `same(row)`: the row's configuration
+    without its environment."""
+    known: dict[tuple, set[str]] = {}
+    for row in rows:
+        if row.get("environment_key"):
+            known.setdefault((same(row), row.get("sweep_id")), set()).add(row["environment_key"])
+    keys = []
+    for row in rows:
+        key = row.get("environment_key")
+        if not key and row.get("status") != "ok":
+            candidates = known.get((same(row), row.get("sweep_id")), set())
+            key = next(iter(candidates)) if len(candidates) == 1 else None
+        keys.append(key or None)
+    return keys
+
+
+def mark_splits(summaries: list[dict[str, Any]], same: Any) -> None:
+    """Set ``environment_split`` on every summary, in place: the MATTERS fields in which its
+    environment differs from those of the configurations that are the same but for it
+    ([] when there are none)."""
+    siblings: dict[Any, list[dict[str, Any]]] = {}
+    for summary in summaries:
+        siblings.setdefault(same(summary), []).append(summary)
+    for group in siblings.values():
+        split = split_fields(s.get("environment_key") for s in group) if len(group) > 1 else []
+        for summary in group:
+            summary["environment_split"] = split

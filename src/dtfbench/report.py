@@ -17,7 +17,9 @@ images/sec(N) / images/sec(1), efficiency = speedup / N. I/O overhead = (synthet
 ``build`` writes, under the output folder: ``best_configurations.{md,csv}`` (the study's
 Tables 1-3: per system and GPU count the best configuration, images/sec with its CI,
 speedup, efficiency, and the I/O overhead), ``io_overhead.csv``, ``configurations.{md,csv}``
-(every configuration: mean, 95% CI, min/max, runs ok/failed and why), ``failures.{md,csv}``
+(every configuration: mean, 95% CI, min/max, runs ok/failed and why), ``environments.{md,csv}``
+(per system the distinct environments, the runs of each, and the fields that split a
+configuration: ``dtfbench.report_environment``), ``failures.{md,csv}``
 (every failed run and its reason), ``plots/`` (images/sec bars, speedup and efficiency
 against the ideal on a log2 GPU axis, I/O overhead; PNG and SVG, each with a JSON sidecar of
 its series), ``manifest.json`` and, last, ``index.md``, which lists all of it. With
@@ -47,7 +49,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dtfbench import reference as reference_data
-from dtfbench import stats, store
+from dtfbench import report_environment, stats, store
 
 CONFIG_KEYS = stats.CONFIG_KEYS
 BASELINE_KEYS = stats.BASELINE_KEYS
@@ -108,6 +110,9 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
                 for s in summaries for reason in s["reasons"]]
     if failures:
         text += ["", "failed runs:"] + failures
+    split = report_environment.splits(summaries, report_environment.labels(summaries))
+    if split:
+        text += ["", "kept apart by their environment (the report's environments.md):"] + [f"  {s}" for s in split]
     return "\n".join(text)
 
 
@@ -417,7 +422,7 @@ def io_table(analysis: Analysis) -> str:
 CONFIG_CSV = CONFIG_KEYS + ("runs", "n_ok", "failed", "status", "images_per_sec", "ci_low", "ci_high",
                             "ci_half_width", "stddev", "images_per_sec_min", "images_per_sec_max",
                             "images_per_sec_per_worker", "speedup", "efficiency", "is_best", "reasons",
-                            "sweep_ids")
+                            "sweep_ids", "environment_split")
 CONFIG_REF_CSV = ("ref_system", "ref_images_per_sec", "ref_num_ps", "ref_variable_update",
                   "ref_is_same_config", "diff_images_per_sec_pct")
 
@@ -691,6 +696,13 @@ def _index(analysis: Analysis, db: str, sweep_id: str | None, tables: list[tuple
                         [[r["system"], _model_label(r), r["batch_size"], r["data"], r["gpus"], r["num_ps"],
                           r["variable_update"], _f(r["images_per_sec"]), _f(r["speedup"]),
                           _f(r["efficiency"], ".4f")] for r in best_ok])
+    env_names = report_environment.labels(rows)
+    md += ["", "## Environment", ""]
+    md += [f"- {e['system']} {e['environment']}: {e['runs']} run(s) on {', '.join(e['hosts']) or 'unknown hosts'}; "
+           + "; ".join(f"{k} {e[k]}" for k in ("gpu_model", "gpu_driver", "tf_version", "instance_type"))
+           for e in report_environment.environments(rows)]
+    md += [f"- Kept apart: {line}" for line in report_environment.splits(analysis.summaries, env_names)]
+    md.append("- Details: [environments.md](environments.md)")
     md += ["", "## Plots", ""]
     if not plots:
         md.append("None written (no plot formats asked for, or no successful run).")
@@ -746,6 +758,9 @@ def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "p
     best_csv, best_md = best_tables(analysis)
     config_csv, config_md = configuration_tables(analysis)
     fail_csv, fail_md = failure_tables(analysis)
+    env_rows, env_md = report_environment.tables(analysis.rows, analysis.summaries)
+    outputs.update({"environments.md": env_md,
+                    "environments.csv": _csv(report_environment.CSV_COLUMNS, env_rows)})
     outputs.update({"best_configurations.md": best_md, "best_configurations.csv": best_csv,
                     "io_overhead.csv": io_table(analysis),
                     "configurations.md": config_md, "configurations.csv": config_csv,
@@ -757,6 +772,9 @@ def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "p
               ("io_overhead.csv", "I/O overhead per system and GPU count"),
               ("configurations.md", "every configuration: mean, 95% CI, min/max, runs ok/failed and why"),
               ("configurations.csv", "the same, every column"),
+              ("environments.md", "per system, the distinct environments (GPU, driver, TF and its build, instance "
+               "type, ...) and the runs of each; the configurations they split"),
+              ("environments.csv", "the same, every column"),
               ("failures.md", "every failed run and its reason"),
               ("failures.csv", "the same, every column")]
     plots_written: list[tuple[str, dict[str, Any], list[str]]] = []

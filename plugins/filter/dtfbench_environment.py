@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: dtfbench developers
+# Apache License 2.0 (see LICENSE)
+"""Filters over the nodes' environment documents (dtfbench.environment), on the controller.
+
+environment_documents: the hosts' registered outputs of environment.py -> {host: document}.
+environment_differences: {host: document} -> the fields in which the hosts differ.
+"""
+
+from __future__ import annotations
+
+import json
+
+from dtfbench import environment_view
+
+DOCUMENTATION = r"""
+name: environment_differences
+short_description: The fields in which a sweep's hosts differ
+description:
+  - Compares the nodes' environment documents (C(dtfbench.environment)) field by field (instance
+    type, GPU model and driver, TF version and build, CUDA, cuDNN, CPU, OS, kernel, Python and the
+    TF_*, OMP_*, KMP_* variables) and lists every field whose value is not the same on every host.
+positional: _input
+options:
+  _input:
+    description: C({host: document}), as C(environment_documents) gives it.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Compare the nodes
+  ansible.builtin.debug:
+    msg: "{{ groups['tf_nodes'] | environment_documents(hostvars, 'benchmark_node_environment')
+             | environment_differences }}"
+"""
+
+RETURN = r"""
+_value:
+  description: C([{field, values: {value: [hosts]}, text}]), in a fixed field order; empty when the hosts agree.
+  type: list
+  elements: dict
+"""
+
+
+def environment_documents(hosts, hostvars, register_name):
+    """{host: document} from each host's registered run of environment.py (its JSON stdout); a
+    host whose run failed gets a document that says why (every field unknown)."""
+    docs = {}
+    for host in hosts:
+        answer = hostvars[host].get(register_name) or {}
+        try:
+            docs[host] = json.loads((answer.get("stdout") or "").strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            why = (answer.get("stderr") or answer.get("msg") or "no output").strip()[-300:]
+            docs[host] = {"schema": 1, "unknown": {"environment": f"environment.py failed on {host}: {why}"}}
+    return docs
+
+
+def environment_differences(docs):
+    found = environment_view.host_differences(docs)
+    for item in found:
+        item["text"] = environment_view.describe_differences([item])
+    return found
+
+
+class FilterModule:
+    def filters(self):
+        return {"environment_documents": environment_documents,
+                "environment_differences": environment_differences}
