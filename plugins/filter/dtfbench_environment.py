@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE)
 """Filters over the nodes' environment documents (dtfbench.environment), on the controller.
 
-environment_documents: the hosts' registered outputs of environment.py -> {host: document}.
+environment_documents: {host: its registered run of environment.py} -> {host: document}.
 environment_differences: {host: document} -> the fields in which the hosts differ.
 """
 
@@ -31,8 +31,8 @@ options:
 EXAMPLES = r"""
 - name: Compare the nodes
   ansible.builtin.debug:
-    msg: "{{ groups['tf_nodes'] | environment_documents(hostvars, 'benchmark_node_environment')
-             | environment_differences }}"
+    msg: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'my_registered') | list))
+             | environment_documents | environment_differences }}"
 """
 
 RETURN = r"""
@@ -43,12 +43,12 @@ _value:
 """
 
 
-def environment_documents(hosts, hostvars, register_name):
+def environment_documents(answers):
     """{host: document} from each host's registered run of environment.py (its JSON stdout); a
     host whose run failed gets a document that says why (every field unknown)."""
     docs = {}
-    for host in hosts:
-        answer = hostvars[host].get(register_name) or {}
+    for host, answer in answers.items():
+        answer = answer if isinstance(answer, dict) else {}
         try:
             docs[host] = json.loads((answer.get("stdout") or "").strip().splitlines()[-1])
         except (ValueError, IndexError):

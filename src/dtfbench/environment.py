@@ -171,7 +171,7 @@ def _run(argv, timeout):
         if time.time() > deadline:
             proc.kill()
             proc.wait()
-            raise RuntimeError("%s did not answer within %d s (a hung GPU or driver)" % (argv[0], timeout))
+            raise RuntimeError("%s did not answer within %g s (a hung GPU or driver)" % (argv[0], timeout))
         time.sleep(0.02)
     stdout, stderr = proc.communicate()
     return proc.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")

@@ -16,7 +16,7 @@ Standard library only (stdlib + dtfbench.nvidia_smi).
 
 from __future__ import annotations
 
-import copy
+import json
 from typing import Any, Iterable, Mapping
 
 from dtfbench import nvidia_smi
@@ -52,7 +52,9 @@ def interpret(doc: Mapping[str, Any] | None) -> dict[str, Any]:
     the power limit in W), ``gpu_status`` and ``gpu_reason``; idempotent; {} for None."""
     if not isinstance(doc, Mapping):
         return {}
-    doc = copy.deepcopy(dict(doc))
+    # A copy through JSON: the document is JSON, and deepcopy of Ansible's lazy containers (a
+    # filter's input) would copy their templar too.
+    doc = json.loads(json.dumps(doc))
     if "gpus" in doc:
         return doc
     doc.setdefault("unknown", {})
