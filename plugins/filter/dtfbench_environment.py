@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see LICENSE)
-"""Filters over the nodes' environment documents (dtfbench.environment), on the controller.
+"""Filters over the nodes' environment documents (dtfbench.compat.environment), on the controller.
 
 environment_documents: {host: its registered run of environment.py} -> {host: document}.
 environment_differences: {host: document} -> the fields in which the hosts differ.
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 
-from dtfbench import environment_view
+from dtfbench.results import environment_view
 
 DOCUMENTATION = r"""
 name: environment_differences
 short_description: The fields in which a sweep's hosts differ
 description:
-  - Compares the nodes' environment documents (C(dtfbench.environment)) field by field (instance
+  - Compares the nodes' environment documents (C(dtfbench.compat.environment)) field by field (instance
     type, GPU model and driver, TF version and build, CUDA, cuDNN, CPU, OS, kernel, Python and the
     TF_*, OMP_*, KMP_* variables) and lists every field whose value is not the same on every host.
 positional: _input

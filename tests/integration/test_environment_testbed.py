@@ -8,16 +8,13 @@ comes before the first run, the run goes on, and the store keeps each host's env
 """
 
 import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
-from testbed_fixtures import testbed_factory  # noqa: E402,F401
+from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from dtfbench import environment, environment_view, record, report, store
+from dtfbench.compat import environment
+from dtfbench.report import analysis, build, tables
+from dtfbench.results import environment_view, record, store
 
 NODES = Path(__file__).resolve().parents[1] / "nodes"
 FAKE = str(NODES / "fake_nvidia_smi" / "nvidia-smi")
@@ -136,13 +138,13 @@ def test_runs_that_differ_in_a_field_that_matters_are_never_one_configuration(tm
         payload("a1", {"n1": worker_doc("n1", driver="535.104.05")}),
         payload("a2", {"n1": worker_doc("n1", driver="535.104.05", omp="2")}, repetition=2),  # env: same configuration
         payload("b1", {"n1": worker_doc("n1", driver="550.54.15")}, repetition=3))
-    rows = report.load_rows(tmp_path / "r.sqlite")
+    rows = analysis.load_rows(tmp_path / "r.sqlite")
     assert rows[0]["environment"]["n1"]["instance_type"] == "g4dn.xlarge"  # the inventory's, where the node lacked it
     assert rows[0]["environment_key"] == ("instance_type=g4dn.xlarge; gpu_model=Tesla T4; gpu_driver=535.104.05; "
                                           "tf_version=2.21.0; tf_build=v2.21.0-rc1; no cuda; onednn")
-    summaries = report.summarise(rows)
+    summaries = analysis.summarise(rows)
     assert [(s["runs"], s["environment_split"]) for s in summaries] == [(2, ["gpu_driver"]), (1, ["gpu_driver"])]
-    table = report.format_table(summaries)
+    table = tables.format_table(summaries)
     assert "local, trivial, synthetic, 1 GPUs, 1 PS, parameter_server: environment E1 (2/2 runs ok), " \
            "split by gpu_driver" in table
     assert "environment E2 (1/1 runs ok), split by gpu_driver" in table
@@ -152,9 +154,9 @@ def test_a_failed_run_without_an_environment_joins_its_configuration(tmp_path):
     conn = store.connect(tmp_path / "r.sqlite")
     add(conn, payload("a1", {"n1": worker_doc("n1")}),
         dict(payload("a2", {"n1": None}, repetition=2), hosts={"n1": {"failure": "port taken", "workers": []}}))
-    rows = report.load_rows(tmp_path / "r.sqlite")
+    rows = analysis.load_rows(tmp_path / "r.sqlite")
     assert rows[1]["status"] == "failed" and rows[1]["environment"] is None and rows[1]["environment_key"] is None
-    [summary] = report.summarise(rows)
+    [summary] = analysis.summarise(rows)
     assert (summary["runs"], summary["failed"], summary["environment_split"]) == (2, 1, [])
 
 
@@ -171,7 +173,7 @@ def test_a_store_of_schema_4_gains_the_columns_and_its_runs_are_unknown(tmp_path
     conn.commit()
     conn.close()
     # A reader sees the old store as it is (read-only: the columns are unknown, nothing is written).
-    assert [(r["run_id"], r["environment"], r["environment_key"]) for r in report.load_rows(db)] == [
+    assert [(r["run_id"], r["environment"], r["environment_key"]) for r in analysis.load_rows(db)] == [
         ("old-1", None, None)]
 
     conn = store.connect(db)  # a writer: schema 5
@@ -181,7 +183,7 @@ def test_a_store_of_schema_4_gains_the_columns_and_its_runs_are_unknown(tmp_path
     conn.close()
 
     out = tmp_path / "report"
-    report.build(report.load_rows(db), out, formats=(), db=str(db))
+    build.build(analysis.load_rows(db), out, formats=(), db=str(db))
     md = (out / "environments.md").read_text()
     assert "## local" in md and "| | unknown | E1 |" in md
     assert "| run_ids | old-1 | new-1 |" in md and "| tf_version | unknown | 2.21.0 |" in md

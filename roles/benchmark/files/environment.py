@@ -1,1 +1,1 @@
-../../../src/dtfbench/environment.py
+../../../src/dtfbench/compat/environment.py
