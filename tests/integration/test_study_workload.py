@@ -59,6 +59,12 @@ def test_the_studys_program_runs_on_tf_1_1_and_the_studys_tools_read_its_logs(
         assert (run["workload"], run["workload_ref"], run["workload_commit"]) == ("cscs2017", STUDY_COMMIT,
                                                                                   STUDY_COMMIT)
         assert run["tf_version"] == "1.1" and run["images_per_sec"] > 0
+        # The node's environment (#20), through the adapter, as TF 1.1 on Python 3.6 exposes it.
+        environment = run["environment"]["localhost"]
+        assert environment["tensorflow"]["version"] == "1.1.0" and environment["tensorflow"]["build"] == "unknown"
+        assert environment["tensorflow"]["git_version"].startswith("v1.1.0")
+        assert environment["tensorflow"]["cuda_build"] is False and environment["python"]["version"].startswith("3.6.")
+        assert "; tf_version=1.1.0; tf_build=v1.1.0" in run["environment_key"]
         # The study's script, from its repository's directory, ran.
         for worker in run["worker_results"]:
             assert worker["workload"]["script"].endswith(

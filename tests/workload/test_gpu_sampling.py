@@ -11,6 +11,9 @@ Then `python -m dtfbench.record` stores the run and the row must carry the value
 
 import json
 import os
+import platform
+import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -87,6 +90,14 @@ def test_sampled_utilisation_reaches_the_store(tasks, tmp_path):
     assert row["status"] == "ok", row["reason"]
     assert row["gpu_util_mean"] == pytest.approx(sum(r["gpu_utilization"]["mean"] for r in results) / 2)
     assert row["gpu_util_max"] == max(r["gpu_utilization"]["max"] for r in results)
+    # The node's environment (#20): nvidia-smi's recorded answer, read by dtfbench.nvidia_smi on the
+    # controller, fills the GPU fields; clocks and power limit are not in the recording: unknown, why.
+    environment = row["environment"]["localhost"]
+    assert [(g["index"], g["name"], g["memory_mib"], g["driver_version"]) for g in environment["gpus"]] == [
+        (i, "Tesla V100-SXM2-16GB", 16384, "535.104.05") for i in range(4)]
+    assert environment["gpu_status"] == "ok" and environment["env"]["CUDA_VISIBLE_DEVICES"] == "0,2"
+    assert "clocks.max.sm" in environment["unknown"]["gpu_clocks"]
+    assert "gpu_model=Tesla V100-SXM2-16GB; gpu_driver=535.104.05; tf_version=" in row["environment_key"]
 
 
 def test_cpu_only_workers_store_null(tasks, tmp_path):
@@ -98,6 +109,26 @@ def test_cpu_only_workers_store_null(tasks, tmp_path):
     assert not {"gpu_util_mean", "gpu_util_max"} & {s["metric"] for s in result["samples"]}
     row = record(payload_for([result], 1, "cpu-run-1"), tmp_path / "results.sqlite")
     assert row["status"] == "ok" and row["gpu_util_mean"] is None and row["gpu_util_max"] is None
+    # The node's environment (#20), as stored: every field, and an honest unknown (with why) for
+    # the GPU fields of this GPU-less machine.
+    environment = row["environment"]["localhost"]
+    assert environment["host"] == socket.gethostname() and environment["memory_mib"] > 0
+    assert environment["cpu"]["logical_cores"] == os.cpu_count() and environment["cpu"]["model"] != "unknown"
+    assert set(environment["cpu"]["flags"]) == {"avx", "avx2", "avx512f", "fma"}
+    assert (environment["os"]["kernel"], environment["python"]["version"]) == (platform.release(),
+                                                                               platform.python_version())
+    assert environment["os"]["name"] != "unknown"
+    assert environment["tensorflow"]["version"] == row["tf_version"]
+    assert environment["tensorflow"]["build"]["is_cuda_build"] is False
+    assert environment["env"]["CUDA_VISIBLE_DEVICES"] == "" and environment["env"]["TF_CPP_MIN_LOG_LEVEL"] == "2"
+    assert environment["instance_type"] == "unknown" and "inventory" in environment["unknown"]["instance_type"]
+    if shutil.which("nvidia-smi") is None:
+        assert environment["gpus"] == "unknown" and environment["gpu_status"] == "absent"
+        assert "nvidia-smi was not found" in environment["unknown"]["gpus"]
+        assert row["environment_key"] == (f"instance_type=unknown; gpu_model=unknown; gpu_driver=unknown; "
+                                          f"tf_version={row['tf_version']}; "
+                                          f"tf_build={environment['tensorflow']['git_version']}; no cuda; "
+                                          + ("onednn" if environment["tensorflow"]["onednn"] else "no onednn"))
 
 
 def test_a_store_of_schema_1_opens_and_takes_the_new_columns(tmp_path):

@@ -275,6 +275,16 @@ def test_the_adapter_passes_output_through_and_writes_the_result(tmp_path, pytho
     # (tail -2 | head -n 1 | cut -d' ' -f3) reads the script's figure.
     assert adapter.RESULT_PREFIX not in out
     assert out.splitlines()[-2].split(" ")[2] == "255.87"
+    # The node's environment (#20), collected by the script's Python (environment.py beside the
+    # adapter, Python 2.7+): TF as that Python imports it, or unknown with why.
+    environment = result["environment"]
+    assert environment["python"]["executable"] == python and environment["cpu"]["logical_cores"] == os.cpu_count()
+    has_tf = subprocess.run([python, "-c", "import tensorflow"], capture_output=True).returncode == 0
+    if has_tf:
+        assert environment["tensorflow"]["version"] != "unknown" and environment["tensorflow"]["git_version"]
+    else:
+        assert environment["tensorflow"] == "unknown"
+        assert environment["unknown"]["tensorflow"].startswith("import tensorflow failed: ")
 
 
 @pytest.mark.parametrize("python", PYTHONS)

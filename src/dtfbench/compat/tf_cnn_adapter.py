@@ -22,8 +22,11 @@ signal (so whoever waits for it, such as tf_task's supervisor, sees what the scr
 the script exited 0 but printed no throughput; 2 for bad usage of the adapter itself. A parameter server of tf_cnn_benchmarks
 never exits by itself (server.join()): the launcher stops it once the workers are done.
 
-One file, standard library only, Python 2.7 and 3.x: the launcher copies it to the nodes,
-whose Python may be as old as their TensorFlow 1.x.
+Standard library only, Python 2.7 and 3.x: the launcher copies it to the nodes, whose Python
+may be as old as their TensorFlow 1.x, with ``environment.py`` (``dtfbench.compat.environment``) beside
+it: a worker's result carries the node's environment document, collected before the script
+starts by the script's Python with TensorFlow imported (what it cannot get is ``unknown``, with
+why; it never fails the task).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -242,7 +245,7 @@ def _signal_name(number):
 
 
 def build_result(parser, flags, returncode, wall_seconds, workload=None, commit=None, script=None,
-                 stopped_by=None, error=None):
+                 stopped_by=None, error=None, environment=None):
     """The result document (dtfbench.workload.benchmark_output's schema 1) of one worker.
 
     tf_cnn_benchmarks' 'total images/sec' counts every worker's steps (the global step), so it
@@ -318,6 +321,7 @@ def build_result(parser, flags, returncode, wall_seconds, workload=None, commit=
         "reason": reason,
         "cpu_time": {"measured": None, "unit": "s"},
         "gpu_utilization": None,
+        "environment": environment,
         "workload": {"name": "tf_cnn_benchmarks", "label": workload, "commit": commit, "script": script,
                      "exit_code": returncode, "step_header": parser.step_header},
     }
@@ -343,6 +347,19 @@ def write_result_atomically(path, result):
 
 
 # --- running the script ----------------------------------------------------------------------
+
+def collect_environment(python):
+    """The node's environment document as `python` (the script's) sees it, from environment.py
+    beside this file; never raises: a missing piece is unknown, with why."""
+    try:
+        import environment
+    except Exception as err:  # an adapter copied without it
+        return {"schema": 1, "unknown": {"environment": "environment.py is not beside %s: %s" % (PROG, err)}}
+    try:
+        return environment.collect_in(python)
+    except Exception as err:
+        return {"schema": 1, "unknown": {"environment": "%s: %s" % (type(err).__name__, err)}}
+
 
 def _binary(stream):
     return getattr(stream, "buffer", stream)
@@ -427,12 +444,14 @@ def main(argv=None):
     script = own.get("tf_cnn_script")
     python = own.get("tf_cnn_python") or sys.executable
     parser = OutputParser()
+    found = {}
 
     def finish(returncode, wall, stopped_by=None, error=None):
         if flags.get("job_name") == "ps":
             return
         result = build_result(parser, flags, returncode, wall, workload=own.get("workload"),
-                              commit=own.get("commit"), script=script, stopped_by=stopped_by, error=error)
+                              commit=own.get("commit"), script=script, stopped_by=stopped_by, error=error,
+                              environment=found.get("environment"))
         if result_file:
             # In the file only: the log ends as the script's output did ('total images/sec: N'
             # and the dashes), so the study's extraction (tail -2 | head -n 1 | cut -d' ' -f3)
@@ -449,6 +468,8 @@ def main(argv=None):
         sys.stderr.write("%s: error: %s\n" % (PROG, message))
         finish(None, 0.0, error="%s: %s" % (PROG, message))
         return 2
+    if flags.get("job_name") != "ps":  # once, before the script's steps
+        found["environment"] = collect_environment(python)
     runner = Runner([python, script] + script_args)
     started = time.time()
     try:

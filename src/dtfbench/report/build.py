@@ -3,7 +3,9 @@
 ``build`` writes, under the output folder: ``best_configurations.{md,csv}`` (the study's
 Tables 1-3: per system and GPU count the best configuration, images/sec with its CI,
 speedup, efficiency, and the I/O overhead), ``io_overhead.csv``, ``configurations.{md,csv}``
-(every configuration: mean, 95% CI, min/max, runs ok/failed and why), ``failures.{md,csv}``
+(every configuration: mean, 95% CI, min/max, runs ok/failed and why), ``environments.{md,csv}``
+(per system the distinct environments, the runs of each, and the fields that split a
+configuration: ``dtfbench.report.environment``), ``failures.{md,csv}``
 (every failed run and its reason), ``plots/`` (images/sec bars, speedup and efficiency
 against the ideal on a log2 GPU axis, I/O overhead; PNG and SVG, each with a JSON sidecar of
 its series), ``manifest.json`` and, last, ``index.md``, which lists all of it. With
@@ -26,10 +28,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..linux.files import write_atomic
+from . import environment as report_environment
 from . import reference as reference_data
 from .analysis import Analysis, ReportError, analyse
 from .plotspec import plot_specs
-from .tables import (_f, _md_table, _model_label, best_tables, configuration_tables, failed_runs,
+from .tables import (_csv, _f, _md_table, _model_label, best_tables, configuration_tables, failed_runs,
                      failure_tables, io_table)
 
 DEFAULT_OUTPUT = "results/report"
@@ -103,6 +106,13 @@ def _index(analysis: Analysis, db: str, sweep_id: str | None, tables: list[tuple
                         [[r["system"], _model_label(r), r["batch_size"], r["data"], r["gpus"], r["num_ps"],
                           r["variable_update"], _f(r["images_per_sec"]), _f(r["speedup"]),
                           _f(r["efficiency"], ".4f")] for r in best_ok])
+    env_names = report_environment.labels(rows)
+    md += ["", "## Environment", ""]
+    md += [f"- {e['system']} {e['environment']}: {e['runs']} run(s) on {', '.join(e['hosts']) or 'unknown hosts'}; "
+           + "; ".join(f"{k} {e[k]}" for k in ("gpu_model", "gpu_driver", "tf_version", "instance_type"))
+           for e in report_environment.environments(rows)]
+    md += [f"- Kept apart: {line}" for line in report_environment.splits(analysis.summaries, env_names)]
+    md.append("- Details: [environments.md](environments.md)")
     md += ["", "## Plots", ""]
     if not plots:
         md.append("None written (no plot formats asked for, or no successful run).")
@@ -158,6 +168,9 @@ def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "p
     best_csv, best_md = best_tables(analysis)
     config_csv, config_md = configuration_tables(analysis)
     fail_csv, fail_md = failure_tables(analysis)
+    env_rows, env_md = report_environment.tables(analysis.rows, analysis.summaries)
+    outputs.update({"environments.md": env_md,
+                    "environments.csv": _csv(report_environment.CSV_COLUMNS, env_rows)})
     outputs.update({"best_configurations.md": best_md, "best_configurations.csv": best_csv,
                     "io_overhead.csv": io_table(analysis),
                     "configurations.md": config_md, "configurations.csv": config_csv,
@@ -169,6 +182,9 @@ def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "p
               ("io_overhead.csv", "I/O overhead per system and GPU count"),
               ("configurations.md", "every configuration: mean, 95% CI, min/max, runs ok/failed and why"),
               ("configurations.csv", "the same, every column"),
+              ("environments.md", "per system, the distinct environments (GPU, driver, TF and its build, instance "
+               "type, ...) and the runs of each; the configurations they split"),
+              ("environments.csv", "the same, every column"),
               ("failures.md", "every failed run and its reason"),
               ("failures.csv", "the same, every column")]
     plots_written: list[tuple[str, dict[str, Any], list[str]]] = []

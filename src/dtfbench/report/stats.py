@@ -30,13 +30,17 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from scipy import stats as scipy_stats
 
+from ..results import environment_view
+
 # Every parameter of a run except its repetition. Only parameters the plan fixes before a run
 # starts: a failed run has no worker result, so fields taken from one (image_size,
 # cross_replica_sync) would put its failure in a configuration of its own.
 # The workload (which program measured: ours, or tf_cnn_benchmarks at a ref) is one of them:
 # two programs' images/sec are never averaged, compared as "best" or divided for a speedup.
+# So is the environment's key (dtfbench.results.environment_view.MATTERS: GPU model, driver, TF version and
+# build, instance type): runs that differ in one of them are never one configuration.
 CONFIG_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus", "num_workers", "devices_per_worker",
-               "num_ps", "variable_update", "ps_on_worker_nodes", "warmup_steps", "steps")
+               "num_ps", "variable_update", "ps_on_worker_nodes", "warmup_steps", "steps", "environment_key")
 # The best configuration is chosen within each of these groups ...
 BEST_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus")
 # ... and speedup is taken against the 1-GPU best of the same of these.
@@ -146,9 +150,12 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
     unique), failures (run_id, sweep_id, repetition, reason of each failed run), sweep_ids,
     and speedup/efficiency against the best 1-GPU configuration (None without one).
     """
+    rows = list(rows)
+    environments = environment_view.configuration_keys(rows, _same_but_environment)
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(tuple(_config_value(row, k) for k in CONFIG_KEYS), []).append(row)
+    for row, environment in zip(rows, environments):
+        groups.setdefault(tuple(environment if k == "environment_key" else _config_value(row, k)
+                                for k in CONFIG_KEYS), []).append(row)
     summaries = []
     for key, members in groups.items():
         ok = [r for r in members if _is_ok(r)]
@@ -179,8 +186,14 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
             tf_version=", ".join(sorted({str(r["tf_version"]) for r in members if r.get("tf_version")})) or None,
         )
         summaries.append(summary)
+    environment_view.mark_splits(summaries, _same_but_environment)
     add_speedup(summaries)
     return summaries
+
+
+def _same_but_environment(row: Mapping[str, Any]) -> tuple:
+    """A run's (or a summary's) configuration without its environment."""
+    return tuple(_config_value(row, k) for k in CONFIG_KEYS if k != "environment_key")
 
 
 def _group_key(row: Mapping[str, Any], keys: Sequence[str]) -> tuple:
@@ -218,7 +231,8 @@ def best_configurations(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str
             row.update(status="ok", best_key=_group_key(best, CONFIG_KEYS), **{k: best.get(k) for k in (
                 "num_ps", "variable_update", "num_workers", "devices_per_worker", "ps_on_worker_nodes",
                 "images_per_sec", "ci_low", "ci_high", "ci_half_width", "stddev", "images_per_sec_min",
-                "images_per_sec_max", "runs", "n_ok", "failed", "reasons")})
+                "images_per_sec_max", "runs", "n_ok", "failed", "reasons", "environment_key",
+                "environment_split")})
         else:
             row.update(status="failed", best_key=None, num_ps=None, variable_update=None, num_workers=None,
                        devices_per_worker=None, ps_on_worker_nodes=None, images_per_sec=None,

@@ -9,6 +9,7 @@ import io
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
+from . import environment as report_environment
 from . import reference as reference_data
 from . import stats
 from .analysis import CONFIG_KEYS, Analysis, _group_of
@@ -50,6 +51,9 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
                 for s in summaries for reason in s["reasons"]]
     if failures:
         text += ["", "failed runs:"] + failures
+    split = report_environment.splits(summaries, report_environment.labels(summaries))
+    if split:
+        text += ["", "kept apart by their environment (the report's environments.md):"] + [f"  {s}" for s in split]
     return "\n".join(text)
 
 
@@ -252,7 +256,7 @@ def io_table(analysis: Analysis) -> str:
 CONFIG_CSV = CONFIG_KEYS + ("runs", "n_ok", "failed", "status", "images_per_sec", "ci_low", "ci_high",
                             "ci_half_width", "stddev", "images_per_sec_min", "images_per_sec_max",
                             "images_per_sec_per_worker", "speedup", "efficiency", "is_best", "reasons",
-                            "sweep_ids")
+                            "sweep_ids", "environment_split")
 CONFIG_REF_CSV = ("ref_system", "ref_images_per_sec", "ref_num_ps", "ref_variable_update",
                   "ref_is_same_config", "diff_images_per_sec_pct")
 

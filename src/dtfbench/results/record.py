@@ -10,7 +10,8 @@ The playbook hands over (as JSON on stdin of ``python -m dtfbench.record``):
      "data_read": {"<host>": <dtfbench.read_throughput's JSON>},   (real-data runs only)
      "workload": {"name": "ours" | "tf_cnn_benchmarks", "ref": <git ref> | null,
                   "commit": <the commit the ref resolved to> | null},
-     "interrupted": <why the controller left the run unfinished>}   (an interrupted run only)
+     "interrupted": <why the controller left the run unfinished>,   (an interrupted run only)
+     "instance_types": {"<host>": <the inventory's instance_type> | ""}}
 
 A run is 'ok' only when every worker of the layout returned an 'ok' JSON result; otherwise it
 is 'failed' with the first reason found (the hosts' failures, the earliest first since it is
@@ -27,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import store
+from . import run_environment, store
 
 
 def _worker_results(hosts: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
@@ -164,6 +165,7 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         "gpu_util_max": gpu_util_max,
         **_data_read(payload.get("data_read")),
         **_workload(payload),
+        **run_environment.columns(payload.get("hosts", {}), payload.get("instance_types")),
     }
 
 

@@ -30,9 +30,10 @@ from typing import Any, Iterable, Mapping
 
 DEFAULT_DB = "results/results.sqlite"
 # 2: gpu_util_mean, gpu_util_max. 3: data_read_mb_per_s, data_read. 4: workload,
-# workload_ref, workload_commit. A store of an older version gets the new columns when it is
-# opened (NULL in its old rows); every column added later must be nullable for that.
-SCHEMA_VERSION = 4
+# workload_ref, workload_commit. 5: environment, environment_key. A store of an older version
+# gets the new columns when it is opened (NULL in its old rows); every column added later must be
+# nullable for that.
+SCHEMA_VERSION = 5
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -83,11 +84,17 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("workload", "TEXT"),
     ("workload_ref", "TEXT"),
     ("workload_commit", "TEXT"),
+    # Where and on what it ran (dtfbench.results.run_environment): {host: environment document} and the
+    # fields that matter (GPU model, driver, TF version and build, instance type) as one string;
+    # runs whose keys differ are never one configuration. NULL before schema 5: unknown.
+    ("environment", "TEXT"),
+    ("environment_key", "TEXT"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data",
             "repetition", "status")
-JSON_COLUMNS = ("hosts", "images_per_sec_per_worker", "cluster_spec", "worker_results", "data_read")
+JSON_COLUMNS = ("hosts", "images_per_sec_per_worker", "cluster_spec", "worker_results", "data_read",
+                "environment")
 
 
 # Room a sweep needs on the store's file system before it starts: a run's row is a few KB,

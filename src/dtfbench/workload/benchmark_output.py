@@ -113,7 +113,7 @@ def result_line(result):
 
 def build_result(*, config, step_times, images_per_step, measured_seconds, num_workers,
                  warmup_steps, wall_time, devices, tf_version, ps_bytes, status="ok", reason=None,
-                 final_loss=None, measured_cpu_seconds=None, gpu_utilization=None):
+                 final_loss=None, measured_cpu_seconds=None, gpu_utilization=None, environment=None):
     """The result dict of docs/design.md (schema 1) plus ``samples``, ``reason``, ``final_loss``.
 
     images_per_sec is this worker's measured images over the measured wall time;
@@ -122,6 +122,7 @@ def build_result(*, config, step_times, images_per_step, measured_seconds, num_w
     time it hardly changes when other programs share the CPUs.
     gpu_utilization is nvidia-smi's utilization.gpu sampled during the measured steps
     (dtfbench.node.nvidia_smi.summarise: mean/max per GPU and over them), None without GPUs.
+    environment is the node's document (dtfbench.compat.environment.collect), None where not collected.
     """
     measured = len(step_times)
     rate = None
@@ -152,6 +153,7 @@ def build_result(*, config, step_times, images_per_step, measured_seconds, num_w
         "reason": reason,
         "cpu_time": {"measured": measured_cpu_seconds, "unit": "s"},
         "gpu_utilization": gpu_utilization,
+        "environment": environment,
     }
     result["samples"] = samples(result)
     return result

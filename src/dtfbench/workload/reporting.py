@@ -33,6 +33,7 @@ class RunReport:
         self.images_per_step = config.batch_size * config.num_gpus
         self.requested_device = config.device
         self.gpu_utilization = None
+        self.environment = None  # dtfbench.compat.environment's document of this node
         self._gpu_sampler = None
         self._lock = threading.Lock()
         self._finished = False
@@ -105,7 +106,7 @@ class RunReport:
             warmup_steps=self.config.num_warmup_batches, wall_time=self.wall_time, devices=self.devices,
             tf_version=self.tf_version, ps_bytes=self.ps_bytes, status=status, reason=reason,
             final_loss=self.final_loss, measured_cpu_seconds=self.measured_cpu_seconds,
-            gpu_utilization=self.gpu_utilization)
+            gpu_utilization=self.gpu_utilization, environment=self.environment)
 
     def succeed(self):
         with self._lock:

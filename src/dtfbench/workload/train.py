@@ -53,6 +53,9 @@ def main(argv=None):
     report.requested_device = config.device
     report.wall_time["import"] = time.monotonic() - process_start
     report.tf_version = tf.__version__
+    if cluster.job_name != "ps":  # once, before the measured steps; never fails the run
+        from ..compat import environment
+        report.environment = environment.collect(tf=tf)
     try:
         gpus = 0 if cluster.job_name == "ps" else len(tf.config.list_physical_devices("GPU"))
         config = flags.check_devices(config, gpus)

@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: dtfbench developers
+# Apache License 2.0 (see LICENSE)
+"""Filters over the nodes' environment documents (dtfbench.compat.environment), on the controller.
+
+environment_documents: {host: its registered run of environment.py} -> {host: document}.
+environment_differences: {host: document} -> the fields in which the hosts differ.
+"""
+
+from __future__ import annotations
+
+import json
+
+from dtfbench.results import environment_view
+
+DOCUMENTATION = r"""
+name: environment_differences
+short_description: The fields in which a sweep's hosts differ
+description:
+  - Compares the nodes' environment documents (C(dtfbench.compat.environment)) field by field (instance
+    type, GPU model and driver, TF version and build, CUDA, cuDNN, CPU, OS, kernel, Python and the
+    TF_*, OMP_*, KMP_* variables) and lists every field whose value is not the same on every host.
+positional: _input
+options:
+  _input:
+    description: C({host: document}), as C(environment_documents) gives it.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Compare the nodes
+  ansible.builtin.debug:
+    msg: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'my_registered') | list))
+             | environment_documents | environment_differences }}"
+"""
+
+RETURN = r"""
+_value:
+  description: C([{field, values: {value: [hosts]}, text}]), in a fixed field order; empty when the hosts agree.
+  type: list
+  elements: dict
+"""
+
+
+def environment_documents(answers):
+    """{host: document} from each host's registered run of environment.py (its JSON stdout); a
+    host whose run failed gets a document that says why (every field unknown)."""
+    docs = {}
+    for host, answer in answers.items():
+        answer = answer if isinstance(answer, dict) else {}
+        try:
+            docs[host] = json.loads((answer.get("stdout") or "").strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            why = (answer.get("stderr") or answer.get("msg") or "no output").strip()[-300:]
+            docs[host] = {"schema": 1, "unknown": {"environment": f"environment.py failed on {host}: {why}"}}
+    return docs
+
+
+def environment_differences(docs):
+    found = environment_view.host_differences(docs)
+    for item in found:
+        item["text"] = environment_view.describe_differences([item])
+    return found
+
+
+class FilterModule:
+    def filters(self):
+        return {"environment_documents": environment_documents,
+                "environment_differences": environment_differences}

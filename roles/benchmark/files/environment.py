@@ -1,0 +1,1 @@
+../../../src/dtfbench/compat/environment.py

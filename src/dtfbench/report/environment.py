@@ -1,0 +1,112 @@
+"""The report's Environment section: per system, the distinct environments and the runs of each.
+
+An environment is a run's ``environment_key`` (``dtfbench.results.environment_view.MATTERS``: instance
+type, GPU model, driver, TF version and build); each system's are labelled E1, E2 ... in the
+order they were first recorded; a run with none (recorded before schema 5, or failed before a
+worker reported) is under ``unknown``. ``environments.{md,csv}`` list them with the other facts
+their hosts reported (CPU, OS, kernel, Python, CUDA, cuDNN, GPU clocks and power limit) and the
+runs that used each; configurations that are the same but for their environment are named
+with the fields that split them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ..results import environment_view
+
+UNKNOWN = environment_view.UNKNOWN
+DETAIL_FIELDS = ("gpu_count", "gpu_clocks", "gpu_power_limit", "cuda", "cudnn", "cpu_model", "logical_cores",
+                 "os", "kernel", "python")
+CSV_COLUMNS = ("system", "environment", "runs", "run_ids", "sweep_ids", "hosts") + environment_view.MATTERS \
+    + DETAIL_FIELDS + ("environment_key",)
+
+
+def labels(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, str]:
+    """{(system, environment_key): 'E1' | 'unknown'}, numbered per system in order of appearance."""
+    out: dict[tuple, str] = {}
+    counts: dict[Any, int] = {}
+    for row in rows:
+        key = (row.get("system"), row.get("environment_key") or None)
+        if key not in out:
+            if key[1] is None:
+                out[key] = UNKNOWN
+            else:
+                counts[key[0]] = counts.get(key[0], 0) + 1
+                out[key] = f"E{counts[key[0]]}"
+    return out
+
+
+def label_of(names: Mapping[tuple, str], system: Any, key: Any) -> str:
+    return names.get((system, key or None), UNKNOWN)
+
+
+def environments(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per (system, environment): its fields, its hosts' other facts, its runs."""
+    names = labels(rows)
+    found: dict[tuple, dict[str, Any]] = {}
+    for row in rows:
+        key = (row.get("system"), row.get("environment_key") or None)
+        entry = found.setdefault(key, {"system": key[0], "environment": names[key], "environment_key": key[1],
+                                       "run_ids": [], "sweep_ids": [], "hosts": [], "_details": {},
+                                       **environment_view.parse_key(key[1])})
+        entry["run_ids"].append(str(row.get("run_id")))
+        if row.get("sweep_id") not in entry["sweep_ids"]:
+            entry["sweep_ids"].append(row.get("sweep_id"))
+        documents = row.get("environment") if isinstance(row.get("environment"), Mapping) else {}
+        for host, document in documents.items():
+            if host not in entry["hosts"]:
+                entry["hosts"].append(host)
+            for name, value in environment_view.fields(document).items():
+                if name in DETAIL_FIELDS:
+                    entry["_details"].setdefault(name, set()).add(value)
+    out = []
+    for entry in found.values():
+        details = entry.pop("_details")
+        for name in DETAIL_FIELDS:
+            entry[name] = " | ".join(sorted(details.get(name) or {UNKNOWN}))
+        entry["runs"] = len(entry["run_ids"])
+        entry["hosts"] = sorted(entry["hosts"])
+        out.append(entry)
+    return out
+
+
+def splits(summaries: Iterable[Mapping[str, Any]], names: Mapping[tuple, str]) -> list[str]:
+    """One line per configuration kept apart from its twins by its environment."""
+    lines = []
+    for s in summaries:
+        if s.get("environment_split"):
+            lines.append(f"{s['system']}, {s['model']}, {s['data']}, {s['gpus']} GPUs, {s['num_ps']} PS, "
+                         f"{s['variable_update']}: environment {label_of(names, s['system'], s.get('environment_key'))}"
+                         f" ({s['n_ok']}/{s['runs']} runs ok), split by {', '.join(s['environment_split'])}")
+    return lines
+
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def tables(rows: list[Mapping[str, Any]], summaries: Iterable[Mapping[str, Any]]) -> tuple[list[dict], str]:
+    """(the CSV rows of environments.csv, environments.md)."""
+    found = environments(rows)
+    names = labels(rows)
+    csv_rows = [dict(e, run_ids=" ".join(e["run_ids"]), sweep_ids=" ".join(map(str, e["sweep_ids"])),
+                     hosts=" ".join(e["hosts"])) for e in found]
+    md = ["# Environment", "",
+          "Where and on what the runs ran, per system: each distinct environment (instance type, GPU model, "
+          "driver, TF version and build: runs that differ in one of these are never one configuration), "
+          "what else its hosts reported, and the runs that used it. `unknown`: runs recorded before "
+          "environments were, or that failed before a worker reported; within a field, `unknown` means "
+          "the node could not say (the stored document says why)."]
+    for system in dict.fromkeys(e["system"] for e in found):
+        md += ["", f"## {system}", ""]
+        md.append("| | " + " | ".join(_cell(e["environment"]) for e in found if e["system"] == system) + " |")
+        md.append("|---|" + "---|" * sum(1 for e in found if e["system"] == system))
+        for name in environment_view.MATTERS + DETAIL_FIELDS + ("hosts", "runs", "run_ids"):
+            values = [e[name] for e in found if e["system"] == system]
+            shown = [", ".join(v) if isinstance(v, list) else v for v in values]
+            md.append(f"| {name} | " + " | ".join(_cell(v) for v in shown) + " |")
+    split = splits(summaries, names)
+    md += ["", "## Configurations split by their environment", ""]
+    md += [f"- {line}" for line in split] or ["None: no configuration ran in more than one environment."]
+    return csv_rows, "\n".join(md) + "\n"
