@@ -180,41 +180,11 @@ plan:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench.plan.aws import PlanError, build_plan
+from ansible.module_utils.dtfbench.plan.aws import ARGUMENT_SPEC, PlanError, build_plan
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", default="present", choices=["present", "absent", "expired"]),
-            cluster_name=dict(type="str", default=""),
-            instance_type=dict(type="str", default=""),
-            instance_count=dict(type="raw"),
-            gpus=dict(type="raw"),
-            max_instances=dict(type="int", default=8),
-            allow_more_instances=dict(type="bool", default=False),
-            ssh_cidr=dict(type="str"),
-            ssh_cidr_allow_anywhere=dict(type="bool", default=False),
-            node_profile=dict(type="str", default=""),
-            spot=dict(type="bool", default=False),
-            spot_max_price=dict(type="str", default=""),
-            root_volume_size=dict(type="int", default=200),
-            region=dict(type="str", required=True),
-            expiry_hours=dict(type="float", default=24),
-            owner=dict(type="str", default=""),
-            ami=dict(type="str", default=""),
-            vpc_subnet_id=dict(type="str", default=""),
-            vpc_cidr=dict(type="str", default="10.42.0.0/16"),
-            subnet_cidr=dict(type="str", default="10.42.0.0/24"),
-            key_name=dict(type="str", default=""),
-            public_key_file=dict(type="str", default=""),
-            output_dir=dict(type="str", default=""),
-            tf_worker_port_base=dict(type="int"),
-            tf_ps_port_base=dict(type="int"),
-            tf_ps_ports=dict(type="int", default=8),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         plan = build_plan(module.params)
     except PlanError as error:

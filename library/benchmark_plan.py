@@ -190,38 +190,13 @@ workload:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench.plan.sweep import PlanError, build_plan
+from ansible.module_utils.dtfbench.plan.sweep import ARGUMENT_SPEC, PlanError, plan_from_params
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            hosts=dict(type="list", elements="dict", required=True),
-            gpus=dict(type="raw", required=True),
-            model=dict(type="raw", default="small_cnn"),
-            batch_size=dict(type="raw", default=32),
-            variable_update=dict(type="raw", default="parameter_server"),
-            num_ps=dict(type="raw"),
-            image_size=dict(type="int", default=0),
-            data=dict(type="raw", default="synthetic"),
-            data_dir=dict(type="str"),
-            repetitions=dict(type="int", default=5),
-            warmup_steps=dict(type="int", default=10),
-            steps=dict(type="int", default=100),
-            devices_per_worker=dict(type="int", default=1),
-            ps_on_worker_nodes=dict(type="bool", default=True),
-            sweep_id=dict(type="str", required=True),
-            results_db=dict(type="path"),
-            sweep_extend=dict(type="bool", default=False),
-            workload=dict(type="str", default="ours"),
-            launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
-            tf_modules=dict(type="list", elements="str", default=[]),
-        ),
-        supports_check_mode=True,
-    )
-    request = {k: v for k, v in module.params.items() if k != "hosts"}
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
-        plan = build_plan(request, module.params["hosts"])
+        plan = plan_from_params(module.params)
     except PlanError as err:
         module.fail_json(msg=str(err))
     module.exit_json(changed=False, **plan)

@@ -298,13 +298,17 @@ killed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench.launch.task import TfTask
+from ansible.module_utils.dtfbench.launch.task import TaskError, TfTask
 
 
 def main():
     module = AnsibleModule(argument_spec=TfTask.argument_spec, required_if=TfTask.required_if,
                            supports_check_mode=True)
-    TfTask(module).run()
+    try:
+        result = TfTask(module.params, module.check_mode, module.warn).run()
+    except TaskError as error:
+        module.fail_json(msg=error.msg, **error.result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@
 # Apache License 2.0 (see pyproject.toml)
 """One TensorFlow task process on this host: its supervisor, files, processes and states.
 
-Shared by the tf_task module (one task per call) and the tf_host_run module (all of a
-host's tasks of one run per call). TfTask talks to its caller through an object with
-AnsibleModule's interface (params, check_mode, warn, exit_json, fail_json): the module
-itself for tf_task, a TaskCall (below) that raises instead of exiting for tf_host_run.
+A library for the tf_task module (one task per call) and ``dtfbench.launch.host_run`` (all of
+a host's tasks of one run per call, the tf_task_host_run module): ``TfTask(params, check_mode,
+warn).run()`` returns the result of one state, or raises ``TaskError`` (its message and the
+result fields). The supervisor program is ``supervisor.py`` beside this file.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 import errno
 import json
 import os
+import pkgutil
 import re
 import shutil
 import signal
@@ -24,6 +25,7 @@ import sys
 import time
 
 from ..linux import procfs
+from . import supervisor  # noqa: F401  (so that Ansible ships supervisor.py with this file)
 
 MARKER_ENV = "DTFBENCH_TF_TASK"
 SUPERVISOR_TAG = "tf_task-supervisor"
@@ -32,122 +34,10 @@ POLL = 0.1
 KILL_WAIT = 5.0
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}$")
 
-# The supervisor: leader of the task's session and process group. It runs the program as its
-# child, waits for it and writes the exit status atomically. Written to <run_dir> so that it
-# outlives the module's temporary files; standard library only.
-SUPERVISOR_SOURCE = r'''# tf_task supervisor, written by the tf_task Ansible module (dtfbench). Do not edit.
-# usage: python tf_task_supervisor.py tf_task-supervisor MARKER EXIT_FILE -- PROGRAM [ARGS...]
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-
-
-DEADLINE_ENV = "TF_TASK_SUPERVISOR_MAX_RUNTIME"
-GRACE_ENV = "TF_TASK_SUPERVISOR_GRACE"
-
-
-def say(text):
-    sys.stdout.write("[tf_task %s] %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), text))
-    sys.stdout.flush()
-
-
-def write_exit(path, record):
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        json.dump(record, handle, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def kill_group_but_self():
-    """SIGKILL every process of this process group but the supervisor itself: the program's
-    own children that ignore SIGTERM die with it."""
-    group, me = os.getpgrp(), os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as handle:
-                data = handle.read()
-            if int(data[data.rfind(")") + 2:].split()[2]) == group:
-                os.kill(int(entry), signal.SIGKILL)
-        except (OSError, ValueError, IndexError):
-            pass
-
-
-def main():
-    if len(sys.argv) < 6 or sys.argv[4] != "--":
-        sys.stderr.write("usage: %s tf_task-supervisor MARKER EXIT_FILE -- PROGRAM...\n"
-                         % sys.argv[0])
-        return 2
-    exit_file, argv = sys.argv[3], sys.argv[5:]
-    received = []
-
-    def note(signum, frame):
-        received.append(signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, note)
-    # The dead-man deadline: the module passes it in the environment, the program never sees it.
-    max_runtime = float(os.environ.pop(DEADLINE_ENV, "0") or 0)
-    grace = float(os.environ.pop(GRACE_ENV, "10") or 10)
-    record = {"schema": 1, "supervisor_pid": os.getpid(), "argv": argv, "pid": None,
-              "started": time.time(), "rc": None, "signal": None, "signal_name": None}
-    say("starting: %s" % " ".join(argv))
-    try:
-        child = subprocess.Popen(argv)
-    except OSError as error:
-        record.update(rc=127, error="cannot execute %s: %s" % (argv[0], error),
-                      ended=time.time())
-        record["duration"] = record["ended"] - record["started"]
-        say(record["error"])
-        write_exit(exit_file, record)
-        return 127
-    record["pid"] = child.pid
-    status = None
-    if max_runtime > 0:
-        try:
-            status = child.wait(timeout=max_runtime)
-        except subprocess.TimeoutExpired:
-            record["deadline_exceeded"] = True
-            say("max_runtime=%g s passed: stopping the task's process group" % max_runtime)
-            os.killpg(os.getpgrp(), signal.SIGTERM)  # we only note it (see note())
-            try:
-                status = child.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                kill_group_but_self()
-                status = child.wait()
-    if status is None:
-        status = child.wait()
-    record["ended"] = time.time()
-    record["duration"] = record["ended"] - record["started"]
-    if status < 0:
-        record["signal"] = -status
-        try:
-            record["signal_name"] = signal.Signals(-status).name
-        except ValueError:
-            record["signal_name"] = "SIG%d" % -status
-        text = "killed by %s" % record["signal_name"]
-    else:
-        record["rc"] = status
-        text = "exited with rc %d" % status
-    if received:
-        record["signals_received"] = received
-    write_exit(exit_file, record)
-    # A clean end is in the exit file only: the log ends with the program's own last lines,
-    # which tools of the study read (its extraction takes the log's second-to-last line).
-    if status != 0 or received or record.get("deadline_exceeded"):
-        say("program %s after %.1f s" % (text, record["duration"]))
-    return status if status >= 0 else 128 - status
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
+# The supervisor program (supervisor.py, shipped beside this file): written to <run_dir> so
+# that it outlives the module's temporary files. Read through the loader, which also works
+# when Ansible runs the module from its zip.
+SUPERVISOR_SOURCE = pkgutil.get_data(__name__.rpartition(".")[0], "supervisor.py").decode("utf-8")
 
 
 # ------------------------------------------------------------------------------------------
@@ -180,8 +70,22 @@ def _tail(path, lines):
     return data.decode("utf-8", "replace").splitlines()[-lines:]
 
 
+class TaskError(Exception):
+    """A task call that failed: the message, and the result fields (``result``) so far."""
+
+    def __init__(self, msg, result=None):
+        Exception.__init__(self, msg)
+        self.msg = msg
+        self.result = dict(result or {})
+
+
 class TfTask(object):
-    """One task process: its files, its processes and its states."""
+    """One task process: its files, its processes and its states.
+
+    ``params``: the tf_task module's options (missing ones take their defaults);
+    ``check_mode``: change nothing, say what would change; ``warn``: a function that takes a
+    warning's text. ``run()`` returns the result of ``params["state"]`` or raises TaskError.
+    """
 
     argument_spec = dict(
         name=dict(type="str", required=True),
@@ -203,22 +107,24 @@ class TfTask(object):
     )
     required_if = [("state", "started", ["argv"]), ("state", "ready", ["port"])]
 
-    def __init__(self, module):
-        self.module = module
-        params = module.params
+    def __init__(self, params, check_mode=False, warn=None):
+        params = dict(dict((key, spec.get("default")) for key, spec in self.argument_spec.items()),
+                      **params)
         self.params = params
+        self.check_mode = check_mode
+        self.warn = warn if warn is not None else (lambda text: None)
         self.name = params["name"]
         if not NAME_RE.match(self.name):
-            module.fail_json(msg="name %r is not a valid task id: use letters, digits, '.', '_', "
-                                 "'-', '+', '@', starting with a letter or digit (at most 200)"
-                                 % self.name)
+            raise TaskError("name %r is not a valid task id: use letters, digits, '.', '_', "
+                            "'-', '+', '@', starting with a letter or digit (at most 200)"
+                            % self.name)
         for option in ("ready_timeout", "timeout", "grace_period", "max_runtime"):
             if params[option] < 0:
-                module.fail_json(msg="%s must be >= 0, got %s" % (option, params[option]))
+                raise TaskError("%s must be >= 0, got %s" % (option, params[option]))
         if params["port"] is not None and not 1 <= params["port"] <= 65535:
-            module.fail_json(msg="port must be in 1..65535, got %d" % params["port"])
+            raise TaskError("port must be in 1..65535, got %d" % params["port"])
         if params["state"] == "started" and not params["argv"]:
-            module.fail_json(msg="argv must name the program to start (state=started)")
+            raise TaskError("argv must name the program to start (state=started)")
         self.run_dir = os.path.abspath(params["run_dir"])
         self.chdir = os.path.abspath(params["chdir"]) if params["chdir"] else self.run_dir
         base = os.path.join(self.run_dir, self.name)
@@ -237,15 +143,16 @@ class TfTask(object):
     def elapsed(self):
         return round(time.time() - self.started_at, 3)
 
-    def exit_json(self, **kwargs):
+    def done(self, **kwargs):
+        """The result of this call."""
         self.result.update(kwargs)
         self.result["elapsed"] = self.elapsed()
-        self.module.exit_json(**self.result)
+        return dict(self.result)
 
-    def fail_json(self, msg, **kwargs):
+    def fail(self, msg, **kwargs):
         self.result.update(kwargs)
         self.result["elapsed"] = self.elapsed()
-        self.module.fail_json(msg=msg, **self.result)
+        raise TaskError(msg, self.result)
 
     def log_tail(self):
         return _tail(self.log_file, self.params["log_tail_lines"])
@@ -380,7 +287,7 @@ class TfTask(object):
                 json.dump(record, handle, sort_keys=True)
             os.rename(tmp, self.exit_file)
         except (IOError, OSError) as error:
-            self.module.warn("could not write %s: %s" % (self.exit_file, error))
+            self.warn("could not write %s: %s" % (self.exit_file, error))
 
     def exit_fields(self, record):
         fields = dict(exit=record, rc=record.get("rc"), signal=record.get("signal"),
@@ -408,15 +315,15 @@ class TfTask(object):
     def check_program(self, env):
         argv = self.params["argv"]
         if not os.path.isdir(self.chdir) and self.chdir != self.run_dir:
-            self.fail_json("chdir %s is not a directory" % self.chdir)
+            self.fail("chdir %s is not a directory" % self.chdir)
         program = argv[0]
         if "/" in program:
             path = os.path.join(self.chdir, program)
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-                self.fail_json("argv[0] %s is not an executable file (relative to chdir %s)"
+                self.fail("argv[0] %s is not an executable file (relative to chdir %s)"
                                % (program, self.chdir))
         elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
-            self.fail_json("argv[0] %s is not found in the task's PATH (%s); give its full path"
+            self.fail("argv[0] %s is not found in the task's PATH (%s); give its full path"
                            % (program, env.get("PATH", os.defpath)))
 
     def listener_hint(self, port):
@@ -431,21 +338,20 @@ class TfTask(object):
             self.result.update(pid=pid, running=True)
             cmd = self.running_argv(pid)
             if cmd is not None and cmd != self.params["argv"]:
-                self.module.warn("task %s already runs (pid %d) with another command line; it is "
+                self.warn("task %s already runs (pid %d) with another command line; it is "
                                  "left as it is - stop it first to apply the new one: %s"
                                  % (self.name, pid, " ".join(cmd)))
             self.result["cmd"] = cmd
             if self.params["port"] is None:
-                self.exit_json(ready=True)
-            if self.module.check_mode:
-                self.exit_json(ready=_port_open(self.params["ready_host"], self.params["port"],
+                return self.done(ready=True)
+            if self.check_mode:
+                return self.done(ready=_port_open(self.params["ready_host"], self.params["port"],
                                                 1.0))
-            self.wait_ready(pid, None)
-            return
-        if self.module.check_mode:
-            self.exit_json(changed=True, cmd=self.params["argv"], ready=False,
+            return self.wait_ready(pid, None)
+        if self.check_mode:
+            return self.done(changed=True, cmd=self.params["argv"], ready=False,
                            msg="check mode: would start %s" % self.name)
-        self.start()
+        return self.start()
 
     def start(self):
         params = self.params
@@ -455,12 +361,12 @@ class TfTask(object):
                 os.makedirs(self.run_dir, 0o700)
             except OSError as error:
                 if error.errno != errno.EEXIST:
-                    self.fail_json("cannot create run_dir %s: %s" % (self.run_dir, error))
+                    self.fail("cannot create run_dir %s: %s" % (self.run_dir, error))
         # The supervisor script is written here and executed: a directory that someone else
         # owns or may write to (a shared /tmp planted in advance) could swap it.
         info = os.lstat(self.run_dir)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-            self.fail_json("run_dir %s is not a directory of this user that only it can write (owner "
+            self.fail("run_dir %s is not a directory of this user that only it can write (owner "
                            "uid %d, mode %o); remove it or choose another run_dir"
                            % (self.run_dir, info.st_uid, stat.S_IMODE(info.st_mode)))
         self.check_program(env)
@@ -468,14 +374,14 @@ class TfTask(object):
         leftovers = self.processes()[0]
         if leftovers:
             terminated, killed, remaining = self.terminate()
-            self.module.warn("stopped %d leftover process(es) of an earlier start of %s: %s"
+            self.warn("stopped %d leftover process(es) of an earlier start of %s: %s"
                              % (len(terminated), self.name, terminated))
             if remaining:
-                self.fail_json("leftover processes of %s survive SIGKILL: %s"
+                self.fail("leftover processes of %s survive SIGKILL: %s"
                                % (self.name, remaining))
         if params["port"] is not None and _port_open(params["ready_host"], params["port"], 1.0):
             owners = self.listener_hint(params["port"])
-            self.fail_json("port %d on %s already accepts connections before %s starts%s; a stale "
+            self.fail("port %d on %s already accepts connections before %s starts%s; a stale "
                            "task or another program holds it - stop it or choose another port"
                            % (params["port"], params["ready_host"], self.name,
                               " (listening pids: %s)" % owners if owners else ""))
@@ -499,7 +405,7 @@ class TfTask(object):
                     cwd=self.chdir, env=env, stdin=devnull, stdout=log, stderr=log,
                     close_fds=True, start_new_session=True)
         except OSError as error:
-            self.fail_json("cannot start the supervisor with %s: %s" % (sys.executable, error))
+            self.fail("cannot start the supervisor with %s: %s" % (sys.executable, error))
         finally:
             os.close(log)
         tmp = "%s.tmp.%d" % (self.pid_file, os.getpid())
@@ -509,20 +415,20 @@ class TfTask(object):
         self.result.update(changed=True, pid=process.pid, running=True,
                            cmd=list(params["argv"]))
         if params["port"] is None:
-            self.exit_json(ready=True, ready_after=self.elapsed())
+            return self.done(ready=True, ready_after=self.elapsed())
         if not params["wait_ready"]:
-            self.exit_json(ready=False)
-        self.wait_ready(process.pid, process)
+            return self.done(ready=False)
+        return self.wait_ready(process.pid, process)
 
     def ready(self):
         pid = self.read_pid()
         if pid is None:
-            self.fail_json("task %s was never started: no pid file in %s; start it with "
+            self.fail("task %s was never started: no pid file in %s; start it with "
                            "state=started first" % (self.name, self.run_dir), ready=False)
         self.result.update(pid=pid, running=self.is_supervisor(pid))
-        if self.module.check_mode:
-            self.exit_json(ready=_port_open(self.params["ready_host"], self.params["port"], 1.0))
-        self.wait_ready(pid, None)
+        if self.check_mode:
+            return self.done(ready=_port_open(self.params["ready_host"], self.params["port"], 1.0))
+        return self.wait_ready(pid, None)
 
     def wait_ready(self, pid, process):
         """Poll the port until it accepts; fail fast when the task exits (started it: stop it
@@ -539,19 +445,19 @@ class TfTask(object):
                        else "exited with rc %s" % record.get("rc") if record else "is gone")
                 if record.get("error"):
                     how += " (%s)" % record["error"]
-                self.fail_json(self.with_tail("task %s %s before port %d was ready"
+                self.fail(self.with_tail("task %s %s before port %d was ready"
                                               % (self.name, how, params["port"])),
                                running=False, ready=False, log_tail=self.log_tail(), **fields)
             remaining = deadline - time.time()
             if _port_open(params["ready_host"], params["port"], min(1.0, max(remaining, 0))):
-                self.exit_json(ready=True, ready_after=self.elapsed())
+                return self.done(ready=True, ready_after=self.elapsed())
             if time.time() >= deadline:
                 break
             time.sleep(min(POLL, max(deadline - time.time(), 0)))
         msg = ("task %s did not accept connections on %s:%d within ready_timeout=%s s"
                % (self.name, params["ready_host"], params["port"], params["ready_timeout"]))
         if process is None:
-            self.fail_json(self.with_tail(msg + " (it was already running; left running)"),
+            self.fail(self.with_tail(msg + " (it was already running; left running)"),
                            ready=False, log_tail=self.log_tail())
         terminated, killed, remaining = self.terminate(pid)
         process.wait()
@@ -560,7 +466,7 @@ class TfTask(object):
         if remaining:
             msg += ", but pids %s survive SIGKILL" % remaining
         record = self.read_exit(pid) or {}
-        self.fail_json(self.with_tail(msg), running=False, ready=False, log_tail=self.log_tail(),
+        self.fail(self.with_tail(msg), running=False, ready=False, log_tail=self.log_tail(),
                        terminated=terminated, killed=killed, **self.exit_fields(record))
 
     def finished(self):
@@ -581,13 +487,13 @@ class TfTask(object):
                 else:
                     msg = ("task %s (pid %d) is gone without an exit status: it was killed with "
                            "SIGKILL, or the host restarted" % (self.name, pid))
-                if self.module.check_mode:
-                    self.exit_json(msg="check mode: " + msg, log_tail=self.log_tail())
-                self.fail_json(self.with_tail(msg), pid=pid, log_tail=self.log_tail(), rc=None,
+                if self.check_mode:
+                    return self.done(msg="check mode: " + msg, log_tail=self.log_tail())
+                self.fail(self.with_tail(msg), pid=pid, log_tail=self.log_tail(), rc=None,
                                signal=None, signal_name=None, result=None, timed_out=False)
             self.result.update(pid=pid, running=True)
-            if self.module.check_mode:
-                self.exit_json(timed_out=False, log_tail=self.log_tail(),
+            if self.check_mode:
+                return self.done(timed_out=False, log_tail=self.log_tail(),
                                msg="check mode: task %s runs; would wait up to %s s for it"
                                    % (self.name, params["timeout"]))
             remaining = deadline - time.time()
@@ -599,16 +505,16 @@ class TfTask(object):
         result, problem = self.read_result()
         leftover = [p for p in self.processes()[0] if p != pid]
         if leftover:
-            self.module.warn("task %s exited but left processes running: %s; stop them with "
+            self.warn("task %s exited but left processes running: %s; stop them with "
                              "state=stopped" % (self.name, leftover))
         fields.update(result=result, timed_out=False, log_tail=self.log_tail(),
                       leftover=leftover)
         if record.get("rc") == 0:
             if problem and problem[0] == "invalid":
-                self.fail_json(problem[1], **fields)
+                self.fail(problem[1], **fields)
             if problem:
-                self.module.warn(problem[1])
-            self.exit_json(**fields)
+                self.warn(problem[1])
+            return self.done(**fields)
         if record.get("signal"):
             how = "was killed by %s" % record.get("signal_name")
         else:
@@ -622,7 +528,7 @@ class TfTask(object):
             reason = result.get("reason") or result.get("error") or result.get("message")
         if reason:
             how += ": %s" % reason
-        self.fail_json(self.with_tail("task %s %s" % (self.name, how)), **fields)
+        self.fail(self.with_tail("task %s %s" % (self.name, how)), **fields)
 
     def finished_timeout(self, pid):
         msg = ("task %s still runs after timeout=%s s" % (self.name, self.params["timeout"]))
@@ -637,7 +543,7 @@ class TfTask(object):
                          running=self.is_supervisor(pid))
         else:
             msg += "; it is left running (stop it with state=stopped, or set stop_on_timeout)"
-        self.fail_json(self.with_tail(msg), timed_out=True, rc=None, signal=None,
+        self.fail(self.with_tail(msg), timed_out=True, rc=None, signal=None,
                        signal_name=None, result=None, log_tail=self.log_tail(), **extra)
 
     def read_result(self):
@@ -660,9 +566,9 @@ class TfTask(object):
         pids = self.processes(pid)[0]
         self.result.update(pid=pid, running=bool(pid))
         if not pids:
-            self.exit_json(terminated=[], killed=[], msg="task %s is not running" % self.name)
-        if self.module.check_mode:
-            self.exit_json(changed=True, terminated=[], killed=[],
+            return self.done(terminated=[], killed=[], msg="task %s is not running" % self.name)
+        if self.check_mode:
+            return self.done(changed=True, terminated=[], killed=[],
                            msg="check mode: would stop pids %s" % pids)
         terminated, killed, remaining = self.terminate(pid)
         self.record_stop(pid, bool(killed))
@@ -671,52 +577,17 @@ class TfTask(object):
         if record is not None:
             fields.update(self.exit_fields(record))
         if remaining:
-            self.fail_json("processes of task %s survive SIGKILL: %s" % (self.name, remaining),
+            self.fail("processes of task %s survive SIGKILL: %s" % (self.name, remaining),
                            changed=True, **fields)
-        self.exit_json(changed=True, **fields)
+        return self.done(changed=True, **fields)
 
     def run(self):
-        getattr(self, self.params["state"])()
+        return getattr(self, self.params["state"])()
 
 
-class TaskExit(Exception):
-    """One TfTask call ended: ``result`` is what it gave exit_json or fail_json."""
-
-    def __init__(self, result, failed):
-        Exception.__init__(self, result.get("msg", ""))
-        self.result = result
-        self.failed = failed
-
-
-class TaskCall(object):
-    """AnsibleModule's interface for one TfTask call made from inside another module.
-
-    exit_json and fail_json raise TaskExit instead of ending the process, so that one module
-    call can drive all of a host's tasks; warnings go to the caller's list.
-    """
-
-    def __init__(self, params, check_mode, warnings):
-        self.params = dict((key, spec.get("default")) for key, spec in TfTask.argument_spec.items())
-        self.params.update(params)
-        self.check_mode = check_mode
-        self.warnings = warnings
-
-    def warn(self, text):
-        self.warnings.append(text)
-
-    def exit_json(self, **result):
-        raise TaskExit(result, failed=False)
-
-    def fail_json(self, msg, **result):
-        result["msg"] = msg
-        raise TaskExit(result, failed=True)
-
-
-def call(params, check_mode, warnings, state):
-    """Run one TfTask state with the given params: (failed, result)."""
-    params = dict(params, state=state)
+def call(params, check_mode, warn, state):
+    """Run one TfTask state with the given params: (failed, result); a failed result has ``msg``."""
     try:
-        TfTask(TaskCall(params, check_mode, warnings)).run()
-    except TaskExit as ended:
-        return ended.failed, ended.result
-    raise AssertionError("TfTask.%s returned without exit_json or fail_json" % state)
+        return False, TfTask(dict(params, state=state), check_mode, warn).run()
+    except TaskError as error:
+        return True, dict(error.result, msg=error.msg)

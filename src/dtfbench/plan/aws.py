@@ -18,6 +18,37 @@ from .ec2_types import (Ec2TypeError, check_profile_supports, instance_type, ins
 from .layout import DEFAULT_PS_PORT_BASE, DEFAULT_WORKER_PORT_BASE
 
 CLUSTER_TAG = "dtfbench-cluster"
+
+# The options of the aws_cluster_plan action (library/aws_cluster_plan.py documents them).
+ARGUMENT_SPEC = dict(
+    state=dict(type="str", default="present", choices=["present", "absent", "expired"]),
+    cluster_name=dict(type="str", default=""),
+    instance_type=dict(type="str", default=""),
+    instance_count=dict(type="raw"),
+    gpus=dict(type="raw"),
+    max_instances=dict(type="int", default=8),
+    allow_more_instances=dict(type="bool", default=False),
+    ssh_cidr=dict(type="str"),
+    ssh_cidr_allow_anywhere=dict(type="bool", default=False),
+    node_profile=dict(type="str", default=""),
+    spot=dict(type="bool", default=False),
+    spot_max_price=dict(type="str", default=""),
+    root_volume_size=dict(type="int", default=200),
+    region=dict(type="str", required=True),
+    expiry_hours=dict(type="float", default=24),
+    owner=dict(type="str", default=""),
+    ami=dict(type="str", default=""),
+    vpc_subnet_id=dict(type="str", default=""),
+    vpc_cidr=dict(type="str", default="10.42.0.0/16"),
+    subnet_cidr=dict(type="str", default="10.42.0.0/24"),
+    key_name=dict(type="str", default=""),
+    public_key_file=dict(type="str", default=""),
+    output_dir=dict(type="str", default=""),
+    tf_worker_port_base=dict(type="int"),
+    tf_ps_port_base=dict(type="int"),
+    tf_ps_ports=dict(type="int", default=8),
+)
+
 CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$|^[a-z]$")
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d+$")
 AMI = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")

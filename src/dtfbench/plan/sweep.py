@@ -300,3 +300,34 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs),
             "pending_runs": sum(1 for run in runs if not run["done"]), "workload": workload.as_dict(),
             "sweep_config": config, "notes": notes}
+
+
+# The options of the benchmark_plan action (library/benchmark_plan.py documents them).
+ARGUMENT_SPEC = dict(
+    hosts=dict(type="list", elements="dict", required=True),
+    gpus=dict(type="raw", required=True),
+    model=dict(type="raw", default="small_cnn"),
+    batch_size=dict(type="raw", default=32),
+    variable_update=dict(type="raw", default="parameter_server"),
+    num_ps=dict(type="raw"),
+    image_size=dict(type="int", default=0),
+    data=dict(type="raw", default="synthetic"),
+    data_dir=dict(type="str"),
+    repetitions=dict(type="int", default=5),
+    warmup_steps=dict(type="int", default=10),
+    steps=dict(type="int", default=100),
+    devices_per_worker=dict(type="int", default=1),
+    ps_on_worker_nodes=dict(type="bool", default=True),
+    sweep_id=dict(type="str", required=True),
+    results_db=dict(type="path"),
+    sweep_extend=dict(type="bool", default=False),
+    workload=dict(type="str", default="ours"),
+    launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
+    tf_modules=dict(type="list", elements="str", default=[]),
+)
+
+
+def plan_from_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """build_plan for the benchmark_plan options: ``hosts`` and the sweep request."""
+    request = {k: v for k, v in params.items() if k != "hosts"}
+    return build_plan(request, params["hosts"])
