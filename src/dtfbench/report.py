@@ -776,6 +776,10 @@ def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "p
                                     "system_map": {s: analysis.system_map[s] for s in sorted(analysis.system_map)}},
                                    indent=2, sort_keys=True) + "\n"
     outputs[INDEX] = _index(analysis, db, sweep_id, tables, plots_written, files)
+    from dtfbench import report_sweep  # the scaling model beside the runs; an adaptive sweep's decisions
+    model_md = report_sweep.markdown(rows, db)
+    if model_md:
+        outputs[INDEX] += "\n" + model_md
 
     previous = _previous_files(output)
     changed = []
@@ -837,6 +841,10 @@ def main(argv: list[str] | None = None) -> int:
         rows = load_rows(args.db, args.sweep_id)
         if args.command == "table":
             print(format_table(summarise(rows)))
+            from dtfbench import report_sweep  # predicted beside measured; what an adaptive sweep skipped
+            model_md = report_sweep.markdown(rows, str(args.db))
+            if model_md:
+                print("\n" + model_md.rstrip())
             return 0
         try:
             system_map = reference_data.parse_system_map(args.system_map)

@@ -25,8 +25,8 @@ def test_a_store_of_schema_3_opens_and_takes_the_workload_columns(tmp_path):
     conn.close()
 
     conn = store.connect(db)
-    assert store.SCHEMA_VERSION == 4
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+    assert store.SCHEMA_VERSION == 5  # 5: the sweep_steps table (tests/unit/test_adaptive_sweep.py)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
     new = record.build_record({"run": RUN, "sweep_id": "s", "system": "local", "layout": LAYOUT,
                                "hosts": {"localhost": {"failure": "", "workers": [OK_WORKER]}},
                                "workload": {"name": "tf_cnn_benchmarks", "ref": "v1.1", "commit": "ef" * 20}})
