@@ -222,7 +222,9 @@ def decide(planned: Sequence[Mapping[str, Any]], measured: Sequence[Mapping[str,
     def fitted():
         return calibrate(ok_below, batch, model)
 
-    why = stop_reason(best_by_count(ok_below), settings) if settings.stops else None
+    # A resumed sweep does not judge again a count it has started (some of its runs are done).
+    started = any(r.get("done") for r in here)
+    why = stop_reason(best_by_count(ok_below), settings) if settings.stops and not started else None
     if why:
         later = sorted({int(r["gpus"]) for r in planned if int(r["gpus"]) >= gpus})
         decision.update(action="stopped", reason=f"stopped before {gpus} GPUs: {why}; skipped "
@@ -243,8 +245,8 @@ def decide(planned: Sequence[Mapping[str, Any]], measured: Sequence[Mapping[str,
         decision.update(action="full", reason=f"{gpus} GPUs: every planned configuration")
         return decision
     if not any(int(r["gpus"]) > 1 for r in ok_below) or not any(int(r["gpus"]) == 1 for r in ok_below):
-        missing = "no 1-GPU run in this sweep (it gives the compute)" if not any(
-            int(r["gpus"]) == 1 for r in ok_below) else "nothing measured above 1 GPU yet"
+        missing = ("nothing measured yet" if not ok_below else "no 1-GPU run in this sweep (it gives the compute)"
+                   if not any(int(r["gpus"]) == 1 for r in ok_below) else "nothing measured above 1 GPU yet")
         decision.update(action="full", reason=f"{gpus} GPUs: every planned PS count ({missing}: the model is "
                         "not calibrated)")
         return decision

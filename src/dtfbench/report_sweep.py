@@ -44,7 +44,8 @@ def predicted_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, An
                    "calibrated_on": ",".join(str(c) for c in counts if c < gpus)}
             try:
                 fit = adaptive_sweep.calibrate(below, int(summary["batch_size"]), str(summary["model"]))
-                example = next(r for r in members if all(r.get(k) == summary.get(k) for k in stats.CONFIG_KEYS))
+                example = next(r for r in members if all(r.get(k) == summary.get(k) for k in
+                                                          ("gpus", "num_ps", "variable_update", "num_workers")))
                 hosts = example.get("hosts") or []
                 config = adaptive_sweep._config(dict(example, worker_nodes=len(hosts) or 1))
                 row["predicted"] = fit.images_per_sec(config)
