@@ -22,6 +22,12 @@ def _play(project_root, ansible_env, *extra):
                           env=ansible_env, capture_output=True, text=True, timeout=900)
 
 
+def _said_by(task, stdout):
+    """The output of every run of the playbook's task `task`, spaces normalised."""
+    parts = stdout.split("TASK [")
+    return " ".join(" ".join(p.split()) for p in parts if p.split("]")[0].endswith(task))
+
+
 def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(project_root, ansible_env, tmp_path,
                                                                              live_processes):
     sweep_id = f"pytest-adaptive-{uuid.uuid4().hex[:8]}"
@@ -38,7 +44,7 @@ def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(proje
     steps = sweep_steps.read(db, sweep_id)
     assert [(s["gpus"], s["action"]) for s in steps] == [(1, "full"), (2, "full"), (4, "narrowed")]
     assert steps[2]["detail"]["skipped"] == [["parameter_server", 3], ["parameter_server", 4]]
-    assert "4 GPUs: 2 of 4 configurations (num_ps=auto" in first.stdout
+    assert "4 GPUs: 2 of 4 configurations (num_ps=auto" in _said_by("Say what the sweep does at this count", first.stdout)
     assert live_processes(sweep_id) == []
 
     # The same sweep, one count more, with stop_below_efficiency=1.0: no CPU run scales perfectly,
@@ -55,7 +61,8 @@ def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(proje
     why = (f"the best configuration at 4 GPUs measured {best4:.1f} images/sec, {best4 / 4 / best1:.0%} efficiency "
            "(against the 1-GPU rate), below stop_below_efficiency=1")
     assert why in stop["reason"]
-    assert why in second.stdout  # said when it stopped, and again in the sweep's table:
-    assert f"sweep `{sweep_id}`, 8 GPUs, stopped: stopped before 8 GPUs" in second.stdout
-    assert "Predicted beside measured" in second.stdout
+    assert why in _said_by("Say what the sweep does at this count", second.stdout)  # said when it stopped,
+    table = _said_by("Show the results", second.stdout)                                # and in the sweep's table
+    assert f"sweep `{sweep_id}`, 8 GPUs, stopped: stopped before 8 GPUs: {why}" in table
+    assert "Predicted beside measured" in table
     assert live_processes(sweep_id) == []
