@@ -30,10 +30,9 @@ from typing import Any, Iterable, Mapping
 
 DEFAULT_DB = "results/results.sqlite"
 # 2: gpu_util_mean, gpu_util_max. 3: data_read_mb_per_s, data_read. 4: workload,
-# workload_ref, workload_commit. 5: the sweep_steps table (what an adaptive sweep ran or skipped
-# at each GPU count, dtfbench.sweep_steps). A store of an older version gets the new columns when it is
+# workload_ref, workload_commit. A store of an older version gets the new columns when it is
 # opened (NULL in its old rows); every column added later must be nullable for that.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 4
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -89,12 +88,6 @@ COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data",
             "repetition", "status")
 JSON_COLUMNS = ("hosts", "images_per_sec_per_worker", "cluster_spec", "worker_results", "data_read")
-
-
-# Schema 5: one row per decision of an adaptive sweep (dtfbench.sweep_steps reads and writes it).
-SWEEP_STEPS_TABLE = ("CREATE TABLE IF NOT EXISTS sweep_steps (sweep_id TEXT NOT NULL, gpus INTEGER NOT NULL, "
-                     "action TEXT NOT NULL CHECK (action IN ('full', 'narrowed', 'stopped')), reason TEXT NOT NULL, "
-                     "detail TEXT NOT NULL, recorded_at TEXT)")
 
 
 # Room a sweep needs on the store's file system before it starts: a run's row is a few KB,
@@ -300,8 +293,6 @@ def connect(db_path: str | Path) -> sqlite3.Connection:
             # extended sweep (sweep_extend) records another one: a resume is checked against the last.
             conn.execute("CREATE TABLE IF NOT EXISTS sweeps (sweep_id TEXT NOT NULL, config TEXT NOT NULL, "
                          "recorded_at TEXT)")
-            # Schema 5: an adaptive sweep's decisions per GPU count (num_ps=auto, stop_below_efficiency).
-            conn.execute(SWEEP_STEPS_TABLE)
             # A store made by an older version lacks the newer columns: add them (appending a
             # nullable column rewrites no row, so the append-only history stays as it was).
             present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
