@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
 
-from dtfbench import store  # noqa: E402
+from dtfbench.results import store  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from dtfbench import stats, store, sweep_steps
+from dtfbench.report import stats
+from dtfbench.results import store, sweep_steps
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 

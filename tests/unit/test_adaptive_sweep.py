@@ -6,9 +6,13 @@ import json
 
 import pytest
 
-from dtfbench import adaptive_sweep, narrowing_validation, report_sweep, scaling_model, store, sweep_steps
-from dtfbench.adaptive_sweep import Settings, narrowed_ps_counts, stop_reason
-from dtfbench.plan import PlanError, build_plan
+from dtfbench.forecast import adaptive as adaptive_sweep
+from dtfbench.forecast import narrowing as narrowing_validation
+from dtfbench.forecast import report_section as report_sweep
+from dtfbench.forecast import scaling_model
+from dtfbench.forecast.adaptive import Settings, narrowed_ps_counts, stop_reason
+from dtfbench.plan.sweep import PlanError, build_plan
+from dtfbench.results import store, sweep_steps
 
 HOSTS = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 1, "device_type": "gpu", "max_ps": 8}
          for i in range(16)]
