@@ -188,3 +188,15 @@ def test_a_resumed_sweep_does_not_judge_a_count_it_has_started(tmp_path):
     answer = adaptive_sweep.step(dict(plan["adaptive"], sweep_id=sweep_id, gpus=16, runs=plan["runs"]), str(db))
     assert answer["stopped"] and answer["runs"] == []
     assert "the best configuration at 8 GPUs" in answer["messages"][0]
+
+
+def test_the_report_index_and_the_sweep_table_show_it(tmp_path, capsys):
+    from dtfbench.report import build, cli
+    db, sweep_id, _ = _sweep(tmp_path, stop_below_efficiency="0.9")
+    rows = store.runs(store.connect(db))
+    result = build.build(rows, tmp_path / "report", formats=(), db=str(db), sweep_id=sweep_id)
+    index = result.index.read_text()
+    assert "8 GPUs, stopped: stopped before 8 GPUs" in index and "## Predicted beside measured" in index
+    assert cli.main(["table", "--db", str(db), "--sweep-id", sweep_id]) == 0
+    out = capsys.readouterr().out
+    assert "8 GPUs, stopped: stopped before 8 GPUs" in out and "| made-up | made-up | inception3 | 4 | 3 |" in out
