@@ -89,6 +89,9 @@ def _record(db, sweep_id, run, rate):
     store.add_run(conn, {"run_id": run["run_id"], "sweep_id": sweep_id, "system": "made-up", "gpus": run["gpus"],
                          "num_ps": run["num_ps"], "variable_update": run["variable_update"], "data": "synthetic",
                          "model": run["model"], "batch_size": run["batch_size"], "repetition": run["repetition"],
+                         # As dtfbench.record stores them: the image size the worker used (the plan
+                         # leaves the model's default as None), the workload's name.
+                         "image_size": 299, "workload": "ours",
                          "num_workers": run["num_workers"], "devices_per_worker": 1, "ps_on_worker_nodes": True,
                          "warmup_steps": run["warmup_steps"], "steps": run["steps"], "status": "ok",
                          "images_per_sec": rate, "hosts": [f"n{i}" for i in range(run["worker_nodes"])]})

@@ -309,12 +309,19 @@ def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:
         key = group_of(run)
         if key not in keys:
             keys.append(key)
+    # A recorded run belongs to the group of the planned run it is (the digest that ends its id):
+    # the store's own columns differ from the plan's (the image size the worker used where the
+    # plan left the model's default, the workload's name without its git ref).
+    by_digest = {r["run_id"].rsplit("-", 1)[-1]: r for r in planned}
+
+    def group_of_recorded(row):
+        return group_of(by_digest.get(str(row["run_id"]).rsplit("-", 1)[-1], row))
     for key in keys:
         mine = [r for r in planned if group_of(r) == key]
         if not any(int(r["gpus"]) == gpus for r in mine):
             continue
         groups.append(key)
-        decision = decide(mine, [r for r in recorded if group_of(r) == key], gpus, settings)
+        decision = decide(mine, [r for r in recorded if group_of_recorded(r) == key], gpus, settings)
         decision["group"] = key
         seen = [e for e in earlier if e["action"] == "stopped" and e["detail"].get("group") == key
                 and gpus in e["detail"].get("skipped_counts", [])]
