@@ -45,6 +45,22 @@ options:
     description:
       - Parameter servers; one value or a list. Omitted, the study's sweep from 1 to the
         number of workers (0 for C(collective_all_reduce)).
+      - C(auto) - the study's sweep, narrowed count by count while the sweep runs (RV(adaptive),
+        C(dtfbench.adaptive_sweep)); O(gpus) must go up.
+    type: raw
+  num_ps_auto_keep:
+    description:
+      - With O(num_ps=auto), the best PS counts kept per variable update at each GPU count, each with its
+        neighbours in the study's list (default 1).
+    type: raw
+  stop_below_efficiency:
+    description:
+      - Above 0 and at most 1. Makes the sweep adaptive (RV(adaptive)) - it stops before a GPU count once the
+        best configuration of the count below has an efficiency under this. O(gpus) must go up.
+    type: raw
+  min_doubling_gain:
+    description:
+      - ">= 0. As O(stop_below_efficiency), for the best configuration's gain per doubling of the GPUs."
     type: raw
   image_size:
     description: Image size in pixels for every model; 0 for each model's default. Checked against each model's minimum.
@@ -168,7 +184,7 @@ runs:
     - {index: 1, run_id: 20261122T101500-a1b2-1-3f9c2a1e, image_size: null, gpus: 1, num_workers: 1, num_ps: 1,
        model: small_cnn, batch_size: 32, variable_update: parameter_server, data: synthetic,
        repetition: 1, devices_per_worker: 1, ps_on_worker_nodes: true, warmup_steps: 10, steps: 100,
-       workload: ours, done: false}
+       workload: ours, done: false, worker_nodes: 1}
 sweep_config:
   description: The sweep's configuration, as recorded with its runs (a resume must ask for the same).
   returned: success
@@ -180,6 +196,14 @@ notes:
   type: list
   elements: str
   sample: ["model=resnet50,resnet50 repeats resnet50: each configuration runs once per repetition ..."]
+adaptive:
+  description:
+    - Null for a sweep that runs every planned run. Else the settings of an adaptive sweep - C(num_ps_auto),
+      C(num_ps_auto_keep), C(stop_below_efficiency), C(min_doubling_gain) - for C(python -m dtfbench.adaptive_sweep),
+      which chooses each GPU count's runs among RV(runs) while the sweep runs.
+  returned: success
+  type: dict
+  sample: {num_ps_auto: true, num_ps_auto_keep: null, stop_below_efficiency: 0.5, min_doubling_gain: null}
 workload:
   description:
     - The workload - C(name) (V(ours) or C(tf_cnn_benchmarks)), C(ref) (null for ours), C(label)

@@ -43,6 +43,12 @@ def run_benchmark(project_root, ansible_env, tmp_path, *args):
     (["-e", "gpus=1", "-e", "data=real", "-e", "data_dir=/nonexistent/imagenet"],
      "no train-* TFRecord shards in data_dir=/nonexistent/imagenet"),
     (["-e", "gpus=1", "-e", "sweep_id=x;rm"], "is not a plain name"),
+    # #18: num_ps=auto and the stop rules (dtfbench.adaptive_sweep).
+    (["-e", "gpus=1,2", "-e", "stop_below_efficiency=1.5"],
+     "stop_below_efficiency='1.5': give a number above 0 and at most 1, e.g. stop_below_efficiency=0.5"),
+    (["-e", "gpus=1,2", "-e", "min_doubling_gain=lots"], "min_doubling_gain='lots': give a number >= 0"),
+    (["-e", "gpus=2,1", "-e", "num_ps=auto"], "the sweep must go up in GPU counts"),
+    (["-e", "gpus=1,2", "-e", "num_ps=auto", "-e", "num_ps_auto_keep=0"], "num_ps_auto_keep=0 is below 1"),
 ])
 def test_bad_input_is_one_clear_error_before_anything_starts(project_root, ansible_env, tmp_path, live_processes,
                                                             args, message):

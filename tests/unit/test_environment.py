@@ -176,8 +176,8 @@ def test_a_store_of_schema_4_gains_the_columns_and_its_runs_are_unknown(tmp_path
     assert [(r["run_id"], r["environment"], r["environment_key"]) for r in analysis.load_rows(db)] == [
         ("old-1", None, None)]
 
-    conn = store.connect(db)  # a writer: schema 5
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
+    conn = store.connect(db)  # a writer: the current schema (5 added the environment)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(store.SCHEMA_VERSION)
     assert [r[1] for r in conn.execute("PRAGMA table_info(runs)")][-2:] == ["environment", "environment_key"]
     add(conn, payload("new-1", {"n1": worker_doc("n1")}))
     conn.close()

@@ -159,6 +159,43 @@ def _check_resume(request: Mapping[str, Any], sweep_id: str, config: Mapping[str
                     f"configuration to resume it, or add -e sweep_extend=true to add this one to it")
 
 
+def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) -> dict[str, Any]:
+    """num_ps=auto, num_ps_auto_keep, stop_below_efficiency, min_doubling_gain (dtfbench.adaptive_sweep),
+    checked; num_ps_auto_keep is None unless num_ps=auto."""
+    auto = [str(v).strip().lower() for v in num_ps] == ["auto"]
+    if not auto and any(str(v).strip().lower() == "auto" for v in num_ps):
+        raise PlanError(f"num_ps={','.join(map(str, num_ps))}: auto stands alone (the planner picks the PS counts); "
+                        "give num_ps=auto or a list of numbers")
+
+    def number(name: str, high: float | None, example: str) -> float | None:
+        value = request.get(name)
+        if value is None or value == "":
+            return None
+        try:
+            x = float(str(value).strip())
+        except ValueError:
+            x = float("nan")
+        if not (x == x and x != float("inf") and (x > 0 if high is not None else x >= 0)
+                and (high is None or x <= high)):
+            span = "above 0 and at most 1" if high is not None else ">= 0"
+            raise PlanError(f"{name}={value!r}: give a number {span}, e.g. {name}={example}, or leave it out")
+        return x
+    settings: dict[str, Any] = {"num_ps_auto": auto, "num_ps_auto_keep": None,
+                                "stop_below_efficiency": number("stop_below_efficiency", 1.0, "0.5"),
+                                "min_doubling_gain": number("min_doubling_gain", None, "0.1")}
+    keep = request.get("num_ps_auto_keep")
+    if keep not in (None, ""):
+        if not auto:
+            raise PlanError(f"num_ps_auto_keep={keep!r} goes with num_ps=auto; add -e num_ps=auto or leave it out")
+        settings["num_ps_auto_keep"], = _ints("num_ps_auto_keep", [keep], 1)
+    if (auto or settings["stop_below_efficiency"] is not None or settings["min_doubling_gain"] is not None) \
+            and gpus != sorted(gpus):
+        what = "num_ps=auto" if auto else "stop_below_efficiency/min_doubling_gain"
+        raise PlanError(f"gpus={','.join(map(str, gpus))} with {what}: the sweep must go up in GPU counts "
+                        f"(it learns from the smaller ones); give gpus={','.join(map(str, sorted(gpus)))}")
+    return settings
+
+
 def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes) -> bool:
     try:
         compute_layout(hosts, gpus=gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
@@ -209,6 +246,9 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                                   DATA_CHOICES + ("both",)), notes)
     data = ["synthetic", "real"] if "both" in data else data
     num_ps_request = as_list("num_ps", request.get("num_ps"))
+    adaptive = _adaptive(request, num_ps_request, gpus)
+    if adaptive["num_ps_auto"]:
+        num_ps_request = []
     num_ps_given = _fold("num_ps", _ints("num_ps", num_ps_request, 0), notes) if num_ps_request else None
     repetitions, = _ints("repetitions", [request.get("repetitions", 5)], 1)
     warmup_steps, = _ints("warmup_steps", [request.get("warmup_steps", 10)], 0)
@@ -267,6 +307,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     "variable_update": update,
                     "num_ps": num_ps, "data": data_kind, "repetition": repetition,
                     "num_workers": layout["num_workers"], "devices_per_worker": devices_per_worker,
+                    "worker_nodes": len({t["host"] for t in layout["tasks"] if t["job"] == "worker"}),
                     "ps_on_worker_nodes": ps_on_worker_nodes, "warmup_steps": warmup_steps, "steps": steps,
                     "workload": workload.label,
                 }
@@ -275,10 +316,12 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                         run, device_type=device_type, data_dir=request.get("data_dir"))
                 runs.append(run)
     config = sweep_config(gpus=gpus, model=models, batch_size=batch_sizes, image_size=image_size,
-                          variable_update=updates, num_ps=num_ps_given if num_ps_given is not None else "default",
+                          variable_update=updates, num_ps=num_ps_given if num_ps_given is not None else (
+                              "auto" if adaptive["num_ps_auto"] else "default"),
                           data=data, repetitions=repetitions, warmup_steps=warmup_steps, steps=steps,
                           devices_per_worker=devices_per_worker, ps_on_worker_nodes=ps_on_worker_nodes,
-                          workload=workload.label)
+                          workload=workload.label,
+                          **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None})
     if request.get("results_db"):
         # The store must take the results before the first run trains (a run whose result
         # cannot be written is lost); then a resume must be of the same sweep.
@@ -299,7 +342,9 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         run["done"] = digest in done_digests
     return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs),
             "pending_runs": sum(1 for run in runs if not run["done"]), "workload": workload.as_dict(),
-            "sweep_config": config, "notes": notes}
+            "sweep_config": config, "notes": notes,
+            "adaptive": adaptive if adaptive["num_ps_auto"] or adaptive["stop_below_efficiency"] is not None
+            or adaptive["min_doubling_gain"] is not None else None}
 
 
 # The options of the benchmark_plan action (library/benchmark_plan.py documents them).
@@ -310,6 +355,9 @@ ARGUMENT_SPEC = dict(
     batch_size=dict(type="raw", default=32),
     variable_update=dict(type="raw", default="parameter_server"),
     num_ps=dict(type="raw"),
+    num_ps_auto_keep=dict(type="raw"),
+    stop_below_efficiency=dict(type="raw"),
+    min_doubling_gain=dict(type="raw"),
     image_size=dict(type="int", default=0),
     data=dict(type="raw", default="synthetic"),
     data_dir=dict(type="str"),

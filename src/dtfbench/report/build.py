@@ -204,6 +204,12 @@ def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "p
                                     "system_map": {s: analysis.system_map[s] for s in sorted(analysis.system_map)}},
                                    indent=2, sort_keys=True) + "\n"
     outputs[INDEX] = _index(analysis, db, sweep_id, tables, plots_written, files)
+    # The scaling model beside the runs, and an adaptive sweep's decisions. forecast builds on
+    # report (stats), so this one use the other way is imported when called.
+    from ..forecast import report_section
+    model_md = report_section.markdown(rows, db)
+    if model_md:
+        outputs[INDEX] += "\n" + model_md
 
     previous = _previous_files(output)
     changed = []

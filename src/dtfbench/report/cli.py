@@ -52,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         rows = load_rows(args.db, args.sweep_id)
         if args.command == "table":
             print(format_table(summarise(rows)))
+            from ..forecast import report_section  # predicted beside measured; what an adaptive sweep skipped
+            model_md = report_section.markdown(rows, str(args.db))
+            if model_md:
+                print("\n" + model_md.rstrip())
             return 0
         try:
             system_map = reference_data.parse_system_map(args.system_map)

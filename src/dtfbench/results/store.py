@@ -30,10 +30,11 @@ from typing import Any, Iterable, Mapping
 
 DEFAULT_DB = "results/results.sqlite"
 # 2: gpu_util_mean, gpu_util_max. 3: data_read_mb_per_s, data_read. 4: workload,
-# workload_ref, workload_commit. 5: environment, environment_key. A store of an older version
-# gets the new columns when it is opened (NULL in its old rows); every column added later must be
-# nullable for that.
-SCHEMA_VERSION = 5
+# workload_ref, workload_commit. 5: environment, environment_key. 6: the sweep_steps table (what an
+# adaptive sweep ran or skipped at each GPU count, dtfbench.sweep_steps). A store of an older version
+# gets the new columns and tables when it is opened (NULL in its old rows); every column added later
+# must be nullable for that.
+SCHEMA_VERSION = 6
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -95,6 +96,12 @@ REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update",
             "repetition", "status")
 JSON_COLUMNS = ("hosts", "images_per_sec_per_worker", "cluster_spec", "worker_results", "data_read",
                 "environment")
+
+
+# Schema 6: one row per decision of an adaptive sweep (dtfbench.sweep_steps reads and writes it).
+SWEEP_STEPS_TABLE = ("CREATE TABLE IF NOT EXISTS sweep_steps (sweep_id TEXT NOT NULL, gpus INTEGER NOT NULL, "
+                     "action TEXT NOT NULL CHECK (action IN ('full', 'narrowed', 'stopped')), reason TEXT NOT NULL, "
+                     "detail TEXT NOT NULL, recorded_at TEXT)")
 
 
 # Room a sweep needs on the store's file system before it starts: a run's row is a few KB,
@@ -300,6 +307,8 @@ def connect(db_path: str | Path) -> sqlite3.Connection:
             # extended sweep (sweep_extend) records another one: a resume is checked against the last.
             conn.execute("CREATE TABLE IF NOT EXISTS sweeps (sweep_id TEXT NOT NULL, config TEXT NOT NULL, "
                          "recorded_at TEXT)")
+            # Schema 6: an adaptive sweep's decisions per GPU count (num_ps=auto, stop_below_efficiency).
+            conn.execute(SWEEP_STEPS_TABLE)
             # A store made by an older version lacks the newer columns: add them (appending a
             # nullable column rewrites no row, so the append-only history stays as it was).
             present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
