@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How the launch scales with the number of hosts: start time on 16 test-bed hosts / on 1.
 
-    .venv/bin/python benchmarks/launch_scaling.py [--hosts 16] [--repeats 3]
+    .venv/bin/python benchmarks/launch_scaling.py [--hosts 16] [--repeats 3] [--lock FILE]
 
 Brings up the multi-host test bed (tests/testbed/testbed.py: network namespaces with their
 own sshd, reached over real SSH), then, for 1 host and for all hosts, starts the cluster of
@@ -10,6 +10,12 @@ state=started: one call per host starts all its tasks, PSs first, and returns on
 one listens), one PS and one worker per host, and takes the time from the first remote
 task until every task listens.
 Prints the ratio and writes results/benchmarks/launch_scaling.json. Goal: <= 1.5.
+
+Right after each launch, the same tasks start through a bare fan-out on the same hosts
+(benchmarks/bare_fanout.py: ``xargs -P <hosts>`` of ``ssh host bash -s``, each writing the
+same supervisor, starting the host's tasks under it and waiting for their ports), cold or
+warm as the launch was. Ours / bare on all hosts is issue #19's figure (goal <= 1.5): what
+the launch adds to what any launch of supervised tasks over ssh pays, on the same machine.
 
 The tasks are this very file in its `--job_name` mode: a process that takes the cluster
 flags, listens on its endpoint and sleeps. It imports nothing heavy, so the measurement is
