@@ -166,7 +166,10 @@ def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int, env
                       - (children_before.ru_utime + children_before.ru_stime))
     nodes_cpu = sum(testbed.cpu_seconds(state).values()) - nodes_before
     if done.returncode != 0:
-        raise SystemExit(f"launch with {hosts} hosts failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
+        failed_log = workdir.parent / f"launch-scaling-failed-{hosts}.log"
+        failed_log.write_text(done.stdout + done.stderr)
+        raise SystemExit(f"launch with {hosts} hosts failed (whole output: {failed_log}):\n{done.stdout[-4000:]}\n"
+                         f"{done.stderr[-2000:]}")
     line = next(part for part in done.stdout.splitlines() if "LAUNCH_SCALING" in part)
     measured = json.loads(re.search(r"\{.*\}", line.split("LAUNCH_SCALING", 1)[1]).group(0))
     return {"seconds": measured["seconds"], "tasks": measured["tasks"], "playbook_wall_s": wall,
