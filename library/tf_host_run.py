@@ -158,7 +158,7 @@ options:
         earlier O(state=started) call of the same run started; a task that ended meanwhile
         is collected (its exit status and result), not started again, and one that was never
         started is a failure.
-      - For a run on more hosts than Ansible's C(forks) (M(tf_cluster) does this then): a
+      - For a run on more hosts than Ansible's C(forks), as the tf_cluster role does then. A
         O(state=finished) call holds its fork until the host's workers end, and the workers
         wait for every other worker at TF's start barrier, so the hosts beyond the first
         C(forks) would not start before the barrier gives up. Starting every host first
