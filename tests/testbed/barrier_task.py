@@ -6,13 +6,12 @@
 
 Every task listens on its endpoint (as a TF server does; readiness probes just connect).
 A worker then waits at a start barrier for every worker, as dtfbench.train's graph worker
-and TF's synchronous training do (no worker trains before all are up): first until every
-worker's endpoint accepts a connection, then until every worker says it got that far (its
-endpoint answers "1"; one seen up before that no longer listens got that far and left),
-so that none leaves while another still waits to see it. Then it "trains" for
---run_seconds and exits 0; after --barrier_timeout without all of them it exits 1, naming
-the ones missing. A PS serves until SIGTERM. Standard library only, imports nothing heavy:
-a launch of hundreds of them measures the launch, not TF.
+and TF's synchronous training do (no worker trains before all are up): it tells the first
+PS that it is up, and asks it every 0.2 s how many are, until all are (the count lives on
+the PS, as TF's barrier does, so that polling costs O(workers), not O(workers^2)). Then it
+"trains" for --run_seconds and exits 0; after --barrier_timeout without all of them it
+exits 1 with the count. A PS serves until SIGTERM. Standard library only, imports nothing
+heavy: a launch of hundreds of them measures the launch, not TF.
 """
 
 from __future__ import annotations
@@ -24,49 +23,47 @@ import sys
 import threading
 import time
 
+READY: set[int] = set()  # on the first PS: the workers that said they are up
 
-PASSED = threading.Event()  # this worker saw every worker up
 
-
-def serve(endpoint: str) -> None:
-    """Accept connections on `endpoint`; each gets "1" once this task passed the barrier's first half, else "0"."""
+def serve(endpoint: str, counts: bool) -> None:
+    """Accept connections on `endpoint`; with `counts`, answer "up N" and "count" lines with the count."""
     host, port = endpoint.rsplit(":", 1)
-    server = socket.create_server((host, int(port)), backlog=64)
+    server = socket.create_server((host, int(port)), backlog=128)
 
-    def accept_forever():
+    def answer(connection: socket.socket) -> None:
+        with connection:
+            try:
+                connection.settimeout(2)
+                line = connection.makefile("r").readline().split()
+                if line[:1] == ["up"] and len(line) == 2:
+                    READY.add(int(line[1]))
+                if line:
+                    connection.sendall(b"%d\n" % len(READY))
+            except (OSError, ValueError):
+                pass  # a readiness probe connects and goes
+
+    def accept_forever() -> None:
         while True:
             connection, _ = server.accept()
-            try:
-                connection.sendall(b"1" if PASSED.is_set() else b"0")
-            except OSError:
-                pass
-            connection.close()
+            if counts:
+                threading.Thread(target=answer, args=(connection,), daemon=True).start()
+            else:
+                connection.close()
 
     threading.Thread(target=accept_forever, daemon=True).start()
 
 
-def ask(endpoint: str) -> str | None:
-    """What the task at `endpoint` says ("0" or "1"); None when it does not accept."""
+def ask(endpoint: str, line: str) -> int | None:
+    """Send `line` to the first PS; the count it answers, or None when it does not answer."""
     host, port = endpoint.rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=1) as connection:
-            connection.settimeout(1)
-            return connection.recv(1).decode() or "0"
-    except OSError:
+        with socket.create_connection((host, int(port)), timeout=2) as connection:
+            connection.settimeout(2)
+            connection.sendall(line.encode() + b"\n")
+            return int(connection.makefile("r").readline())
+    except (OSError, ValueError):
         return None
-
-
-def wait_for(endpoints: list[str], done, deadline: float, what: str, index: int, timeout: float) -> bool:
-    waiting = list(endpoints)
-    while True:
-        waiting = [e for e in waiting if not done(e)]
-        if not waiting:
-            return True
-        if time.monotonic() > deadline:
-            print(f"worker {index}: start barrier: {len(waiting)} worker(s) {what} after {timeout:g} s: "
-                  f"{', '.join(waiting[:8])}", file=sys.stderr, flush=True)
-            return False
-        time.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,19 +77,21 @@ def main(argv: list[str] | None = None) -> int:
     args, _ = parser.parse_known_args(argv)  # a TF program's other flags are ignored
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     endpoints = {"ps": [e for e in args.ps_hosts.split(",") if e], "worker": args.worker_hosts.split(",")}
-    serve(endpoints[args.job_name][args.task_index])
+    serve(endpoints[args.job_name][args.task_index], counts=args.job_name == "ps" and args.task_index == 0)
     if args.job_name == "ps":
         signal.pause()
         return 0
-    workers = endpoints["worker"]
-    deadline = time.monotonic() + args.barrier_timeout
-    if not wait_for(workers, lambda e: ask(e) is not None, deadline, "not up", args.task_index, args.barrier_timeout):
-        return 1
-    PASSED.set()
-    # Seen up already: one that no longer answers passed and left.
-    if not wait_for(workers, lambda e: ask(e) in ("1", None), deadline, "not through", args.task_index,
-                    args.barrier_timeout):
-        return 1
+    if endpoints["ps"]:
+        workers, chief_ps = len(endpoints["worker"]), endpoints["ps"][0]
+        deadline = time.monotonic() + args.barrier_timeout
+        count = ask(chief_ps, f"up {args.task_index}")
+        while count is None or count < workers:
+            if time.monotonic() > deadline:
+                print(f"worker {args.task_index}: start barrier: {count or 0} of {workers} workers up after "
+                      f"{args.barrier_timeout:g} s", file=sys.stderr, flush=True)
+                return 1
+            time.sleep(0.2)
+            count = ask(chief_ps, f"up {args.task_index}" if count is None else "count")
     time.sleep(args.run_seconds)
     return 0
 
