@@ -3,7 +3,7 @@
 Starts the same per-host tasks as the launch (library/tf_host_run.py state=started) with
 nothing but a parallel ``ssh`` fan-out: ``xargs -P <hosts>`` runs one ``ssh host bash -s``
 per host, whose script writes the same task supervisor the module writes
-(module_utils/dtfbench_tf_task.py's SUPERVISOR_SOURCE), starts each of the host's tasks
+(src/dtfbench/launch/task.py's SUPERVISOR_SOURCE), starts each of the host's tasks
 under it (PSs first, each in a session of its own, as the module does) and waits until
 every task's port accepts a connection (bash's /dev/tcp, polled every 0.05 s; the module
 polls every 0.1 s). The time is from the fan-out's start until every ssh has returned.
@@ -16,35 +16,25 @@ tasks over ssh pays. The connections are multiplexed as Ansible's are (ControlPe
 from __future__ import annotations
 
 import base64
-import importlib.util
 import shlex
 import subprocess
 import time
 from pathlib import Path
 
-from bench_env import ROOT
 from bare_launcher import ssh_base, task_argv
-
-
-def supervisor_source() -> tuple[str, str, str]:
-    """The supervisor the tf_task/tf_host_run modules write to a task's run directory: (source, tag, file name)."""
-    spec = importlib.util.spec_from_file_location("dtfbench_tf_task", ROOT / "module_utils" / "dtfbench_tf_task.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.SUPERVISOR_SOURCE, module.SUPERVISOR_TAG, module.SUPERVISOR_NAME
+from dtfbench.launch.task import SUPERVISOR_NAME, SUPERVISOR_SOURCE, SUPERVISOR_TAG
 
 
 def host_script(tasks: list[dict], cluster_spec: dict, program: list[str], run_dir: str, run_id: str,
                 python: str) -> str:
     """The bash script one host runs: write the supervisor, start its tasks, wait for their ports."""
-    source, tag, name = supervisor_source()
-    supervisor = f"{run_dir}/{name}"
+    supervisor = f"{run_dir}/{SUPERVISOR_NAME}"
     lines = ["set -e", f"mkdir -p -m 700 {shlex.quote(run_dir)}",
-             f"echo {base64.b64encode(source.encode()).decode()} | base64 -d > {shlex.quote(supervisor)}"]
+             f"echo {base64.b64encode(SUPERVISOR_SOURCE.encode()).decode()} | base64 -d > {shlex.quote(supervisor)}"]
     ordered = sorted(tasks, key=lambda t: (t["job"] != "ps", t["task_index"]))
     for task in ordered:
         base = f"{run_dir}/{run_id}-{task['job']}-{task['task_index']}"
-        argv = [python, supervisor, tag, base, base + ".exit", "--"] + task_argv(program, task, cluster_spec, [])
+        argv = [python, supervisor, SUPERVISOR_TAG, base, base + ".exit", "--"] + task_argv(program, task, cluster_spec, [])
         lines.append(f"CUDA_VISIBLE_DEVICES={shlex.quote(task['cuda_visible_devices'])} setsid "
                      + " ".join(shlex.quote(a) for a in argv)
                      + f" > {shlex.quote(base + '.log')} 2>&1 < /dev/null & echo $! > {shlex.quote(base + '.pid')}")

@@ -24,8 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
-from dtfbench.benchmark_output import RESULT_PREFIX
-from dtfbench.layout import compute_layout
+from dtfbench.workload.benchmark_output import RESULT_PREFIX
+from dtfbench.plan.layout import compute_layout
 
 
 def ssh_base(state: dict, control_dir: Path) -> list[str]:

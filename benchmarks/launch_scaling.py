@@ -81,7 +81,7 @@ import testbed  # noqa: E402
 
 import bare_fanout  # noqa: E402
 from bare_launcher import node_specs  # noqa: E402
-from dtfbench.layout import compute_layout  # noqa: E402
+from dtfbench.plan.layout import compute_layout  # noqa: E402
 
 PLAYBOOK = """
 - name: Time the start of one PS and one worker per host

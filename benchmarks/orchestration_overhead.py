@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
 
 import bare_launcher  # noqa: E402
-from dtfbench import store  # noqa: E402
+from dtfbench.results import store  # noqa: E402
 
 
 def ours_sweep(args, inventory: Path, db: Path, env: dict, log: Path) -> dict:

@@ -26,14 +26,14 @@ def trace_ours(argv):
     p.add_argument("--warmup", type=int, default=3)
     args, rest = p.parse_known_args(argv)
     sys.modules.setdefault("matplotlib", None)
-    from dtfbench import flags
+    from dtfbench.workload import flags
 
     config, cluster = flags.parse(["--variable_update", "independent", "--device", "cpu", *rest])
     config = flags.check_devices(config, 0)
     import tensorflow as tf
     from tensorflow.python.client import timeline
 
-    from dtfbench.graph_worker import build_worker_graph, session_config
+    from dtfbench.workload.graph_worker import build_worker_graph, session_config
 
     built = build_worker_graph(tf, config, cluster)
     sess = tf.compat.v1.Session(graph=built.graph, config=session_config(tf, config, cluster))

@@ -52,7 +52,7 @@ if len(sys.argv) == 6 and sys.argv[1] == "--raw-get":
     _, _, client_kind, url, dest, workers = sys.argv
     bucket, _, prefix = url[len("s3://"):].partition("/")
     if client_kind == "shared":
-        from dtfbench import s3sync
+        from dtfbench.node import s3sync
 
         client = s3sync.make_client(int(workers))
     else:
@@ -190,7 +190,7 @@ def measure_downloads(table, env, work: Path, objects: dict[str, int], repeats: 
 
 def measure_noop(table, env, work: Path, repeats: int, client, url: str, shards: int, workers: int) -> dict:
     """The re-sync with nothing to do: each engine's process (round-robin), then the engine in-process."""
-    from dtfbench import s3sync
+    from dtfbench.node import s3sync
 
     resyncing = {name: command for name, command in table.items() if name not in NOT_RESYNCING}
     for name, command in resyncing.items():
@@ -230,7 +230,7 @@ def main() -> int:
     if args.baseline_src and not (Path(args.baseline_src) / "dtfbench" / "s3sync.py").is_file():
         parser.error(f"--baseline-src {args.baseline_src}: no dtfbench/s3sync.py in it")
 
-    from dtfbench import s3sync
+    from dtfbench.node import s3sync
 
     load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="dtfbench-staging-", dir=args.workdir))

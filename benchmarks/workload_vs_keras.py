@@ -75,8 +75,8 @@ def keras_child(args):
         tf.config.threading.set_inter_op_parallelism_threads(args.num_inter_threads)
     import keras
 
-    from dtfbench import data
-    from dtfbench.models import build_model
+    from dtfbench.workload import data
+    from dtfbench.workload.models import build_model
 
     model = build_model(args.model, args.image_size, 1001, "NHWC")
     optimizer = keras.optimizers.SGD(args.learning_rate)

@@ -181,7 +181,7 @@ workload:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench_plan import PlanError, build_plan
+from ansible.module_utils.dtfbench.plan.sweep import PlanError, build_plan
 
 
 def main():

@@ -124,8 +124,8 @@ profile_problem:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench_ec2_types import INSTANCE_TYPES, NODE_PROFILES
-from ansible.module_utils.dtfbench_nvidia_smi import pci_nvidia_devices, query
+from ansible.module_utils.dtfbench.plan.ec2_types import INSTANCE_TYPES, NODE_PROFILES
+from ansible.module_utils.dtfbench.node.nvidia_smi import pci_nvidia_devices, query
 
 
 def _version(text):

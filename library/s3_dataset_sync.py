@@ -167,11 +167,11 @@ verified:
 
 try:
     import botocore
-except ImportError:
-    pass  # AnsibleAWSModule reports the missing SDK
+except ImportError:  # botocore is optional here: AnsibleAWSModule reports the missing SDK
+    pass
 
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
-from ansible.module_utils.dtfbench_s3sync import SyncError, client_config, skip_timestamp_parsing, sync
+from ansible.module_utils.dtfbench.node.s3sync import SyncError, client_config, skip_timestamp_parsing, sync
 
 
 def main():

@@ -16,7 +16,7 @@ description:
     run not yet done, a run overhead plus its steps at the step time of the scaling model
     (C(dtfbench.scaling_model)) fitted to the study's published table of the instance type
     (or, for a type without one, the K80 table of as many GPUs per node; RV(estimate.basis)
-    says which). The price is the dated table's (C(dtfbench/price_data)), a price file, or
+    says which). The price is the dated table's (C(dtfbench/forecast/price_data)), a price file, or
     O(price_usd_per_hour).
   - Above O(max_cost_usd) it fails with one message naming the predicted figure and the
     variable to raise. An instance type without a price, a negative price, or a bad
@@ -96,7 +96,7 @@ estimate:
     hours: 1.29
     usd_per_hour: 0.9
     cost_usd: 2.32
-    price_note: dtfbench/price_data/aws_ec2_on_demand.csv, 2024-06-01
+    price_note: dtfbench/forecast/price_data/aws_ec2_on_demand.csv, 2024-06-01
     basis: the scaling model fitted to the study's published p2.xlarge table (inception3, batch 64, synthetic data)
     message: "predicted cost of the planned sweep: $2.32 = 2 x p2.xlarge x 1.29 h x $0.9/h (...)"
 max_cost_usd:
@@ -109,7 +109,7 @@ max_cost_usd:
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from dtfbench import cost_guard, pricing
+    from dtfbench.forecast import cost_guard, pricing
     IMPORT_ERROR = None
 except ImportError as error:  # pragma: no cover - the controller's Python lacks the project
     IMPORT_ERROR = error

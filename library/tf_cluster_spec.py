@@ -14,7 +14,7 @@ description:
     port and with which devices, from the hosts and the requested number of devices and
     parameter servers.
   - A pure computation with the one layout implementation of dtfbench
-    (C(src/dtfbench/layout.py), shipped as C(module_utils/dtfbench_layout.py)); it changes
+    (C(src/dtfbench/plan/layout.py), shipped as C(module_utils/dtfbench/plan/layout.py)); it changes
     nothing and is usually run once on the controller (C(run_once), C(delegate_to=localhost)).
   - Workers fill the hosts in order, O(hosts[].devices // devices_per_worker) per host.
     Parameter servers go round-robin over the worker hosts (each up to O(hosts[].max_ps)) when
@@ -227,7 +227,7 @@ hosts_used:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench_layout import ARGUMENT_SPEC, LayoutError, layout_from_params
+from ansible.module_utils.dtfbench.plan.layout import ARGUMENT_SPEC, LayoutError, layout_from_params
 
 
 # plugins/action/tf_cluster_spec.py computes the same on the controller without starting a

@@ -297,7 +297,8 @@ import signal
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench_tf_task import POLL, TfTask, TaskCall, _port_open, _read, call
+from ansible.module_utils.dtfbench.launch.task import POLL, TfTask, TaskCall, _port_open, call
+from ansible.module_utils.dtfbench.linux.procfs import read as _read
 
 COMPLETE_MARKER = "complete"
 INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

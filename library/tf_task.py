@@ -315,7 +315,7 @@ killed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench_tf_task import TfTask
+from ansible.module_utils.dtfbench.launch.task import TfTask
 
 
 def main():

@@ -4,9 +4,17 @@ import os
 import sys
 from pathlib import Path
 
+import ansible.module_utils
 import pytest
 
+from dtfbench.linux import procfs
+
 ROOT = Path(__file__).resolve().parents[1]
+
+# The project's module_utils (ansible.module_utils.dtfbench.*), as ansible.cfg's
+# `module_utils = module_utils` gives them to Ansible: a test that loads a module file
+# directly (tests/slurm/test_slurm_modules.py) imports them the way the module does under Ansible.
+ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 
 
 @pytest.fixture(scope="session")
@@ -30,16 +38,13 @@ def processes_matching(text: str) -> list[str]:
     """Command lines of live processes whose argv or environment mentions `text`."""
     found = []
     me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
+    for pid in procfs.pids():
+        if pid == me:
             continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            environ = (entry / "environ").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
+        cmdline = " ".join(procfs.cmdline(pid))
+        environ = b"\0".join(procfs.environ(pid)).decode(errors="replace")
         if text in cmdline or text in environ:
-            found.append(f"{entry.name}: {cmdline.strip()}")
+            found.append(f"{pid}: {cmdline.strip()}")
     return found
 
 

@@ -5,22 +5,16 @@
 The layout is a pure computation, and a sweep asks for one per run; as a module each call
 forks a worker, opens a connection and starts a Python that unpacks the module, for a few
 milliseconds of work. The module (library/tf_cluster_spec.py, where its documentation lives)
-and this plugin share the argument spec and the code: src/dtfbench/layout.py.
+and this plugin share the argument spec and the code: src/dtfbench/plan/layout.py.
 """
 
 from __future__ import annotations
 
-import os
-
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-try:  # the project's .venv has dtfbench installed; a bare checkout finds it beside this file
-    from dtfbench.layout import ARGUMENT_SPEC, LayoutError, layout_from_params
-except ImportError:
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src"))
-    from dtfbench.layout import ARGUMENT_SPEC, LayoutError, layout_from_params
+# dtfbench is installed in ansible-playbook's Python (make setup: the project's .venv).
+from dtfbench.plan.layout import ARGUMENT_SPEC, LayoutError, layout_from_params
 
 
 class ActionModule(ActionBase):

@@ -118,14 +118,10 @@ from ansible import constants as C
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
 
-try:  # the project's .venv has dtfbench installed; a bare checkout finds it beside this file
-    from dtfbench.ec2_types import tf_devices_by_type
-except ImportError:
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src"))
-    from dtfbench.ec2_types import tf_devices_by_type
+# dtfbench is installed in ansible-playbook's Python (make setup: the project's .venv).
+from dtfbench.plan.ec2_types import tf_devices_by_type
 
-# GPUs per EC2 instance type: the project's one table (src/dtfbench/ec2_types.py), the same
+# GPUs per EC2 instance type: the project's one table (src/dtfbench/plan/ec2_types.py), the same
 # that provision-aws.yml and its generated aws_ec2 inventory use.
 GPUS_PER_INSTANCE_TYPE = tf_devices_by_type()
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from moto_server import MotoServer  # noqa: E402
+from moto_server import MotoServer
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from moto_server import SECRET_ACCESS_KEY  # noqa: E402
+from moto_server import SECRET_ACCESS_KEY
 
 pytestmark = pytest.mark.ansible
 

@@ -1,4 +1,4 @@
-"""The sync engine (src/dtfbench/s3sync.py) against a real moto S3 server.
+"""The sync engine (src/dtfbench/node/s3sync.py) against a real moto S3 server.
 
 Full sync, a sync SIGKILLed in the middle of a transfer then resumed, local files truncated
 or corrupted, files removed remotely, a lost manifest, multipart ETags, and the cost of a
@@ -22,8 +22,8 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
-from dtfbench import s3sync
-from dtfbench.flags import tfrecord_files
+from dtfbench.node import s3sync
+from dtfbench.workload.flags import tfrecord_files
 
 BUCKET = "dtfbench-data"
 SOURCE = f"s3://{BUCKET}/imagenet"

@@ -20,12 +20,10 @@ from pathlib import Path
 import boto3
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from moto_server import ACCESS_KEY_ID, REGION, SECRET_ACCESS_KEY, MotoServer  # noqa: E402
-from testbed_fixtures import ansible_command, testbed_factory  # noqa: E402,F401
+from moto_server import ACCESS_KEY_ID, REGION, SECRET_ACCESS_KEY, MotoServer
+from testbed_fixtures import ansible_command, testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 

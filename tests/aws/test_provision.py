@@ -237,7 +237,7 @@ def test_cost_guard_refuses_above_max_cost_usd_before_anything_exists(aws_env, t
     """The planned sweep's cost is predicted from the p2.xlarge table and the price table;
     above max_cost_usd nothing is created, and the one message names the figure and the
     variable to raise."""
-    from dtfbench import cost_guard
+    from dtfbench.forecast import cost_guard
 
     sweep = {"model": "inception3", "batch_size": 64, "num_ps": 1, "repetitions": 5, "warmup_steps": 10, "steps": 100}
     expected = cost_guard.estimate(cost_guard.planned_runs(sweep, 2, 1), "p2.xlarge", 2, 1, setup_minutes=30)

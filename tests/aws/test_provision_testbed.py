@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
-import testbed as tb  # noqa: E402
-from testbed_fixtures import testbed_factory  # noqa: E402,F401
+import testbed as tb
+from testbed_fixtures import testbed_factory  # noqa: F401
 
-from test_provision import MOTO_VARS, ROOT, SSH_CIDR, ec2_client, instances, playbook  # noqa: E402
+from test_provision import MOTO_VARS, ROOT, SSH_CIDR, ec2_client, instances, playbook
 
 pytestmark = [pytest.mark.ansible]
 

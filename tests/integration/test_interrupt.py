@@ -22,17 +22,14 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
-from testbed_fixtures import module_testbed  # noqa: E402
+from testbed_fixtures import module_testbed
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 

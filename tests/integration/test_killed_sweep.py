@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 from matplotlib import image as mpimg
 
-from dtfbench import store
+from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 

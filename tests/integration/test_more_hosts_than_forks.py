@@ -12,13 +12,11 @@ every worker's port accepts; they give up (exit 1) after 20 s.
 """
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
-from testbed_fixtures import testbed_factory  # noqa: E402,F401
+from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.ansible]
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
 pytestmark = pytest.mark.ansible
 

@@ -9,19 +9,17 @@ in the results store, as with the SSH launcher.
 
 import json
 import subprocess
-import sys
 import textwrap
 import uuid
 from pathlib import Path
 
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "slurm"))
 
-from slurm_testcluster import missing_prerequisites, slurm_test_cluster  # noqa: E402,F401
+from slurm_testcluster import missing_prerequisites, slurm_test_cluster  # noqa: F401
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible,
               pytest.mark.skipif(bool(missing_prerequisites()), reason=missing_prerequisites() or "ok")]

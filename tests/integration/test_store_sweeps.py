@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
 pytestmark = [pytest.mark.ansible]
 

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
-from testbed_fixtures import testbed_factory  # noqa: E402,F401
+from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 

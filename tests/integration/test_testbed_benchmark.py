@@ -10,16 +10,16 @@ onto each host's own /mnt/local_ssd, and nothing may be left once the test bed i
 import ipaddress
 import json
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
-from dtfbench import report, store
+from dtfbench.report import analysis
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed"))
-from testbed_fixtures import testbed_factory  # noqa: E402,F401
+from dtfbench.results import store
+
+from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
@@ -58,7 +58,7 @@ def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansibl
         run = runs[0]
         assert run["status"] == "ok", run["reason"]
         assert run["system"] == recorded_system and run["sweep_id"] == sweep_id
-        assert report.analyse(runs).ref_system(recorded_system) == (None if recorded_system == "testbed"
+        assert analysis.analyse(runs).ref_system(recorded_system) == (None if recorded_system == "testbed"
                                                                     else "aws-p2.xlarge")
         assert run["hosts"] == ["node01", "node02", "node03", "node04"]
         assert run["num_workers"] == 4 and run["num_ps"] == num_ps

@@ -25,7 +25,7 @@ import uuid
 
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
 pytestmark = [pytest.mark.ansible]
 

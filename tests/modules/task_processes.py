@@ -10,39 +10,28 @@ import time
 
 import pytest
 
+from dtfbench.linux import procfs
+
 MARKER = b"DTFBENCH_TF_TASK="
 
 
 def proc_state(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    return data[data.rfind(")") + 2:].split()[0]
+    return procfs.state(pid)
 
 
 def alive(pid):
-    return proc_state(pid) not in (None, "Z", "X")
+    return procfs.alive(pid)
 
 
 def processes_of(tmp_path):
     """Live pids that belong to this test: the task marker or tmp_path on their command line."""
-    needle = str(tmp_path).encode()
+    needle = str(tmp_path)
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
+    for pid in procfs.pids():
+        if pid == os.getpid():
             continue
-        pid = int(entry)
-        try:
-            with open("/proc/%d/environ" % pid, "rb") as handle:
-                environ = handle.read().split(b"\0")
-            with open("/proc/%d/cmdline" % pid, "rb") as handle:
-                cmdline = handle.read()
-        except OSError:
-            continue
-        marked = any(item.startswith(MARKER + needle) for item in environ)
-        if (marked or needle in cmdline) and alive(pid):
+        marked = any(item.startswith(MARKER + needle.encode()) for item in procfs.environ(pid))
+        if (marked or needle in "\0".join(procfs.cmdline(pid))) and procfs.alive(pid):
             found.append(pid)
     return found
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dtfbench import nvidia_smi
+from dtfbench.node import nvidia_smi
 
 pytestmark = pytest.mark.ansible
 

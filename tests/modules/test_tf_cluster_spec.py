@@ -1,5 +1,5 @@
 """tf_cluster_spec through Ansible: the module, and the action plugin that the project's
-ansible.cfg runs in its place on the controller, return what dtfbench.layout computes."""
+ansible.cfg runs in its place on the controller, return what dtfbench.plan.layout computes."""
 
 import json
 import os
@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from dtfbench.plan.layout import compute_layout
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "src"))
-from dtfbench.layout import compute_layout  # noqa: E402
 
 pytestmark = pytest.mark.ansible
 
@@ -50,10 +50,10 @@ def test_the_action_plugin_runs_in_place_of_the_module(tmp_path, adhoc, plugin):
 
 
 def test_module_utils_is_a_relative_link_to_the_one_layout():
-    link = os.path.join(REPO, "module_utils", "dtfbench_layout.py")
+    link = os.path.join(REPO, "module_utils", "dtfbench", "plan")
     assert os.path.islink(link)
     assert not os.path.isabs(os.readlink(link))
-    assert os.path.samefile(link, os.path.join(REPO, "src", "dtfbench", "layout.py"))
+    assert os.path.samefile(os.path.join(link, "layout.py"), os.path.join(REPO, "src", "dtfbench", "plan", "layout.py"))
 
 
 @pytest.mark.parametrize("check", [False, True])

@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from dtfbench.linux import procfs
+
 # no_leftovers: an autouse fixture, active in this module by being imported.
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
 
@@ -98,9 +100,7 @@ def free_ports(count):
 
 
 def proc_starttime(pid):
-    with open("/proc/%d/stat" % pid) as handle:
-        data = handle.read()
-    return int(data[data.rfind(")") + 2:].split()[19])
+    return int(procfs.stat_fields(pid)[19])
 
 
 def port_open(port):
@@ -202,17 +202,8 @@ def in_background(action):
 def module_running(tmp_path):
     """True while a tf_host_run module process of this test runs (seen in /proc)."""
     entry = ("DTFBENCH_HOSTRUN_TEST=%s" % tmp_path).encode()
-    for pid in os.listdir("/proc"):
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as handle:
-                if b"AnsiballZ_tf_host_run" not in handle.read():
-                    continue
-            with open("/proc/%s/environ" % pid, "rb") as handle:
-                if entry in handle.read().split(b"\0"):
-                    return True
-        except OSError:
-            continue
-    return False
+    return any(entry in procfs.environ(pid) for pid in procfs.pids()
+               if any("AnsiballZ_tf_host_run" in part for part in procfs.cmdline(pid)))
 
 
 # ---- checked ------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ import time
 
 import pytest
 
+from dtfbench.linux import procfs
+
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
 from test_tf_host_run import RUN_ID, Host, port_open
 
@@ -29,17 +31,11 @@ BOUND = 10.0
 
 
 def _cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            return handle.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+    return " ".join(procfs.cmdline(pid))
 
 
 def _ppid(pid):
-    with open("/proc/%d/stat" % pid) as handle:
-        data = handle.read()
-    return int(data[data.rfind(")") + 2:].split()[1])
+    return procfs.parent(pid)
 
 
 def start_finished(host, adhoc, tmp_path):
@@ -95,9 +91,8 @@ def test_a_lost_connection_stops_the_hosts_tasks(tmp_path, run_module, monkeypat
     host = Host(tmp_path, run_module, monkeypatch)
     process, log = start_finished(host, adhoc, tmp_path)
     pids = task_pids(host)
-    modules = [int(p) for p in os.listdir("/proc") if p.isdigit()
-               and _cmdline(int(p)).startswith(sys.executable + " ")
-               and "AnsiballZ_tf_host_run" in _cmdline(int(p))]
+    modules = [p for p in procfs.pids()
+               if _cmdline(p).startswith(sys.executable + " ") and "AnsiballZ_tf_host_run" in _cmdline(p)]
     assert len(modules) == 1, [_cmdline(p) for p in modules]
     # The reader of the module's output: the Ansible worker above the module (and its shell).
     worker = _ppid(modules[0])

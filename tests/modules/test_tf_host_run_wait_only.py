@@ -10,7 +10,7 @@ import json
 import pytest
 
 # no_leftovers: an autouse fixture, active in this module by being imported.
-from task_processes import alive, no_leftovers, wait_for  # noqa: F401
+from task_processes import no_leftovers, wait_for  # noqa: F401
 from test_tf_host_run import Host
 
 pytestmark = pytest.mark.ansible

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from dtfbench.linux import procfs
+
 # no_leftovers: an autouse fixture, active in this module by being imported.
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
 
@@ -323,14 +325,7 @@ def test_async_start_as_the_role_does(task, tmp_path, run_module):
     job = launched["ansible_job_id"].split(".")[0].encode()
 
     def watcher_gone():
-        for entry in os.listdir("/proc"):
-            try:
-                with open("/proc/%s/cmdline" % entry, "rb") as handle:
-                    if job in handle.read() and alive(int(entry)):
-                        return False
-            except (OSError, ValueError):
-                continue
-        return True
+        return not any(job.decode() in "\0".join(procfs.cmdline(pid)) and alive(pid) for pid in procfs.pids())
 
     assert wait_for(watcher_gone, 20)
 

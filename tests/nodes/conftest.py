@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 NODES = Path(__file__).resolve().parent
-sys.path.insert(0, str(NODES))
-sys.path.insert(0, str(NODES.parent / "testbed"))
 
 
 @pytest.fixture

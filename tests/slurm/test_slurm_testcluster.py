@@ -2,15 +2,13 @@
 also when its up fails half-way or the session that owns it is killed."""
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import slurm_testcluster as tc  # noqa: E402
+import slurm_testcluster as tc
 
 pytestmark = pytest.mark.skipif(bool(tc.missing_prerequisites()), reason=tc.missing_prerequisites() or "ok")
 

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import testbed as tb  # noqa: E402
+import testbed as tb
 
 
 @dataclass

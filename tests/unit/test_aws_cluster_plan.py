@@ -1,21 +1,11 @@
-"""The planning of provision-aws.yml (library/aws_cluster_plan.py): what it returns, what it refuses."""
+"""The planning of provision-aws.yml (dtfbench.plan.aws, behind library/aws_cluster_plan.py): what it returns, what it refuses."""
 
 import datetime
-import importlib.util
-import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "src"))
-
-from dtfbench.layout import DEFAULT_PS_PORT_BASE, DEFAULT_WORKER_PORT_BASE  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("aws_cluster_plan", os.path.join(ROOT, "library", "aws_cluster_plan.py"))
-plan_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(plan_module)
-build_plan, PlanError = plan_module.build_plan, plan_module.PlanError
+from dtfbench.plan.aws import PlanError, build_plan
+from dtfbench.plan.layout import DEFAULT_PS_PORT_BASE, DEFAULT_WORKER_PORT_BASE
 
 NOW = datetime.datetime(2026, 11, 22, 10, 0, 0, tzinfo=datetime.timezone.utc)
 

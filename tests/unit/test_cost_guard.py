@@ -1,11 +1,11 @@
-"""dtfbench.cost_guard: the predicted cost of a planned sweep on EC2 and the max_cost_usd refusal."""
+"""dtfbench.forecast.cost_guard: the predicted cost of a planned sweep on EC2 and the max_cost_usd refusal."""
 
 import math
 import re
 
 import pytest
 
-from dtfbench import cost_guard, forecast, pricing
+from dtfbench.forecast import cost_guard, predict as forecast, pricing
 
 STUDY = {"model": "inception3", "batch_size": 64, "variable_update": "parameter_server,distributed_replicated",
          "num_ps": "", "repetitions": 5, "warmup_steps": 10, "steps": 100}

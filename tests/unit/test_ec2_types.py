@@ -1,14 +1,10 @@
 """EC2 GPU types and node profiles (dtfbench.ec2_types): the table, GPU arithmetic, support."""
 
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "src"))
-
-from dtfbench.ec2_types import (  # noqa: E402
+from dtfbench.plan.ec2_types import (
     INSTANCE_TYPES, NODE_PROFILES, Ec2TypeError, check_profile_supports, instance_type,
     instances_for_gpus, markdown_table, node_profile, profiles_for_type, tf_devices_by_type)
 

@@ -4,8 +4,10 @@ import json
 
 import pytest
 
-from dtfbench import forecast, scaling_model as sm, store
-from dtfbench.scaling_model import Config, Variables
+from dtfbench.forecast import predict as forecast, scaling_model as sm
+
+from dtfbench.results import store
+from dtfbench.forecast.scaling_model import Config, Variables
 
 
 def run(capsys, *argv):

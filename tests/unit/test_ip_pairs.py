@@ -131,7 +131,7 @@ def test_devices_per_host(tmp_path, options, devices, device_type):
 
 def test_the_instance_table_is_the_projects_one():
     # One table for every path: the IP-file inventory, provision-aws.yml and its aws_ec2 inventory.
-    from dtfbench.ec2_types import INSTANCE_TYPES
+    from dtfbench.plan.ec2_types import INSTANCE_TYPES
     plugin_module = sys.modules[type(inventory_loader.get("ip_pairs")).__module__]
     assert plugin_module.GPUS_PER_INSTANCE_TYPE == {name: t.gpus for name, t in INSTANCE_TYPES.items()}
     assert plugin_module.GPUS_PER_INSTANCE_TYPE["p2.8xlarge"] == 8  # the study's

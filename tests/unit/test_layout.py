@@ -3,7 +3,6 @@
 import copy
 import io
 import json
-import os
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -11,10 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "src"))
-
-from dtfbench.layout import LayoutError, compute_layout, expand_nodelist, main  # noqa: E402
+from dtfbench.plan.layout import LayoutError, compute_layout, expand_nodelist, main
 
 
 def hosts_of(*devices, device_type="gpu"):

@@ -1,4 +1,4 @@
-"""dtfbench.nvidia_smi against recorded nvidia-smi outputs (tests/nodes/nvidia_smi_outputs/).
+"""dtfbench.node.nvidia_smi against recorded nvidia-smi outputs (tests/nodes/nvidia_smi_outputs/).
 
 Two levels: ``classify`` on the recorded texts, and ``query``/``GpuSampler`` running a real
 executable (tests/nodes/fake_nvidia_smi/nvidia-smi, which replays a recorded case) so the
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dtfbench import nvidia_smi as smi
+from dtfbench.node import nvidia_smi as smi
 
 NODES = Path(__file__).resolve().parents[1] / "nodes"
 OUTPUTS = NODES / "nvidia_smi_outputs"
@@ -260,12 +260,12 @@ def test_no_sampler_without_nvidia_smi(monkeypatch, tmp_path):
 
 
 def test_module_utils_link():
-    link = Path(__file__).resolve().parents[2] / "module_utils" / "dtfbench_nvidia_smi.py"
+    link = Path(__file__).resolve().parents[2] / "module_utils" / "dtfbench" / "node"
     assert link.is_symlink() and not os.path.isabs(os.readlink(link))
-    assert link.resolve() == Path(smi.__file__).resolve()
+    assert (link / "nvidia_smi.py").resolve() == Path(smi.__file__).resolve()
 
 
 def test_no_tensorflow_import():
-    code = "import sys, dtfbench.nvidia_smi; print('tensorflow' in sys.modules)"
+    code = "import sys, dtfbench.node.nvidia_smi; print('tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dtfbench.plan import PlanError, as_list, build_plan, default_num_ps
+from dtfbench.plan.sweep import PlanError, as_list, build_plan, default_num_ps
 
 LOCAL = [{"name": "localhost", "address": "127.0.0.1", "devices": 8, "device_type": "cpu"}]
 FOUR_GPU_HOSTS = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 1, "device_type": "gpu"}
@@ -96,7 +96,7 @@ def test_no_hosts():
 
 
 def test_a_sweep_resumes_where_the_store_says_it_stopped(tmp_path):
-    from dtfbench import store
+    from dtfbench.results import store
     db = tmp_path / "r.sqlite"
     first = plan(gpus="1,2", num_ps=1, repetitions=1, results_db=str(db))
     assert first["pending_runs"] == 2 and not any(r["done"] for r in first["runs"])
@@ -114,7 +114,7 @@ def test_a_sweep_resumes_where_the_store_says_it_stopped(tmp_path):
 
 
 def test_resuming_with_other_axes_never_takes_a_different_run_for_a_done_one(tmp_path):
-    from dtfbench import store
+    from dtfbench.results import store
     db = tmp_path / "r.sqlite"
     first = plan(gpus="1,2", num_ps=1, repetitions=1, results_db=str(db))
     conn = store.connect(db)

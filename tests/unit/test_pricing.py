@@ -1,8 +1,9 @@
-"""dtfbench.pricing: the dated price table, its overrides, the cost, and the max_cost_usd guard."""
+"""dtfbench.forecast.pricing: the dated price table, its overrides, the cost, and the max_cost_usd guard."""
 
 import pytest
 
-from dtfbench import ec2_types, pricing
+from dtfbench.plan import ec2_types
+from dtfbench.forecast import pricing
 
 
 def test_packaged_table_is_dated_and_covers_every_known_type():

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from dtfbench import read_throughput
+from dtfbench.node import read_throughput
 
 
 def make_shards(directory, count, size):

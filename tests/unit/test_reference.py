@@ -1,10 +1,10 @@
-"""dtfbench.reference: the published numbers, and the study notebook's figures reproduced from them."""
+"""dtfbench.report.reference: the published numbers, and the study notebook's figures reproduced from them."""
 
 from importlib import resources
 
 import pytest
 
-from dtfbench import reference, stats
+from dtfbench.report import reference, stats
 
 # The study notebook's arrays (more decimals than the tables) for the I/O overhead check.
 NOTEBOOK_GPUS = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -109,7 +109,7 @@ def test_theano_mpi_times():
 
 
 def test_reference_files_are_package_data():
-    folder = resources.files("dtfbench") / "published_data"
+    folder = resources.files("dtfbench.report") / "published_data"
     assert (folder / "published_results.csv").is_file() and (folder / "theano_mpi_times.csv").is_file()
     readme = (folder / "README.md").read_text()
     assert "Tables 1–3" in readme and "google-2017" in readme and "Theano-MPI" in readme

@@ -8,7 +8,10 @@ import xml.etree.ElementTree as ET
 import pytest
 from matplotlib import image as mpimg
 
-from dtfbench import report, store
+from dtfbench.linux import files
+from dtfbench.report import analysis, build, cli, tables
+
+from dtfbench.results import store
 
 PS, DR = "parameter_server", "distributed_replicated"
 
@@ -57,7 +60,7 @@ def db(tmp_path_factory):
 def built(db, tmp_path_factory):
     """The report as the CLI builds it (published reference, PNG and SVG)."""
     out = tmp_path_factory.mktemp("report") / "report"
-    assert report.main(["build", "--db", str(db), "--output", str(out)]) == 0
+    assert cli.main(["build", "--db", str(db), "--output", str(out)]) == 0
     return out
 
 
@@ -222,10 +225,10 @@ def test_rebuild_is_idempotent_and_stale_files_go(db, built, tmp_path, capsys):
     shutil.copytree(built, out)
     (out / "notes.txt").write_text("mine")
     capsys.readouterr()
-    assert report.main(["build", "--db", str(db), "--output", str(out)]) == 0
+    assert cli.main(["build", "--db", str(db), "--output", str(out)]) == 0
     assert "report unchanged" in capsys.readouterr().out
     # Without plots, the plots of the previous build (its manifest) go; other files stay.
-    result = report.build(report.load_rows(db), out, formats=(), db=str(db))
+    result = build.build(analysis.load_rows(db), out, formats=(), db=str(db))
     assert "index.md" in result.changed and "plots/speedup-all.png" in result.removed
     assert not list((out / "plots").glob("*")) and (out / "notes.txt").read_text() == "mine"
     assert "None written" in (out / "index.md").read_text()
@@ -235,25 +238,25 @@ def test_a_new_run_changes_the_report(db, tmp_path):
     db2 = tmp_path / "r.sqlite"
     shutil.copy(db, db2)
     out = tmp_path / "report"
-    report.build(report.load_rows(db2), out, formats=(), db="db")
+    build.build(analysis.load_rows(db2), out, formats=(), db="db")
     add_sweep(db2, sweep="sw2")  # the same sweep again: 3 more failures, more repetitions
-    result = report.build(report.load_rows(db2), out, formats=(), db="db")
+    result = build.build(analysis.load_rows(db2), out, formats=(), db="db")
     assert {"best_configurations.csv", "failures.csv", "index.md"} <= set(result.changed)
     assert len(read_csv(out / "failures.csv")) == 6
-    only_first = report.build(report.load_rows(db2, "sw1"), out, formats=(), db="db", sweep_id="sw1")
+    only_first = build.build(analysis.load_rows(db2, "sw1"), out, formats=(), db="db", sweep_id="sw1")
     assert len(read_csv(out / "failures.csv")) == 3 and "sweep `sw1`" in (out / "index.md").read_text()
     assert "failures.csv" in only_first.changed
 
 
 def test_reference_none_and_a_custom_system_map(db, tmp_path):
     out = tmp_path / "plain"
-    report.build(report.load_rows(db), out, reference="none", formats=(), db="db")
+    build.build(analysis.load_rows(db), out, reference="none", formats=(), db="db")
     header = (out / "best_configurations.csv").read_text().splitlines()[0]
     assert "ref_images_per_sec" not in header and "published" not in (out / "best_configurations.md").read_text()
     assert "Reference: none" in (out / "index.md").read_text()
 
     mapped = tmp_path / "mapped"
-    assert report.main(["build", "--db", str(db), "--output", str(mapped), "--formats", "none",
+    assert cli.main(["build", "--db", str(db), "--output", str(mapped), "--formats", "none",
                         "--system-map", "local=aws-p2.xlarge", "--system-map", "daint="]) == 0
     rows = {(r["system"], r["data"], r["gpus"]): r for r in read_csv(mapped / "best_configurations.csv")}
     assert rows["local", "synthetic", "2"]["ref_system"] == "aws-p2.xlarge"
@@ -266,15 +269,15 @@ def test_reference_none_and_a_custom_system_map(db, tmp_path):
 
 def test_atomic_write_keeps_the_old_file_when_interrupted(tmp_path, monkeypatch):
     target = tmp_path / "t.csv"
-    assert report.write_atomic(target, "one\n") is True
-    assert report.write_atomic(target, "one\n") is False  # same content: not rewritten
+    assert files.write_atomic(target, "one\n") is True
+    assert files.write_atomic(target, "one\n") is False  # same content: not rewritten
 
     def boom(*_args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report.os, "replace", boom)
+    monkeypatch.setattr(files.os, "replace", boom)
     with pytest.raises(KeyboardInterrupt):
-        report.write_atomic(target, "two\n")
+        files.write_atomic(target, "two\n")
     assert target.read_text() == "one\n"
     assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
 
@@ -285,19 +288,19 @@ def test_atomic_write_keeps_the_old_file_when_interrupted(tmp_path, monkeypatch)
     (["--formats", "gif"], "--formats: unknown gif"),
 ])
 def test_build_errors(db, tmp_path, capsys, args, message):
-    assert report.main(["build", "--db", str(db), "--output", str(tmp_path / "r"), *args]) == 2
+    assert cli.main(["build", "--db", str(db), "--output", str(tmp_path / "r"), *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "r" / "index.md").exists()
 
 
 def test_missing_store(tmp_path, capsys):
-    assert report.main(["build", "--db", str(tmp_path / "none.sqlite"), "--output", str(tmp_path / "r")]) == 2
+    assert cli.main(["build", "--db", str(tmp_path / "none.sqlite"), "--output", str(tmp_path / "r")]) == 2
     assert "no results store" in capsys.readouterr().err
     assert not (tmp_path / "none.sqlite").exists()
 
 
 def test_table_command_still_prints_the_sweep_table(db, capsys):
-    assert report.main(["table", "--db", str(db), "--sweep-id", "sw1"]) == 0
+    assert cli.main(["table", "--db", str(db), "--sweep-id", "sw1"]) == 0
     out = capsys.readouterr().out
     assert "img/s total" in out and "efficiency" in out and "±95%" in out
     assert "1.00" in out and "worker 3: peer ps:1 died" in out
@@ -329,15 +332,15 @@ def test_two_workloads_in_one_store_are_never_mixed(tmp_path):
     conn.close()
 
     label = "tf_cnn_benchmarks@v1.0 (abababababab)"
-    summaries = report.summarise(report.load_rows(db))
+    summaries = analysis.summarise(analysis.load_rows(db))
     assert sorted((s["workload"], s["gpus"], s["runs"], s["images_per_sec"], s["speedup"]) for s in summaries) == [
         ("ours", 1, 2, 50.0, 1.0), ("ours", 2, 2, 95.0, 1.9),
         (label, 1, 1, 100.0, 1.0), (label, 2, 1, 150.0, 1.5), (label, 4, 1, None, None)]
-    table = report.format_table(summaries)
+    table = tables.format_table(summaries)
     assert f"inception3 ({label})" in table and table.count("inception3 (") == 3
 
     out = tmp_path / "report"
-    assert report.main(["build", "--db", str(db), "--output", str(out), "--formats", "svg"]) == 0
+    assert cli.main(["build", "--db", str(db), "--output", str(out), "--formats", "svg"]) == 0
     best = read_csv(out / "best_configurations.csv")
     assert [(r["workload"], r["gpus"], r["images_per_sec"], r["speedup"]) for r in best] == [
         ("ours", "1", "50.0", "1.0"), ("ours", "2", "95.0", "1.9"),

@@ -1,11 +1,11 @@
-"""dtfbench.scaling_model: the bytes of a layout, and the fit on made-up data whose answer is known."""
+"""dtfbench.forecast.scaling_model: the bytes of a layout, and the fit on made-up data whose answer is known."""
 
 import math
 
 import pytest
 
-from dtfbench import scaling_model as sm
-from dtfbench.scaling_model import Config, Observation, Variables
+from dtfbench.forecast import scaling_model as sm
+from dtfbench.forecast.scaling_model import Config, Observation, Variables
 
 ONE_GB = Variables(1e9, 0.0)
 

@@ -8,7 +8,7 @@ shows the link limit that sets the step at 64).
 
 import pytest
 
-from dtfbench import scaling_validation as v
+from dtfbench.forecast import validation as v
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""dtfbench.stats: the t quantile, mean and 95% CI, best configuration, speedup, I/O overhead."""
+"""dtfbench.report.stats: the t quantile, mean and 95% CI, best configuration, speedup, I/O overhead."""
 
 import math
 import statistics
@@ -7,9 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dtfbench import stats, store
+from dtfbench.report import stats
 
 # Student t quantiles from the usual printed table (3 decimals).
+
+from dtfbench.results import store
 T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
          10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
          18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,

@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from dtfbench import record, report, store
+from dtfbench.results import record, store
+
+from dtfbench.report import analysis, tables
 
 
 def row(**overrides):
@@ -77,7 +79,7 @@ def test_report_mean_speedup_efficiency_and_failures():
         row(run_id="d", gpus=2, num_workers=2, repetition=2, status="failed", images_per_sec=None,
             reason="worker 1: peer died"),
     ]
-    one, two = report.summarise(rows)
+    one, two = analysis.summarise(rows)
     assert one["images_per_sec"] == pytest.approx(105.0)
     assert (one["images_per_sec_min"], one["images_per_sec_max"]) == (100.0, 110.0)
     assert one["speedup"] == pytest.approx(1.0)
@@ -86,14 +88,14 @@ def test_report_mean_speedup_efficiency_and_failures():
     assert two["images_per_sec_per_worker"] == pytest.approx(90.0)
     assert two["speedup"] == pytest.approx(180.0 / 105.0)
     assert two["efficiency"] == pytest.approx(180.0 / 105.0 / 2)
-    table = report.format_table([one, two])
+    table = tables.format_table([one, two])
     assert "1/2" in table and "worker 1: peer died" in table
 
 
 def test_report_without_a_one_gpu_baseline_leaves_speedup_blank():
-    (only,) = report.summarise([row(gpus=2, num_workers=2, images_per_sec=150.0)])
+    (only,) = analysis.summarise([row(gpus=2, num_workers=2, images_per_sec=150.0)])
     assert only["speedup"] is None and only["efficiency"] is None
-    assert " - " in report.format_table([only])
+    assert " - " in tables.format_table([only])
 
 
 LAYOUT = {"num_workers": 2, "num_ps": 1, "hosts_used": ["localhost"],

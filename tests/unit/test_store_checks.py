@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dtfbench import plan as planner
-from dtfbench import store
+from dtfbench.plan import sweep as planner
+from dtfbench.results import store
 
 HOSTS = [{"name": "localhost", "address": "127.0.0.1", "devices": 4, "device_type": "cpu"}]
 

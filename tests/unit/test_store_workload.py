@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from dtfbench import record, store
+from dtfbench.results import record, store
 
 WORKLOAD_COLUMNS = ("workload", "workload_ref", "workload_commit")
 RUN = {"run_id": "s-1", "gpus": 1, "num_ps": 1, "variable_update": "parameter_server", "data": "synthetic",

@@ -3,8 +3,8 @@ and a good one gives each run the tf_cnn_benchmarks flags it will get."""
 
 import pytest
 
-from dtfbench import workloads
-from dtfbench.plan import PlanError, build_plan, run_digest
+from dtfbench.plan import workloads
+from dtfbench.plan.sweep import PlanError, build_plan, run_digest
 
 LOCAL = [{"name": "localhost", "address": "127.0.0.1", "devices": 8, "device_type": "cpu"}]
 GPU_HOSTS = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 2, "device_type": "gpu"} for i in range(1, 3)]
@@ -170,7 +170,7 @@ def test_the_workload_names_the_run_but_ours_keeps_the_ids_of_older_sweeps():
 
 
 def test_a_tf_cnn_benchmarks_sweep_resumes_only_its_own_runs(tmp_path):
-    from dtfbench import store
+    from dtfbench.results import store
     db = tmp_path / "r.sqlite"
     first = plan(gpus=1, num_ps=1, repetitions=1, workload=TF_CNN, results_db=str(db))
     run = first["runs"][0]

@@ -35,8 +35,8 @@ def variables_of(tf, graph):
 
 
 def ours(tf, model):
-    from dtfbench.catalog import MODEL_SPECS
-    from dtfbench.cnn_models import build_network
+    from dtfbench.plan.catalog import MODEL_SPECS
+    from dtfbench.workload.cnn_models import build_network
 
     size = MODEL_SPECS[model].default_image_size
     graph = tf.Graph()
@@ -49,7 +49,7 @@ def ours(tf, model):
 def theirs(tf, root, model):
     import importlib
 
-    sys.path.insert(0, root)
+    sys.path.insert(0, root)  # the original tf_cnn_benchmarks checkout (not dtfbench): its models/ package
     module_name, class_name = TF_CNN_CLASSES[model]
     module = importlib.import_module(f"models.{module_name}")
     params = types.SimpleNamespace(use_tf_layers=False, fp16_vars=False, use_fp16=False, data_format="NHWC",

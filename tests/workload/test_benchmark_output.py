@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dtfbench import benchmark_output as out
+from dtfbench.workload import benchmark_output as out
 
 RECORDED = Path(__file__).parent / "data" / "worker0_parameter_server.out"
 

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from dtfbench.cluster import Address, build_cluster, parse_address, parse_host_list
-from dtfbench.errors import RunFailure, UsageError
-from dtfbench.liveness import Watchdog, port_open, wait_for_ports
-from dtfbench.reporting import describe_peer
+from dtfbench.workload.cluster import Address, build_cluster, parse_address, parse_host_list
+from dtfbench.workload.errors import RunFailure, UsageError
+from dtfbench.workload.liveness import Watchdog, port_open, wait_for_ports
+from dtfbench.workload.reporting import describe_peer
 
 
 def test_parse_host_list():

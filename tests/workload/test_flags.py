@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from dtfbench import flags
-from dtfbench.errors import UsageError
+from dtfbench.workload import flags
+from dtfbench.workload.errors import UsageError
 
 from workload_helpers import task_env
 
@@ -142,7 +142,7 @@ def test_ps_accepts_the_workers_gpu_flags():
 
 
 def _run_cli(args):
-    code = ("import sys, dtfbench.train as t; rc = t.main(sys.argv[1:]);"
+    code = ("import sys, dtfbench.workload.train as t; rc = t.main(sys.argv[1:]);"
             " print('tensorflow imported' if 'tensorflow' in sys.modules else 'tensorflow not imported'); sys.exit(rc)")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60,
                           env=task_env("flags"))

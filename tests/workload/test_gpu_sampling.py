@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dtfbench import store
+from dtfbench.results import store
 
 pytestmark = pytest.mark.tf
 

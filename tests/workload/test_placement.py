@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dtfbench.placement import (GreedyLoadBalancingStrategy, RoundRobinStrategy, bytes_per_ps, greedy_assign,
+from dtfbench.workload.placement import (GreedyLoadBalancingStrategy, RoundRobinStrategy, bytes_per_ps, greedy_assign,
                                 op_bytes, ps_task_of, round_robin_assign)
 
 # weights_1 [784,100], biases_1 [100], weights_2 [100,10], biases_2 [10], float32.

@@ -21,8 +21,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dtfbench import benchmark_output, record, store
-from dtfbench import tf_cnn_adapter as adapter
+from dtfbench.workload import benchmark_output
+
+from dtfbench.results import record, store
+from dtfbench.compat import tf_cnn_adapter as adapter
 
 DATA = Path(__file__).parent / "data"
 ADAPTER = Path(adapter.__file__)

@@ -83,7 +83,7 @@ def test_collective_all_reduce(tasks):
 
 def test_greedy_placement_over_two_ps(tasks):
     """The greedy strategy spreads small_cnn's variables as the pure function predicts."""
-    from dtfbench.placement import bytes_per_ps, greedy_assign
+    from dtfbench.workload.placement import bytes_per_ps, greedy_assign
 
     _, workers = run_cluster(tasks, "parameter_server", num_ps=2, num_workers=1,
                              extra=["--ps_placement", "greedy", "--cross_replica_sync=false"])

@@ -1,1 +1,1 @@
-../../../src/dtfbench/tf_cnn_adapter.py
+../../../src/dtfbench/compat/tf_cnn_adapter.py

@@ -149,11 +149,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-try:
-    from ansible.module_utils.dtfbench_layout import LayoutError, compute_layout, expand_nodelist
-except ImportError:  # pragma: no cover - a checkout without the project's module_utils
-    LayoutError = ValueError
-    compute_layout = expand_nodelist = None
+from ansible.module_utils.dtfbench.plan.layout import LayoutError, compute_layout, expand_nodelist
 
 STATE_FILE = "job.json"
 FINAL = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
@@ -290,7 +286,7 @@ class SlurmJob(object):
         if isinstance(found, dict) and "num_workers" in found:
             return found
         request = self.module.params["layout"] or {}
-        if not request or not nodelist or nodelist == "(null)" or compute_layout is None:
+        if not request or not nodelist or nodelist == "(null)":
             return None
         try:
             hosts = [{"name": n, "address": n, "devices": request.get("devices_per_node", 1),
@@ -387,7 +383,7 @@ class SlurmJob(object):
                       nodelist=nodelist, run_dir=self.run_dir, job_dir=self.job_dir(job_id), output=output,
                       elapsed=round(time.monotonic() - self.started, 3))
         try:
-            result["nodes"] = expand_nodelist(nodelist) if nodelist and expand_nodelist else []
+            result["nodes"] = expand_nodelist(nodelist) if nodelist else []
         except LayoutError:
             result["nodes"] = []
         if collect:

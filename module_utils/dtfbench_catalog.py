@@ -1,1 +1,0 @@
-../src/dtfbench/catalog.py

@@ -1,1 +1,0 @@
-../src/dtfbench/ec2_types.py

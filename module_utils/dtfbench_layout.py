@@ -1,1 +1,0 @@
-../src/dtfbench/layout.py

@@ -1,1 +1,0 @@
-../src/dtfbench/nvidia_smi.py

@@ -1,1 +1,0 @@
-../src/dtfbench/s3sync.py

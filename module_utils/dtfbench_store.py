@@ -1,1 +1,0 @@
-../src/dtfbench/store.py

@@ -1,1 +1,0 @@
-../src/dtfbench/workloads.py

@@ -1,0 +1,722 @@
+# -*- coding: utf-8 -*-
+# Copyright: dtfbench developers
+# Apache License 2.0 (see pyproject.toml)
+"""One TensorFlow task process on this host: its supervisor, files, processes and states.
+
+Shared by the tf_task module (one task per call) and the tf_host_run module (all of a
+host's tasks of one run per call). TfTask talks to its caller through an object with
+AnsibleModule's interface (params, check_mode, warn, exit_json, fail_json): the module
+itself for tf_task, a TaskCall (below) that raises instead of exiting for tf_host_run.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import errno
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import socket
+import subprocess
+import sys
+import time
+
+from ..linux import procfs
+
+MARKER_ENV = "DTFBENCH_TF_TASK"
+SUPERVISOR_TAG = "tf_task-supervisor"
+SUPERVISOR_NAME = "tf_task_supervisor.py"
+POLL = 0.1
+KILL_WAIT = 5.0
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}$")
+
+# The supervisor: leader of the task's session and process group. It runs the program as its
+# child, waits for it and writes the exit status atomically. Written to <run_dir> so that it
+# outlives the module's temporary files; standard library only.
+SUPERVISOR_SOURCE = r'''# tf_task supervisor, written by the tf_task Ansible module (dtfbench). Do not edit.
+# usage: python tf_task_supervisor.py tf_task-supervisor MARKER EXIT_FILE -- PROGRAM [ARGS...]
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+DEADLINE_ENV = "TF_TASK_SUPERVISOR_MAX_RUNTIME"
+GRACE_ENV = "TF_TASK_SUPERVISOR_GRACE"
+
+
+def say(text):
+    sys.stdout.write("[tf_task %s] %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), text))
+    sys.stdout.flush()
+
+
+def write_exit(path, record):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        json.dump(record, handle, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def kill_group_but_self():
+    """SIGKILL every process of this process group but the supervisor itself: the program's
+    own children that ignore SIGTERM die with it."""
+    group, me = os.getpgrp(), os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                data = handle.read()
+            if int(data[data.rfind(")") + 2:].split()[2]) == group:
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+
+
+def main():
+    if len(sys.argv) < 6 or sys.argv[4] != "--":
+        sys.stderr.write("usage: %s tf_task-supervisor MARKER EXIT_FILE -- PROGRAM...\n"
+                         % sys.argv[0])
+        return 2
+    exit_file, argv = sys.argv[3], sys.argv[5:]
+    received = []
+
+    def note(signum, frame):
+        received.append(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, note)
+    # The dead-man deadline: the module passes it in the environment, the program never sees it.
+    max_runtime = float(os.environ.pop(DEADLINE_ENV, "0") or 0)
+    grace = float(os.environ.pop(GRACE_ENV, "10") or 10)
+    record = {"schema": 1, "supervisor_pid": os.getpid(), "argv": argv, "pid": None,
+              "started": time.time(), "rc": None, "signal": None, "signal_name": None}
+    say("starting: %s" % " ".join(argv))
+    try:
+        child = subprocess.Popen(argv)
+    except OSError as error:
+        record.update(rc=127, error="cannot execute %s: %s" % (argv[0], error),
+                      ended=time.time())
+        record["duration"] = record["ended"] - record["started"]
+        say(record["error"])
+        write_exit(exit_file, record)
+        return 127
+    record["pid"] = child.pid
+    status = None
+    if max_runtime > 0:
+        try:
+            status = child.wait(timeout=max_runtime)
+        except subprocess.TimeoutExpired:
+            record["deadline_exceeded"] = True
+            say("max_runtime=%g s passed: stopping the task's process group" % max_runtime)
+            os.killpg(os.getpgrp(), signal.SIGTERM)  # we only note it (see note())
+            try:
+                status = child.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                kill_group_but_self()
+                status = child.wait()
+    if status is None:
+        status = child.wait()
+    record["ended"] = time.time()
+    record["duration"] = record["ended"] - record["started"]
+    if status < 0:
+        record["signal"] = -status
+        try:
+            record["signal_name"] = signal.Signals(-status).name
+        except ValueError:
+            record["signal_name"] = "SIG%d" % -status
+        text = "killed by %s" % record["signal_name"]
+    else:
+        record["rc"] = status
+        text = "exited with rc %d" % status
+    if received:
+        record["signals_received"] = received
+    write_exit(exit_file, record)
+    # A clean end is in the exit file only: the log ends with the program's own last lines,
+    # which tools of the study read (its extraction takes the log's second-to-last line).
+    if status != 0 or received or record.get("deadline_exceeded"):
+        say("program %s after %.1f s" % (text, record["duration"]))
+    return status if status >= 0 else 128 - status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+# ------------------------------------------------------------------------------------------
+# Helpers (the /proc readers are dtfbench.linux.procfs)
+
+def _port_open(host, port, timeout):
+    try:
+        connection = socket.create_connection((host, port), timeout=max(timeout, 0.05))
+    except (socket.error, socket.timeout, OSError):
+        return False
+    connection.close()
+    return True
+
+
+def _tail(path, lines):
+    if lines <= 0:
+        return []
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            block, data = 8192, b""
+            while size > 0 and data.count(b"\n") <= lines:
+                step = min(block, size)
+                size -= step
+                handle.seek(size)
+                data = handle.read(step) + data
+    except (IOError, OSError):
+        return []
+    return data.decode("utf-8", "replace").splitlines()[-lines:]
+
+
+class TfTask(object):
+    """One task process: its files, its processes and its states."""
+
+    argument_spec = dict(
+        name=dict(type="str", required=True),
+        argv=dict(type="list", elements="str"),
+        chdir=dict(type="path"),
+        environment=dict(type="dict", default={}),
+        run_dir=dict(type="path", required=True),
+        state=dict(type="str", default="started", choices=["started", "ready", "finished", "stopped"]),
+        wait_ready=dict(type="bool", default=True),
+        port=dict(type="int"),
+        ready_host=dict(type="str", default="127.0.0.1"),
+        ready_timeout=dict(type="float", default=120.0),
+        timeout=dict(type="float", default=3600.0),
+        stop_on_timeout=dict(type="bool", default=False),
+        grace_period=dict(type="float", default=10.0),
+        max_runtime=dict(type="float", default=0.0),
+        result_file=dict(type="path"),
+        log_tail_lines=dict(type="int", default=40),
+    )
+    required_if = [("state", "started", ["argv"]), ("state", "ready", ["port"])]
+
+    def __init__(self, module):
+        self.module = module
+        params = module.params
+        self.params = params
+        self.name = params["name"]
+        if not NAME_RE.match(self.name):
+            module.fail_json(msg="name %r is not a valid task id: use letters, digits, '.', '_', "
+                                 "'-', '+', '@', starting with a letter or digit (at most 200)"
+                                 % self.name)
+        for option in ("ready_timeout", "timeout", "grace_period", "max_runtime"):
+            if params[option] < 0:
+                module.fail_json(msg="%s must be >= 0, got %s" % (option, params[option]))
+        if params["port"] is not None and not 1 <= params["port"] <= 65535:
+            module.fail_json(msg="port must be in 1..65535, got %d" % params["port"])
+        if params["state"] == "started" and not params["argv"]:
+            module.fail_json(msg="argv must name the program to start (state=started)")
+        self.run_dir = os.path.abspath(params["run_dir"])
+        self.chdir = os.path.abspath(params["chdir"]) if params["chdir"] else self.run_dir
+        base = os.path.join(self.run_dir, self.name)
+        self.pid_file = base + ".pid"
+        self.log_file = base + ".log"
+        self.exit_file = base + ".exit"
+        self.marker = base
+        self.marker_entry = ("%s=%s" % (MARKER_ENV, self.marker)).encode("utf-8")
+        self.started_at = time.time()
+        self.result = dict(changed=False, name=self.name, state=params["state"], pid=None,
+                           running=False, pid_file=self.pid_file, log_file=self.log_file,
+                           exit_file=self.exit_file)
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    def elapsed(self):
+        return round(time.time() - self.started_at, 3)
+
+    def exit_json(self, **kwargs):
+        self.result.update(kwargs)
+        self.result["elapsed"] = self.elapsed()
+        self.module.exit_json(**self.result)
+
+    def fail_json(self, msg, **kwargs):
+        self.result.update(kwargs)
+        self.result["elapsed"] = self.elapsed()
+        self.module.fail_json(msg=msg, **self.result)
+
+    def log_tail(self):
+        return _tail(self.log_file, self.params["log_tail_lines"])
+
+    def with_tail(self, msg):
+        tail = self.log_tail()
+        if not tail:
+            return msg + " (the log %s is empty)" % self.log_file
+        return msg + "; last %d lines of %s:\n%s" % (len(tail), self.log_file, "\n".join(tail))
+
+    def read_pid(self):
+        data = procfs.read(self.pid_file)
+        if data is None:
+            return None
+        try:
+            return int(data.strip())
+        except ValueError:
+            return None
+
+    def is_supervisor(self, pid):
+        """True when pid is this task's live supervisor (not just any live pid)."""
+        if pid is None or pid <= 0 or not procfs.alive(pid):
+            return False
+        cmd = procfs.cmdline(pid)
+        for index, part in enumerate(cmd[:-1]):
+            if part == SUPERVISOR_TAG and cmd[index + 1] == self.marker:
+                return True
+        return False
+
+    def running_supervisor(self):
+        pid = self.read_pid()
+        return pid if self.is_supervisor(pid) else None
+
+    def running_argv(self, pid):
+        cmd = procfs.cmdline(pid)
+        return cmd[cmd.index("--") + 1:] if "--" in cmd else None
+
+    def read_exit(self, pid=None):
+        """The exit record (of the supervisor pid when given), or None."""
+        data = procfs.read(self.exit_file)
+        if not data:
+            return None
+        try:
+            record = json.loads(data)
+        except ValueError:
+            return None
+        if not isinstance(record, dict):
+            return None
+        if pid is not None and record.get("supervisor_pid") != pid:
+            return None
+        return record
+
+    def processes(self, pgid=None, trusted=False):
+        """Live pids of the task (the group of a verified supervisor, and every process that
+        carries the marker), the process groups to signal, and the pids outside them."""
+        own = os.getpid()
+        own_group = os.getpgrp()
+        marked, groups = set(), set()
+        stats = {}
+        for pid in procfs.pids():
+            if pid == own:
+                continue
+            found = procfs.stat(pid)
+            if found is None or found[0] in ("Z", "X", "x"):
+                continue
+            stat = stats[pid] = (found[0], found[2])  # (state, process group)
+            if self.marker_entry in procfs.environ(pid):
+                marked.add(pid)
+                groups.add(stat[1])
+        if pgid is not None and (trusted or self.is_supervisor(pgid)):
+            groups.add(pgid)
+        groups.discard(own_group)
+        groups.discard(0)
+        members = set(pid for pid, stat in stats.items() if stat[1] in groups)
+        # Pids outside the signalled groups (only a marked process in our own group) are
+        # signalled one by one; the others get the signal once, through their group.
+        loners = sorted(pid for pid in marked if stats[pid][1] not in groups)
+        return sorted(marked | members), sorted(groups), loners
+
+    def terminate(self, pgid=None):
+        """SIGTERM, grace period, SIGKILL; returns (terminated, killed, remaining).
+
+        The group of pgid is signalled when pgid is this task's supervisor at the start; it
+        stays trusted while its members die (a group id is not reused while it has members).
+        """
+        trusted = pgid is not None and self.is_supervisor(pgid)
+        pids, groups, loners = self.processes(pgid, trusted)
+        if not pids:
+            return [], [], []
+        terminated = list(pids)
+        self.signal_all(loners, groups, signal.SIGTERM)
+        deadline = time.time() + self.params["grace_period"]
+        while pids and time.time() < deadline:
+            time.sleep(POLL)
+            pids, groups, loners = self.processes(pgid, trusted)
+        killed = list(pids)
+        if pids:
+            self.signal_all(loners, groups, signal.SIGKILL)
+            deadline = time.time() + KILL_WAIT
+            while pids and time.time() < deadline:
+                time.sleep(POLL)
+                pids, groups, loners = self.processes(pgid, trusted)
+                if pids:
+                    self.signal_all(loners, groups, signal.SIGKILL)
+        return terminated, killed, pids
+
+    @staticmethod
+    def signal_all(loners, groups, signum):
+        for group in groups:
+            try:
+                os.killpg(group, signum)
+            except OSError:
+                pass
+        for pid in loners:
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
+
+    def record_stop(self, pid, killed):
+        """Write an exit record when the supervisor died without writing one."""
+        if pid is None or self.read_exit(pid) is not None:
+            return
+        record = {"schema": 1, "supervisor_pid": pid, "pid": None, "rc": None,
+                  "signal": int(signal.SIGKILL if killed else signal.SIGTERM),
+                  "signal_name": "SIGKILL" if killed else "SIGTERM", "ended": time.time(),
+                  "stopped_by": "tf_task",
+                  "note": "the supervisor was killed before it could record the exit status"}
+        tmp = "%s.tmp.%d" % (self.exit_file, os.getpid())
+        try:
+            with open(tmp, "w") as handle:
+                json.dump(record, handle, sort_keys=True)
+            os.rename(tmp, self.exit_file)
+        except (IOError, OSError) as error:
+            self.module.warn("could not write %s: %s" % (self.exit_file, error))
+
+    def exit_fields(self, record):
+        fields = dict(exit=record, rc=record.get("rc"), signal=record.get("signal"),
+                      signal_name=record.get("signal_name"))
+        if record.get("duration") is not None:
+            fields["runtime"] = round(record["duration"], 3)
+        return fields
+
+    def environment(self):
+        env = dict(os.environ)
+        for key, value in self.params["environment"].items():
+            key = str(key)
+            if value is None:
+                env.pop(key, None)
+            elif isinstance(value, bool):
+                env[key] = "true" if value else "false"
+            else:
+                env[key] = str(value)
+        env[MARKER_ENV] = self.marker
+        if self.params["max_runtime"]:
+            env["TF_TASK_SUPERVISOR_MAX_RUNTIME"] = str(self.params["max_runtime"])
+            env["TF_TASK_SUPERVISOR_GRACE"] = str(self.params["grace_period"])
+        return env
+
+    def check_program(self, env):
+        argv = self.params["argv"]
+        if not os.path.isdir(self.chdir) and self.chdir != self.run_dir:
+            self.fail_json("chdir %s is not a directory" % self.chdir)
+        program = argv[0]
+        if "/" in program:
+            path = os.path.join(self.chdir, program)
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                self.fail_json("argv[0] %s is not an executable file (relative to chdir %s)"
+                               % (program, self.chdir))
+        elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+            self.fail_json("argv[0] %s is not found in the task's PATH (%s); give its full path"
+                           % (program, env.get("PATH", os.defpath)))
+
+    def listener_hint(self, port):
+        """Pids listening on the TCP port (best effort, own user's processes only)."""
+        return procfs.listening_pids(port)
+
+    # ---- states ----------------------------------------------------------------------
+
+    def started(self):
+        pid = self.running_supervisor()
+        if pid is not None:
+            self.result.update(pid=pid, running=True)
+            cmd = self.running_argv(pid)
+            if cmd is not None and cmd != self.params["argv"]:
+                self.module.warn("task %s already runs (pid %d) with another command line; it is "
+                                 "left as it is - stop it first to apply the new one: %s"
+                                 % (self.name, pid, " ".join(cmd)))
+            self.result["cmd"] = cmd
+            if self.params["port"] is None:
+                self.exit_json(ready=True)
+            if self.module.check_mode:
+                self.exit_json(ready=_port_open(self.params["ready_host"], self.params["port"],
+                                                1.0))
+            self.wait_ready(pid, None)
+            return
+        if self.module.check_mode:
+            self.exit_json(changed=True, cmd=self.params["argv"], ready=False,
+                           msg="check mode: would start %s" % self.name)
+        self.start()
+
+    def start(self):
+        params = self.params
+        env = self.environment()
+        if not os.path.isdir(self.run_dir):
+            try:
+                os.makedirs(self.run_dir, 0o700)
+            except OSError as error:
+                if error.errno != errno.EEXIST:
+                    self.fail_json("cannot create run_dir %s: %s" % (self.run_dir, error))
+        # The supervisor script is written here and executed: a directory that someone else
+        # owns or may write to (a shared /tmp planted in advance) could swap it.
+        info = os.lstat(self.run_dir)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            self.fail_json("run_dir %s is not a directory of this user that only it can write (owner "
+                           "uid %d, mode %o); remove it or choose another run_dir"
+                           % (self.run_dir, info.st_uid, stat.S_IMODE(info.st_mode)))
+        self.check_program(env)
+        # Leftovers of an earlier start (a stale pid file; descendants that outlived it).
+        leftovers = self.processes()[0]
+        if leftovers:
+            terminated, killed, remaining = self.terminate()
+            self.module.warn("stopped %d leftover process(es) of an earlier start of %s: %s"
+                             % (len(terminated), self.name, terminated))
+            if remaining:
+                self.fail_json("leftover processes of %s survive SIGKILL: %s"
+                               % (self.name, remaining))
+        if params["port"] is not None and _port_open(params["ready_host"], params["port"], 1.0):
+            owners = self.listener_hint(params["port"])
+            self.fail_json("port %d on %s already accepts connections before %s starts%s; a stale "
+                           "task or another program holds it - stop it or choose another port"
+                           % (params["port"], params["ready_host"], self.name,
+                              " (listening pids: %s)" % owners if owners else ""))
+        script = os.path.join(self.run_dir, SUPERVISOR_NAME)
+        if procfs.read(script) != SUPERVISOR_SOURCE:
+            tmp = "%s.tmp.%d" % (script, os.getpid())
+            with open(tmp, "w") as handle:
+                handle.write(SUPERVISOR_SOURCE)
+            os.rename(tmp, script)
+        for stale in (self.exit_file, self.pid_file):
+            if os.path.exists(stale):
+                os.unlink(stale)
+        if os.path.exists(self.log_file):
+            os.rename(self.log_file, self.log_file + ".1")
+        log = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            with open(os.devnull, "rb") as devnull:
+                process = subprocess.Popen(
+                    [sys.executable, script, SUPERVISOR_TAG, self.marker, self.exit_file, "--"]
+                    + list(params["argv"]),
+                    cwd=self.chdir, env=env, stdin=devnull, stdout=log, stderr=log,
+                    close_fds=True, start_new_session=True)
+        except OSError as error:
+            self.fail_json("cannot start the supervisor with %s: %s" % (sys.executable, error))
+        finally:
+            os.close(log)
+        tmp = "%s.tmp.%d" % (self.pid_file, os.getpid())
+        with open(tmp, "w") as handle:
+            handle.write("%d\n" % process.pid)
+        os.rename(tmp, self.pid_file)
+        self.result.update(changed=True, pid=process.pid, running=True,
+                           cmd=list(params["argv"]))
+        if params["port"] is None:
+            self.exit_json(ready=True, ready_after=self.elapsed())
+        if not params["wait_ready"]:
+            self.exit_json(ready=False)
+        self.wait_ready(process.pid, process)
+
+    def ready(self):
+        pid = self.read_pid()
+        if pid is None:
+            self.fail_json("task %s was never started: no pid file in %s; start it with "
+                           "state=started first" % (self.name, self.run_dir), ready=False)
+        self.result.update(pid=pid, running=self.is_supervisor(pid))
+        if self.module.check_mode:
+            self.exit_json(ready=_port_open(self.params["ready_host"], self.params["port"], 1.0))
+        self.wait_ready(pid, None)
+
+    def wait_ready(self, pid, process):
+        """Poll the port until it accepts; fail fast when the task exits (started it: stop it
+        on timeout)."""
+        params = self.params
+        deadline = time.time() + params["ready_timeout"]
+        while True:
+            exited = (process.poll() is not None) if process is not None \
+                else not self.is_supervisor(pid)
+            if exited:
+                record = self.read_exit(pid) or {}
+                fields = self.exit_fields(record) if record else {}
+                how = ("was killed by %s" % record.get("signal_name") if record.get("signal")
+                       else "exited with rc %s" % record.get("rc") if record else "is gone")
+                if record.get("error"):
+                    how += " (%s)" % record["error"]
+                self.fail_json(self.with_tail("task %s %s before port %d was ready"
+                                              % (self.name, how, params["port"])),
+                               running=False, ready=False, log_tail=self.log_tail(), **fields)
+            remaining = deadline - time.time()
+            if _port_open(params["ready_host"], params["port"], min(1.0, max(remaining, 0))):
+                self.exit_json(ready=True, ready_after=self.elapsed())
+            if time.time() >= deadline:
+                break
+            time.sleep(min(POLL, max(deadline - time.time(), 0)))
+        msg = ("task %s did not accept connections on %s:%d within ready_timeout=%s s"
+               % (self.name, params["ready_host"], params["port"], params["ready_timeout"]))
+        if process is None:
+            self.fail_json(self.with_tail(msg + " (it was already running; left running)"),
+                           ready=False, log_tail=self.log_tail())
+        terminated, killed, remaining = self.terminate(pid)
+        process.wait()
+        self.record_stop(pid, bool(killed))
+        msg += "; stopped its process group"
+        if remaining:
+            msg += ", but pids %s survive SIGKILL" % remaining
+        record = self.read_exit(pid) or {}
+        self.fail_json(self.with_tail(msg), running=False, ready=False, log_tail=self.log_tail(),
+                       terminated=terminated, killed=killed, **self.exit_fields(record))
+
+    def finished(self):
+        params = self.params
+        pid = self.read_pid()
+        deadline = time.time() + params["timeout"]
+        while True:
+            alive = self.is_supervisor(pid)
+            record = self.read_exit(pid)
+            if record is None and not alive:
+                record = self.read_exit(pid)
+            if record is not None:
+                break
+            if not alive:
+                if pid is None:
+                    msg = ("task %s was never started here: no pid file %s"
+                           % (self.name, self.pid_file))
+                else:
+                    msg = ("task %s (pid %d) is gone without an exit status: it was killed with "
+                           "SIGKILL, or the host restarted" % (self.name, pid))
+                if self.module.check_mode:
+                    self.exit_json(msg="check mode: " + msg, log_tail=self.log_tail())
+                self.fail_json(self.with_tail(msg), pid=pid, log_tail=self.log_tail(), rc=None,
+                               signal=None, signal_name=None, result=None, timed_out=False)
+            self.result.update(pid=pid, running=True)
+            if self.module.check_mode:
+                self.exit_json(timed_out=False, log_tail=self.log_tail(),
+                               msg="check mode: task %s runs; would wait up to %s s for it"
+                                   % (self.name, params["timeout"]))
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                self.finished_timeout(pid)
+            time.sleep(min(POLL * 2, remaining))
+        self.result.update(pid=pid, running=False)
+        fields = self.exit_fields(record)
+        result, problem = self.read_result()
+        leftover = [p for p in self.processes()[0] if p != pid]
+        if leftover:
+            self.module.warn("task %s exited but left processes running: %s; stop them with "
+                             "state=stopped" % (self.name, leftover))
+        fields.update(result=result, timed_out=False, log_tail=self.log_tail(),
+                      leftover=leftover)
+        if record.get("rc") == 0:
+            if problem and problem[0] == "invalid":
+                self.fail_json(problem[1], **fields)
+            if problem:
+                self.module.warn(problem[1])
+            self.exit_json(**fields)
+        if record.get("signal"):
+            how = "was killed by %s" % record.get("signal_name")
+        else:
+            how = "exited with rc %s" % record.get("rc")
+        if record.get("deadline_exceeded"):
+            how += " after running past its max_runtime"
+        if record.get("error"):
+            how += " (%s)" % record["error"]
+        reason = None
+        if isinstance(result, dict):
+            reason = result.get("reason") or result.get("error") or result.get("message")
+        if reason:
+            how += ": %s" % reason
+        self.fail_json(self.with_tail("task %s %s" % (self.name, how)), **fields)
+
+    def finished_timeout(self, pid):
+        msg = ("task %s still runs after timeout=%s s" % (self.name, self.params["timeout"]))
+        extra = {}
+        if self.params["stop_on_timeout"]:
+            terminated, killed, remaining = self.terminate(pid)
+            self.record_stop(pid, bool(killed))
+            msg += "; stopped it (stop_on_timeout)"
+            if remaining:
+                msg += ", but pids %s survive SIGKILL" % remaining
+            extra.update(terminated=terminated, killed=killed,
+                         running=self.is_supervisor(pid))
+        else:
+            msg += "; it is left running (stop it with state=stopped, or set stop_on_timeout)"
+        self.fail_json(self.with_tail(msg), timed_out=True, rc=None, signal=None,
+                       signal_name=None, result=None, log_tail=self.log_tail(), **extra)
+
+    def read_result(self):
+        """(parsed result or None, None or (kind, message))."""
+        path = self.params["result_file"]
+        if not path:
+            return None, None
+        path = os.path.join(self.chdir, path)
+        data = procfs.read(path)
+        if data is None:
+            return None, ("missing", "task %s wrote no result file %s" % (self.name, path))
+        try:
+            return json.loads(data), None
+        except ValueError as error:
+            return None, ("invalid", "result file %s of task %s is not valid JSON: %s"
+                          % (path, self.name, error))
+
+    def stopped(self):
+        pid = self.running_supervisor()
+        pids = self.processes(pid)[0]
+        self.result.update(pid=pid, running=bool(pid))
+        if not pids:
+            self.exit_json(terminated=[], killed=[], msg="task %s is not running" % self.name)
+        if self.module.check_mode:
+            self.exit_json(changed=True, terminated=[], killed=[],
+                           msg="check mode: would stop pids %s" % pids)
+        terminated, killed, remaining = self.terminate(pid)
+        self.record_stop(pid, bool(killed))
+        fields = dict(terminated=terminated, killed=killed, running=self.is_supervisor(pid))
+        record = self.read_exit(pid)
+        if record is not None:
+            fields.update(self.exit_fields(record))
+        if remaining:
+            self.fail_json("processes of task %s survive SIGKILL: %s" % (self.name, remaining),
+                           changed=True, **fields)
+        self.exit_json(changed=True, **fields)
+
+    def run(self):
+        getattr(self, self.params["state"])()
+
+
+class TaskExit(Exception):
+    """One TfTask call ended: ``result`` is what it gave exit_json or fail_json."""
+
+    def __init__(self, result, failed):
+        Exception.__init__(self, result.get("msg", ""))
+        self.result = result
+        self.failed = failed
+
+
+class TaskCall(object):
+    """AnsibleModule's interface for one TfTask call made from inside another module.
+
+    exit_json and fail_json raise TaskExit instead of ending the process, so that one module
+    call can drive all of a host's tasks; warnings go to the caller's list.
+    """
+
+    def __init__(self, params, check_mode, warnings):
+        self.params = dict((key, spec.get("default")) for key, spec in TfTask.argument_spec.items())
+        self.params.update(params)
+        self.check_mode = check_mode
+        self.warnings = warnings
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+    def exit_json(self, **result):
+        raise TaskExit(result, failed=False)
+
+    def fail_json(self, msg, **result):
+        result["msg"] = msg
+        raise TaskExit(result, failed=True)
+
+
+def call(params, check_mode, warnings, state):
+    """Run one TfTask state with the given params: (failed, result)."""
+    params = dict(params, state=state)
+    try:
+        TfTask(TaskCall(params, check_mode, warnings)).run()
+    except TaskExit as ended:
+        return ended.failed, ended.result
+    raise AssertionError("TfTask.%s returned without exit_json or fail_json" % state)

@@ -1,0 +1,96 @@
+"""The /proc process table: pids, state, parent, group, command line, environment, listeners.
+
+Every reader returns None or an empty list when the process is gone or unreadable (a pid
+can end between two reads), never raises. Linux only; standard library only and Python
+2.7/3.5-compatible (the tf_task core uses it on the targets' Python).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+
+
+def read(path, mode="r"):
+    """The whole file, or None when it cannot be read."""
+    try:
+        with open(path, mode) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def pids():
+    """Every pid in /proc, ascending."""
+    return sorted(int(entry) for entry in os.listdir("/proc") if entry.isdigit())
+
+
+def stat_fields(pid):
+    """The fields of /proc/<pid>/stat after the command name (state is [0], ppid [1], pgrp [2],
+    starttime [19]), or None when the process is gone."""
+    data = read("/proc/%d/stat" % pid)
+    if not data:
+        return None
+    return data[data.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
+
+
+def stat(pid):
+    """(state, ppid, pgrp) of a process, or None when it is gone."""
+    fields = stat_fields(pid)
+    try:
+        return fields[0], int(fields[1]), int(fields[2])
+    except (TypeError, IndexError, ValueError):
+        return None
+
+
+def state(pid):
+    """The one-letter state (R, S, D, Z, ...), or None when the process is gone."""
+    found = stat(pid)
+    return found[0] if found else None
+
+
+def parent(pid):
+    """The parent pid, or None when the process is gone."""
+    found = stat(pid)
+    return found[1] if found else None
+
+
+def alive(pid):
+    """True while the process exists and is no zombie."""
+    return state(pid) not in (None, "Z", "X", "x")
+
+
+def cmdline(pid):
+    """The argv of a process as text ([] when gone, or for a kernel thread)."""
+    data = read("/proc/%d/cmdline" % pid, "rb")
+    if not data:
+        return []
+    return [part.decode("utf-8", "replace") for part in data.rstrip(b"\0").split(b"\0")]
+
+
+def environ(pid):
+    """The environment entries (b"NAME=value") of a process ([] when gone or not ours)."""
+    data = read("/proc/%d/environ" % pid, "rb")
+    return data.split(b"\0") if data else []
+
+
+def listening_pids(port):
+    """Pids listening on the TCP port (best effort: only processes whose fds we may read)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in (read(table) or "").splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    if not inodes:
+        return []
+    found = []
+    for pid in pids():
+        try:
+            for fd in os.listdir("/proc/%d/fd" % pid):
+                target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+                if target.startswith("socket:[") and target[8:-1] in inodes:
+                    found.append(pid)
+                    break
+        except OSError:
+            continue
+    return found

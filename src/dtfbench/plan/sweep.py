@@ -1,0 +1,300 @@
+"""The benchmark plan: validate a sweep request and expand it into runs, before anything starts.
+
+Any of gpus, model, batch_size, variable_update, num_ps and data may be a list (or a comma
+string, as `-e gpus=1,2,4` gives); the sweep is their product, times the repetitions. Every
+configuration's cluster layout is computed here too, so that a sweep whose 64-GPU point
+does not fit the inventory fails at once, not after hours of smaller runs.
+
+Pure standard library: Ansible ships this file to the controller as module_utils
+(``ansible.module_utils.dtfbench.plan.sweep``) for the ``benchmark_plan`` module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from typing import Any, Iterable, Mapping
+
+from . import workloads
+from .catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
+from .layout import LayoutError, compute_layout
+from ..results.store import (StoreError, check_writable, completed_run_ids, recorded_run_ids,
+                             recorded_sweep_config)
+
+
+class PlanError(ValueError):
+    """A sweep request that cannot run, with the input, the problem and the fix."""
+
+
+# The sweep's axes, in the order runs are nested (the last varies fastest).
+AXES = ("gpus", "model", "batch_size", "variable_update", "num_ps", "data")
+# A sweep id names files, directories and Slurm jobs: keep it to safe characters.
+SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# What defines a run: a resumed sweep skips a run only if this same run was recorded ok.
+RUN_KEYS = ("gpus", "model", "batch_size", "image_size", "variable_update", "num_ps", "data",
+            "repetition", "devices_per_worker", "ps_on_worker_nodes", "warmup_steps", "steps")
+
+
+def run_digest(run: Mapping[str, Any]) -> str:
+    keys = {key: run.get(key) for key in RUN_KEYS}
+    # The workload counts only when it is not ours, so that the ids of sweeps recorded before
+    # there was a choice stay the same (and such a sweep still resumes).
+    if run.get("workload", workloads.OURS) != workloads.OURS:
+        keys["workload"] = run["workload"]
+    text = json.dumps(keys, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def as_list(name: str, value: Any) -> list[Any]:
+    """`2`, `"1,2,4"`, `[1, 2]` -> list; None/"" -> []."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, str):
+        items = [part.strip() for part in re.split(r"[,\s]+", value.strip("[] ")) if part.strip()]
+    else:
+        items = [value]
+    if not items:
+        raise PlanError(f"{name} is empty; give one value or a comma list")
+    return items
+
+
+def _ints(name: str, values: Iterable[Any], minimum: int) -> list[int]:
+    out = []
+    for value in values:
+        try:
+            number = int(str(value).strip("'\" "))
+        except ValueError:
+            raise PlanError(f"{name}={value!r} is not an integer; give e.g. {name}=1 or {name}=1,2,4") from None
+        if number < minimum:
+            raise PlanError(f"{name}={number} is below {minimum}; give a value >= {minimum}")
+        out.append(number)
+    return out
+
+
+def _choices(name: str, values: Iterable[Any], allowed: Iterable[str]) -> list[str]:
+    allowed = list(allowed)
+    out = []
+    for value in values:
+        text = str(value).strip().lower()
+        if text not in allowed:
+            raise PlanError(f"{name}={value!r} is unknown; choose from {', '.join(allowed)}")
+        out.append(text)
+    return out
+
+
+# Up to this many workers the default tries every PS count, as the study did; beyond it the
+# sweep is pruned to powers of two (and the worker count itself): at 64 GPUs the study's
+# full sweep would be 64 configurations x 5 repetitions, and throughput changes slowly
+# between neighbouring PS counts there. Give num_ps explicitly to try other values.
+FULL_PS_SWEEP_UP_TO = 8
+
+
+def default_num_ps(num_workers: int, variable_update: str) -> list[int]:
+    """The study's sweep: 1 to the number of workers, pruned for large counts (see
+    FULL_PS_SWEEP_UP_TO); 0 for all-reduce, which has no PS."""
+    if variable_update == "collective_all_reduce":
+        return [0]
+    if num_workers <= FULL_PS_SWEEP_UP_TO:
+        return list(range(1, num_workers + 1))
+    values = list(range(1, FULL_PS_SWEEP_UP_TO + 1))
+    power = FULL_PS_SWEEP_UP_TO * 2
+    while power < num_workers:
+        values.append(power)
+        power *= 2
+    return values + [num_workers]
+
+
+def _fold(name: str, values: list[Any], notes: list[str]) -> list[Any]:
+    """`values` without repeats (first place kept), with a note where there were any: a
+    configuration given twice would run twice as the same repetitions and its confidence
+    interval would be computed over copies."""
+    unique = list(dict.fromkeys(values))
+    if len(unique) < len(values):
+        twice = sorted({str(v) for v in values if values.count(v) > 1})
+        notes.append(f"{name}={','.join(map(str, values))} repeats {', '.join(twice)}: each configuration "
+                     f"runs once per repetition (raise repetitions to run it more often)")
+    return unique
+
+
+def sweep_config(**settings: Any) -> dict[str, Any]:
+    """What the sweep asked for, as recorded with its runs (lists in a fixed order): a resume
+    must ask for the same."""
+    return {name: sorted(value, key=str) if isinstance(value, list) else value for name, value in settings.items()}
+
+
+def _config_text(config: Mapping[str, Any]) -> str:
+    return " ".join(f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
+                    for key, value in sorted(config.items()))
+
+
+def _check_resume(request: Mapping[str, Any], sweep_id: str, config: Mapping[str, Any],
+                  runs: list[Mapping[str, Any]]) -> None:
+    """A resume (sweep_id of a recorded sweep) must ask for the recorded configuration, unless
+    sweep_extend. Sweeps recorded before configurations were: every recorded run must be one
+    of this plan's."""
+    if not request.get("results_db") or request.get("sweep_extend"):
+        return
+    recorded = recorded_sweep_config(request["results_db"], sweep_id)
+    if recorded is not None:
+        if recorded == dict(config):
+            return
+        changed = sorted(key for key in set(recorded) | set(config) if recorded.get(key) != config.get(key))
+        why = f"it differs in {', '.join(changed)}"
+        shown = f"recorded: {_config_text(recorded)}; asked now: {_config_text(config)}"
+    else:
+        digests = {run_digest(run) for run in runs}
+        stray = sorted(run_id for run_id in recorded_run_ids(request["results_db"], sweep_id)
+                       if run_id.rsplit("-", 1)[-1] not in digests)
+        if not stray:
+            return
+        why = "some of its recorded runs are not in this one"
+        shown = (f"recorded runs not in this one: {', '.join(stray[:5])}{' ...' if len(stray) > 5 else ''}; "
+                 f"asked now: {_config_text(config)}")
+    raise PlanError(f"sweep_id={sweep_id} is a sweep of another configuration ({why}): "
+                    f"{shown}. Leave sweep_id out (or give a new one) for a new sweep, repeat the recorded "
+                    f"configuration to resume it, or add -e sweep_extend=true to add this one to it")
+
+
+def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes) -> bool:
+    try:
+        compute_layout(hosts, gpus=gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
+                       ps_on_worker_nodes=ps_on_worker_nodes)
+    except LayoutError:
+        return False
+    return True
+
+
+def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Validate `request` against `hosts` (the layout's host list) and expand it into runs.
+
+    request keys: gpus, model, batch_size, variable_update, num_ps (None: the study's sweep),
+    data (synthetic|real|both), repetitions, warmup_steps, steps, devices_per_worker,
+    ps_on_worker_nodes, sweep_id, data_dir (required for real data), results_db (runs of
+    this sweep already recorded there as ok are marked done: re-running a sweep resumes it),
+    workload (``ours`` or ``tf_cnn_benchmarks@<git ref>``, see dtfbench.plan.workloads), launcher
+    (``ssh`` or ``slurm``), sweep_extend (a resume may ask for another configuration than the
+    one recorded for sweep_id).
+
+    With results_db, the store is checked first (store.check_writable) and a resume must ask
+    for the sweep's recorded configuration. Repeated axis values are folded, with a note.
+    """
+    try:
+        workload = workloads.parse_workload(request.get("workload"))
+        workloads.check_request(
+            workload, models=as_list("model", request.get("model")),
+            variable_updates=as_list("variable_update", request.get("variable_update")),
+            image_size=_ints("image_size", [request.get("image_size") or 0], 0)[0],
+            warmup_steps=_ints("warmup_steps", [request.get("warmup_steps", 10)], 0)[0],
+            launcher=str(request.get("launcher") or "ssh"))
+    except workloads.WorkloadError as err:
+        raise PlanError(str(err)) from None
+    known_models = MODELS if workload.is_ours else workloads.TF_CNN_MODELS
+    known_updates = VARIABLE_UPDATES if workload.is_ours else workloads.TF_CNN_VARIABLE_UPDATES
+    notes: list[str] = []
+    gpus = _fold("gpus", _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1), notes)
+    models = _fold("model", _choices("model", as_list("model", request.get("model")) or ["small_cnn"],
+                                     known_models), notes)
+    batch_sizes = _fold("batch_size", _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [32], 1),
+                        notes)
+    updates = _fold("variable_update", _choices(
+        "variable_update", as_list("variable_update", request.get("variable_update")) or ["parameter_server"],
+        known_updates), notes)
+    data = _fold("data", _choices("data", as_list("data", request.get("data")) or ["synthetic"],
+                                  DATA_CHOICES + ("both",)), notes)
+    data = ["synthetic", "real"] if "both" in data else data
+    num_ps_request = as_list("num_ps", request.get("num_ps"))
+    num_ps_given = _fold("num_ps", _ints("num_ps", num_ps_request, 0), notes) if num_ps_request else None
+    repetitions, = _ints("repetitions", [request.get("repetitions", 5)], 1)
+    warmup_steps, = _ints("warmup_steps", [request.get("warmup_steps", 10)], 0)
+    steps, = _ints("steps", [request.get("steps", 100)], 1)
+    devices_per_worker, = _ints("devices_per_worker", [request.get("devices_per_worker", 1)], 1)
+    ps_on_worker_nodes = bool(request.get("ps_on_worker_nodes", True))
+    image_size, = _ints("image_size", [request.get("image_size") or 0], 0)
+    for model in models if workload.is_ours else ():
+        spec = MODEL_SPECS[model]
+        if image_size and image_size < spec.min_image_size:
+            raise PlanError(f"image_size={image_size} is too small for model={model}: it needs at least "
+                            f"{spec.min_image_size} pixels; raise image_size or leave it out for "
+                            f"{spec.default_image_size}")
+    sweep_id = str(request.get("sweep_id") or "sweep")
+    if not SWEEP_ID.match(sweep_id):
+        raise PlanError(f"sweep_id={sweep_id!r} is not a plain name; use letters, digits, '.', '_' and '-' "
+                        "(up to 64, starting with a letter or digit)")
+    if "real" in data and not request.get("data_dir"):
+        raise PlanError("data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
+                        "(train-*), or use data=synthetic")
+    if not hosts:
+        raise PlanError("the inventory has no TF nodes; add hosts to the tf_nodes group")
+
+    runs: list[dict[str, Any]] = []
+    for n_gpus, model, batch_size, update, data_kind in itertools.product(gpus, models, batch_sizes, updates, data):
+        if n_gpus % devices_per_worker:
+            raise PlanError(f"gpus={n_gpus} is not a multiple of devices_per_worker={devices_per_worker}; "
+                            f"choose gpus in steps of {devices_per_worker}")
+        num_workers = n_gpus // devices_per_worker
+        ps_values = num_ps_given if num_ps_given is not None else default_num_ps(num_workers, update)
+        for num_ps in ps_values:
+            if update == "collective_all_reduce" and num_ps:
+                raise PlanError(f"num_ps={num_ps} with variable_update=collective_all_reduce: all-reduce "
+                                "has no parameter servers; use num_ps=0 or another variable_update")
+            if update != "collective_all_reduce" and num_ps < 1:
+                raise PlanError(f"num_ps=0 with variable_update={update}: this mode keeps the variables "
+                                "on parameter servers; give num_ps >= 1")
+            try:
+                layout = compute_layout(hosts, gpus=n_gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
+                                        ps_on_worker_nodes=ps_on_worker_nodes)
+            except LayoutError as err:
+                # The default sweep stops where the nodes run out of PS slots; a value the
+                # user asked for must fit.
+                if num_ps_given is None and num_ps > 1 and _fits(hosts, n_gpus, 1, devices_per_worker,
+                                                                 ps_on_worker_nodes):
+                    continue
+                raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
+            try:
+                device_type = None if workload.is_ours else workloads.worker_device_type(
+                    layout, f"gpus={n_gpus}, num_ps={num_ps}")
+            except workloads.WorkloadError as err:
+                raise PlanError(str(err)) from None
+            for repetition in range(1, repetitions + 1):
+                run = {
+                    "gpus": n_gpus, "model": model, "batch_size": batch_size, "image_size": image_size or None,
+                    "variable_update": update,
+                    "num_ps": num_ps, "data": data_kind, "repetition": repetition,
+                    "num_workers": layout["num_workers"], "devices_per_worker": devices_per_worker,
+                    "ps_on_worker_nodes": ps_on_worker_nodes, "warmup_steps": warmup_steps, "steps": steps,
+                    "workload": workload.label,
+                }
+                if not workload.is_ours:
+                    run["workload_args"] = workloads.tf_cnn_benchmarks_args(
+                        run, device_type=device_type, data_dir=request.get("data_dir"))
+                runs.append(run)
+    config = sweep_config(gpus=gpus, model=models, batch_size=batch_sizes, image_size=image_size,
+                          variable_update=updates, num_ps=num_ps_given if num_ps_given is not None else "default",
+                          data=data, repetitions=repetitions, warmup_steps=warmup_steps, steps=steps,
+                          devices_per_worker=devices_per_worker, ps_on_worker_nodes=ps_on_worker_nodes,
+                          workload=workload.label)
+    if request.get("results_db"):
+        # The store must take the results before the first run trains (a run whose result
+        # cannot be written is lost); then a resume must be of the same sweep.
+        try:
+            check_writable(request["results_db"])
+        except StoreError as err:
+            raise PlanError(str(err)) from None
+        _check_resume(request, sweep_id, config, runs)
+    done = completed_run_ids(request["results_db"], sweep_id) if request.get("results_db") else set()
+    done_digests = {run_id.rsplit("-", 1)[-1] for run_id in done}
+    width = len(str(len(runs)))
+    for index, run in enumerate(runs, start=1):
+        # The digest makes the id name the configuration, not only its position: resuming a
+        # sweep with other axes never takes a different run for a done one.
+        digest = run_digest(run)
+        run["index"] = index
+        run["run_id"] = f"{sweep_id}-{index:0{width}d}-{digest}"
+        run["done"] = digest in done_digests
+    return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs),
+            "pending_runs": sum(1 for run in runs if not run["done"]), "workload": workload.as_dict(),
+            "sweep_config": config, "notes": notes}

@@ -1,0 +1,216 @@
+"""The report folder: tables, plots, a manifest and an index, written atomically and only on change.
+
+``build`` writes, under the output folder: ``best_configurations.{md,csv}`` (the study's
+Tables 1-3: per system and GPU count the best configuration, images/sec with its CI,
+speedup, efficiency, and the I/O overhead), ``io_overhead.csv``, ``configurations.{md,csv}``
+(every configuration: mean, 95% CI, min/max, runs ok/failed and why), ``failures.{md,csv}``
+(every failed run and its reason), ``plots/`` (images/sec bars, speedup and efficiency
+against the ideal on a log2 GPU axis, I/O overhead; PNG and SVG, each with a JSON sidecar of
+its series), ``manifest.json`` and, last, ``index.md``, which lists all of it. With
+``--reference published`` every table and plot puts the published numbers
+(``dtfbench.report.reference``) beside ours where our system maps to a published one
+(``--system-map``; default ``dtfbench.report.reference.DEFAULT_SYSTEM_MAP``) and the GPU count
+and data kind match, with the relative difference.
+
+Every file is written atomically (a temporary file renamed over it) and only when its
+content changes; the output is deterministic, so rebuilding an unchanged store changes
+nothing and the command says "report unchanged". Files a previous build listed in its
+manifest and this one no longer makes are removed; nothing else in the folder is touched.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..linux.files import write_atomic
+from . import reference as reference_data
+from .analysis import Analysis, ReportError, analyse
+from .plotspec import plot_specs
+from .tables import (_f, _md_table, _model_label, best_tables, configuration_tables, failed_runs,
+                     failure_tables, io_table)
+
+DEFAULT_OUTPUT = "results/report"
+MANIFEST = "manifest.json"
+INDEX = "index.md"
+
+
+# ---------------------------------------------------------------------------------------
+# Building the report folder.
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class BuildResult:
+    output: Path
+    files: list[str]
+    changed: list[str]
+    removed: list[str]
+    analysis: Analysis
+
+    @property
+    def index(self) -> Path:
+        return self.output / INDEX
+
+
+def _describe_source(db: str, sweep_id: str | None, rows: list[dict[str, Any]]) -> str:
+    sweeps = sorted({str(r["sweep_id"]) for r in rows})
+    where = f"sweep `{sweep_id}`" if sweep_id else (
+        f"every sweep ({', '.join(f'`{s}`' for s in sweeps)})" if len(sweeps) <= 5 else f"{len(sweeps)} sweeps")
+    return f"`{db}`, {where}"
+
+
+def _index(analysis: Analysis, db: str, sweep_id: str | None, tables: list[tuple[str, str]],
+           plots: list[tuple[str, dict[str, Any], list[str]]], extra_files: list[str]) -> str:
+    rows = analysis.rows
+    ok = sum(1 for r in rows if r.get("status") == "ok" and r.get("images_per_sec") is not None)
+    failures = failed_runs(rows)
+    starts = [r["started_at"] for r in rows if r.get("started_at")]
+    ends = [r["finished_at"] for r in rows if r.get("finished_at")]
+    md = ["# Benchmark report", "",
+          f"- Source: {_describe_source(db, sweep_id, rows)}",
+          f"- Runs: {len(rows)} ({ok} ok, {len(failures)} failed) in {len(analysis.summaries)} configurations "
+          f"({sum(1 for s in analysis.summaries if s['status'] != 'ok')} with no successful run)"]
+    if starts or ends:
+        md.append(f"- Recorded: {min(starts) if starts else '?'} to {max(ends) if ends else '?'}")
+    systems = list(dict.fromkeys(r["system"] for r in analysis.best))
+    if analysis.reference == "none":
+        md.append("- Reference: none (our numbers only)")
+    else:
+        md.append("- Reference: published (the CSCS 2017 report's Tables 1-3; Google's 2017 benchmark page "
+                  "as quoted by the study's notebook; see dtfbench/report/published_data/README.md)")
+        md.append("- System mapping (ours → published; change with --system-map OURS=REFERENCE):")
+        for system in systems:
+            theirs = analysis.ref_system(system)
+            mapped = analysis.system_map.get(system)
+            if theirs:
+                md.append(f"  - `{system}` → {reference_data.display_name(theirs)} (`{theirs}`)")
+            elif mapped:
+                md.append(f"  - `{system}` → `{mapped}`, which has no published numbers")
+            else:
+                md.append(f"  - `{system}`: no published counterpart")
+    for note in analysis.notes:
+        md.append(f"- Note: {note}")
+    md += ["", "## Tables", ""]
+    md += [f"- [{name}]({name}): {what}" for name, what in tables]
+
+    best_ok = [r for r in analysis.best if r["status"] == "ok"]
+    if best_ok:
+        md += ["", "## Best configuration per GPU count", ""]
+        md += _md_table(["system", "model", "batch", "data", "GPUs", "PS", "variable update", "img/s",
+                         "speedup", "efficiency"],
+                        [[r["system"], _model_label(r), r["batch_size"], r["data"], r["gpus"], r["num_ps"],
+                          r["variable_update"], _f(r["images_per_sec"]), _f(r["speedup"]),
+                          _f(r["efficiency"], ".4f")] for r in best_ok])
+    md += ["", "## Plots", ""]
+    if not plots:
+        md.append("None written (no plot formats asked for, or no successful run).")
+    for name, spec, files in plots:
+        png = next((f for f in files if f.endswith(".png")), None)
+        links = ", ".join(f"[{Path(f).suffix[1:].upper()}]({f})" for f in files)
+        md.append(f"- {spec['title']} ({links})")
+        if png:
+            md += ["", f"  ![{spec['title']}]({png})", ""]
+    if not analysis.io:
+        md += ["", "No I/O overhead: no GPU count of a system has both synthetic and real results."]
+    md += ["", "## Failed runs", ""]
+    if not failures:
+        md.append("None.")
+    else:
+        md.append(f"{len(failures)} failed run(s) (all of them in [failures.md](failures.md)):")
+        md.append("")
+        counts: dict[tuple, int] = {}
+        for f in failures:
+            key = (f["system"], f["data"], f["gpus"], f["num_ps"], f["variable_update"], f["reason"])
+            counts[key] = counts.get(key, 0) + 1
+        for (system, data, gpus, num_ps, update, reason), n in counts.items():
+            md.append(f"- {system}, {data}, {gpus} GPUs, {num_ps} PS, {update}: {n}× {reason}")
+        failed_groups = [r for r in analysis.best if r["status"] != "ok"]
+        if failed_groups:
+            md += ["", "GPU counts with no successful configuration (no best, no speedup):", ""]
+            md += [f"- {r['system']} ({r['model']}, bs {r['batch_size']}), {r['data']}, {r['gpus']} GPUs"
+                   for r in failed_groups]
+    md += ["", "## Files", ""]
+    md += [f"- {name}" for name in sorted(extra_files + [INDEX])]
+    return "\n".join(md) + "\n"
+
+
+def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "published",
+          formats: Sequence[str] = ("png", "svg"), system_map: Mapping[str, str] | None = None,
+          db: str = "", sweep_id: str | None = None) -> BuildResult:
+    """Write the whole report for `rows` under `output`; see the module's docstring."""
+    output = Path(output)
+    analysis = analyse(rows, reference, system_map)
+    formats = tuple(dict.fromkeys(f for f in formats if f))
+    render = None
+    if formats:
+        try:
+            from . import plots  # matplotlib: the 'report' extra
+        except ImportError as err:  # matplotlib is optional (the report extra): say how to get it
+            raise ReportError(f"plots need matplotlib ({err}); install dtfbench[report] or pass --formats none")
+        unknown = [f for f in formats if f not in plots.FORMATS]
+        if unknown:
+            raise ReportError(f"--formats: unknown {', '.join(unknown)}; known: {', '.join(plots.FORMATS)}")
+        render = plots.render
+
+    outputs: dict[str, bytes | str] = {}
+    best_csv, best_md = best_tables(analysis)
+    config_csv, config_md = configuration_tables(analysis)
+    fail_csv, fail_md = failure_tables(analysis)
+    outputs.update({"best_configurations.md": best_md, "best_configurations.csv": best_csv,
+                    "io_overhead.csv": io_table(analysis),
+                    "configurations.md": config_md, "configurations.csv": config_csv,
+                    "failures.md": fail_md, "failures.csv": fail_csv})
+    tables = [("best_configurations.md", "the best configuration per system and GPU count (the study's Tables "
+               "1-3): images/sec with 95% CI, speedup, efficiency, I/O overhead"
+               + (", beside the published numbers" if reference != "none" else "")),
+              ("best_configurations.csv", "the same, every column"),
+              ("io_overhead.csv", "I/O overhead per system and GPU count"),
+              ("configurations.md", "every configuration: mean, 95% CI, min/max, runs ok/failed and why"),
+              ("configurations.csv", "the same, every column"),
+              ("failures.md", "every failed run and its reason"),
+              ("failures.csv", "the same, every column")]
+    plots_written: list[tuple[str, dict[str, Any], list[str]]] = []
+    if render is not None:
+        for name, spec in plot_specs(analysis):
+            files = [f"plots/{name}.{fmt}" for fmt in formats]
+            images = render(spec, formats)
+            for fmt, rel in zip(formats, files):
+                outputs[rel] = images[fmt]
+            sidecar = dict(spec, files=[Path(f).name for f in files])
+            outputs[f"plots/{name}.json"] = json.dumps(sidecar, indent=2, sort_keys=True) + "\n"
+            plots_written.append((name, spec, files + [f"plots/{name}.json"]))
+
+    files = sorted(outputs) + [MANIFEST]
+    outputs[MANIFEST] = json.dumps({"files": sorted(files + [INDEX]), "reference": reference,
+                                    "formats": list(formats), "db": db, "sweep_id": sweep_id,
+                                    "system_map": {s: analysis.system_map[s] for s in sorted(analysis.system_map)}},
+                                   indent=2, sort_keys=True) + "\n"
+    outputs[INDEX] = _index(analysis, db, sweep_id, tables, plots_written, files)
+
+    previous = _previous_files(output)
+    changed = []
+    for rel in sorted(o for o in outputs if o != INDEX) + [INDEX]:  # the index last
+        if write_atomic(output / rel, outputs[rel]):
+            changed.append(rel)
+    removed = []
+    for rel in sorted(previous - set(outputs)):
+        target = output / rel
+        if target.is_file():
+            target.unlink()
+            removed.append(rel)
+    return BuildResult(output=output, files=sorted(outputs), changed=changed, removed=removed, analysis=analysis)
+
+
+def _previous_files(output: Path) -> set[str]:
+    """Files the last build listed in its manifest (only plain relative paths inside `output`)."""
+    try:
+        listed = json.loads((output / MANIFEST).read_text()).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return set()
+    safe = set()
+    for rel in listed:
+        if isinstance(rel, str) and rel and not Path(rel).is_absolute() and ".." not in Path(rel).parts:
+            safe.add(rel)
+    return safe

@@ -1,0 +1,322 @@
+"""Statistics for the report: pure functions over the store's rows (no I/O, no matplotlib).
+
+The study's method (CSCS 2017, §5.1): every test is repeated (5 times), the repetitions are
+averaged, and for each number of GPUs the configuration (number of PSs, variable update)
+with the most images/sec is reported. The later study (Kim et al.) adds the 95% confidence
+interval of the mean across repetitions. Here:
+
+- a *configuration* is every parameter of a run except its repetition (``CONFIG_KEYS``);
+  its figure is the mean over the repetitions that succeeded, with a Student-t 95% CI,
+  min/max and the failed repetitions with their reasons (``summarise``);
+- the workload (which program measured: ours or tf_cnn_benchmarks at a ref and commit,
+  ``workload_label``) is part of every grouping below: two programs are never mixed;
+- the *best* configuration per (system, model, batch size, data, GPUs) is the one with the
+  highest mean; a group where every configuration failed has no best and is 'failed'
+  (``best_configurations``);
+- speedup = images/sec(N) / images/sec(1), efficiency = speedup / N, both against the best
+  1-GPU configuration of the same (system, model, batch size, data) (``add_speedup``);
+- I/O overhead = (synthetic - real) / synthetic x 100 per (system, GPUs), from the best
+  synthetic and best real configurations (``io_overhead``, ``io_overhead_rows``).
+
+Rows are dicts as ``dtfbench.results.store.runs`` returns them; summaries and best rows are dicts
+too, so they print, serialise and compare without ceremony.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Iterable, Mapping, Sequence
+
+from scipy import stats as scipy_stats
+
+# Every parameter of a run except its repetition. Only parameters the plan fixes before a run
+# starts: a failed run has no worker result, so fields taken from one (image_size,
+# cross_replica_sync) would put its failure in a configuration of its own.
+# The workload (which program measured: ours, or tf_cnn_benchmarks at a ref) is one of them:
+# two programs' images/sec are never averaged, compared as "best" or divided for a speedup.
+CONFIG_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus", "num_workers", "devices_per_worker",
+               "num_ps", "variable_update", "ps_on_worker_nodes", "warmup_steps", "steps")
+# The best configuration is chosen within each of these groups ...
+BEST_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus")
+# ... and speedup is taken against the 1-GPU best of the same of these.
+BASELINE_KEYS = ("system", "workload", "model", "batch_size", "data")
+# I/O overhead compares synthetic and real data within these.
+IO_KEYS = ("system", "workload", "model", "batch_size", "gpus")
+OURS = "ours"
+
+CONFIDENCE = 0.95
+NO_REASON = "failed (no reason recorded)"
+
+
+# ---------------------------------------------------------------------------------------
+# Student's t distribution: scipy.stats (the quantile and the CDF), with this module's checks.
+# ---------------------------------------------------------------------------------------
+
+def _check_df(df: float) -> None:
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be > 0, not {df}")
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with `df` degrees of freedom."""
+    _check_df(df)
+    return float(scipy_stats.t.cdf(t, df))
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with `df` degrees of freedom: t(0.975, 4) = 2.776."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), not {p}")
+    _check_df(df)
+    if math.isinf(df):
+        return float(scipy_stats.norm.ppf(p))
+    return float(scipy_stats.t.ppf(p, df))
+
+
+def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """Mean and its two-sided Student-t confidence interval.
+
+    Returns n, mean, stddev (sample, n-1), half_width, low, high; with one value the
+    interval is unknown (None), with none everything but n is None.
+    """
+    values = [float(v) for v in values]
+    n = len(values)
+    result: dict[str, Any] = {"n": n, "mean": None, "stddev": None, "half_width": None,
+                              "low": None, "high": None, "confidence": confidence}
+    if n == 0:
+        return result
+    # fsum(n * [x]) / n can miss x by an ulp: keep the mean inside [min, max].
+    mean = min(max(statistics.fmean(values), min(values)), max(values))
+    result["mean"] = mean
+    if n >= 2:
+        stddev = statistics.stdev(values)
+        half = t_quantile(0.5 + confidence / 2.0, n - 1) * stddev / math.sqrt(n)
+        result.update(stddev=stddev, half_width=half, low=mean - half, high=mean + half)
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# Per-configuration summaries, best configurations, speedup, efficiency, I/O overhead.
+# ---------------------------------------------------------------------------------------
+
+def _is_ok(row: Mapping[str, Any]) -> bool:
+    return row.get("status") == "ok" and row.get("images_per_sec") is not None
+
+
+def _reason(row: Mapping[str, Any]) -> str:
+    if row.get("status") == "ok":
+        return "no images/sec recorded"
+    return row.get("reason") or NO_REASON
+
+
+def workload_label(row: Mapping[str, Any]) -> str:
+    """Which program a run (or a summary) measured: 'ours', 'NAME@REF (COMMIT)', or 'NAME@COMMIT'
+    where the ref was the commit itself (cscs2017, pinned).
+
+    A store row has the columns workload, workload_ref and workload_commit (NULL workload:
+    recorded before the store knew workloads, all ours); a summary already has the label.
+    The commit is part of it: a branch ref resolved at two times may be two programs.
+    """
+    name = row.get("workload") or OURS
+    ref = row.get("workload_ref")
+    if name == OURS or not ref:
+        return str(name)
+    commit = row.get("workload_commit")
+    if commit and str(commit) == str(ref):  # a pinned commit (cscs2017): said once
+        return f"{name}@{str(commit)[:12]}"
+    return f"{name}@{ref}" + (f" ({str(commit)[:12]})" if commit else "")
+
+
+def is_ours(workload: Any) -> bool:
+    """Whether a workload label (or a row without one, such as a published row) is ours."""
+    return workload in (None, OURS)
+
+
+def _config_value(row: Mapping[str, Any], key: str) -> Any:
+    return workload_label(row) if key == "workload" else row.get(key)
+
+
+def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
+    """One summary per configuration, in the order configurations first appear.
+
+    Each holds the CONFIG_KEYS and: runs, n_ok, failed, status ('ok' when a repetition
+    succeeded, else 'failed'), images_per_sec (mean), ci_low, ci_high, ci_half_width,
+    stddev, images_per_sec_min/max, images_per_sec_per_worker (mean), reasons (sorted,
+    unique), failures (run_id, sweep_id, repetition, reason of each failed run), sweep_ids,
+    and speedup/efficiency against the best 1-GPU configuration (None without one).
+    """
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(_config_value(row, k) for k in CONFIG_KEYS), []).append(row)
+    summaries = []
+    for key, members in groups.items():
+        ok = [r for r in members if _is_ok(r)]
+        bad = [r for r in members if not _is_ok(r)]
+        totals = [float(r["images_per_sec"]) for r in ok]
+        per_worker = [float(v) for r in ok for v in (r.get("images_per_sec_per_worker") or [])]
+        ci = mean_ci(totals, confidence)
+        summary = dict(zip(CONFIG_KEYS, key))
+        summary.update(
+            runs=len(members),
+            n_ok=len(ok),
+            failed=len(bad),
+            status="ok" if ok else "failed",
+            images_per_sec=ci["mean"],
+            ci_low=ci["low"],
+            ci_high=ci["high"],
+            ci_half_width=ci["half_width"],
+            stddev=ci["stddev"],
+            confidence=confidence,
+            images_per_sec_min=min(totals) if totals else None,
+            images_per_sec_max=max(totals) if totals else None,
+            images_per_sec_per_worker=statistics.fmean(per_worker) if per_worker else None,
+            reasons=sorted({_reason(r) for r in bad}),
+            failures=[{"run_id": r.get("run_id"), "sweep_id": r.get("sweep_id"),
+                       "repetition": r.get("repetition"), "reason": _reason(r)} for r in bad],
+            sweep_ids=sorted({str(r["sweep_id"]) for r in members if r.get("sweep_id") is not None}),
+            # The TensorFlow the runs reported (the study's program on 1.1, ours on 2.x).
+            tf_version=", ".join(sorted({str(r["tf_version"]) for r in members if r.get("tf_version")})) or None,
+        )
+        summaries.append(summary)
+    add_speedup(summaries)
+    return summaries
+
+
+def _group_key(row: Mapping[str, Any], keys: Sequence[str]) -> tuple:
+    return tuple(row.get(k) for k in keys)
+
+
+def best_configurations(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The best configuration per (system, workload, model, batch_size, data, gpus), by mean images/sec.
+
+    One row per group, ordered by system (first appearance), workload (ours first), model, batch size, data
+    (synthetic first) and GPUs. A row carries the best configuration's fields (num_ps,
+    variable_update, num_workers, devices_per_worker, mean, CI, min/max, n_ok, failed) plus
+    `configurations` (how many were tried) and `failed_configurations`; status 'ok'. When
+    every configuration of the group failed the row has status 'failed', no best (num_ps,
+    variable_update and images_per_sec are None) and the reasons of all its failures.
+    Speedup and efficiency are added against the 1-GPU best of the same (system, workload,
+    model, batch_size, data).
+    """
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for s in summaries:
+        groups.setdefault(_group_key(s, BEST_KEYS), []).append(s)
+    best_rows = []
+    for key, members in groups.items():
+        candidates = [s for s in members if s.get("status") == "ok" and s.get("images_per_sec") is not None]
+        row: dict[str, Any] = dict(zip(BEST_KEYS, key))
+        row.update(configurations=len(members),
+                   failed_configurations=len(members) - len(candidates),
+                   group_runs=sum(int(s.get("runs") or 0) for s in members),
+                   failed_runs=sum(int(s.get("failed") or 0) for s in members),
+                   tf_version=", ".join(sorted({v for s in members for v in str(s.get("tf_version") or "").split(", ")
+                                                if v})) or None)
+        if candidates:
+            # max() keeps the first of equal means: ties go to the configuration seen first.
+            best = max(candidates, key=lambda s: s["images_per_sec"])
+            row.update(status="ok", best_key=_group_key(best, CONFIG_KEYS), **{k: best.get(k) for k in (
+                "num_ps", "variable_update", "num_workers", "devices_per_worker", "ps_on_worker_nodes",
+                "images_per_sec", "ci_low", "ci_high", "ci_half_width", "stddev", "images_per_sec_min",
+                "images_per_sec_max", "runs", "n_ok", "failed", "reasons")})
+        else:
+            row.update(status="failed", best_key=None, num_ps=None, variable_update=None, num_workers=None,
+                       devices_per_worker=None, ps_on_worker_nodes=None, images_per_sec=None,
+                       ci_low=None, ci_high=None, ci_half_width=None, stddev=None,
+                       images_per_sec_min=None, images_per_sec_max=None, runs=row["group_runs"],
+                       n_ok=0, failed=row["failed_runs"],
+                       reasons=sorted({r for s in members for r in s.get("reasons") or []}))
+        best_rows.append(row)
+    order = {system: i for i, system in enumerate(dict.fromkeys(r["system"] for r in best_rows))}
+    best_rows.sort(key=lambda r: (order[r["system"]], not is_ours(r.get("workload")), str(r.get("workload")),
+                                  str(r.get("model")), _num(r.get("batch_size")),
+                                  _data_rank(r.get("data")), _num(r.get("gpus"))))
+    add_speedup(best_rows)
+    return best_rows
+
+
+def _num(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.inf
+
+
+def _data_rank(data: Any) -> tuple:
+    return ({"synthetic": 0, "real": 1}.get(str(data), 2), str(data))
+
+
+def speedup(images_per_sec: float | None, baseline: float | None) -> float | None:
+    """images/sec(N) / images/sec(1); None when either is unknown."""
+    if images_per_sec is None or not baseline:
+        return None
+    return float(images_per_sec) / float(baseline)
+
+
+def efficiency(speedup_value: float | None, gpus: int | None) -> float | None:
+    """speedup / N; None when either is unknown."""
+    if speedup_value is None or not gpus:
+        return None
+    return speedup_value / int(gpus)
+
+
+def add_speedup(rows: list[dict[str, Any]], keys: Sequence[str] = BASELINE_KEYS) -> None:
+    """Set `speedup` and `efficiency` on every row, in place.
+
+    The baseline of a row is the best (highest) images/sec among the ok rows with gpus == 1
+    and the same `keys`. A row without a baseline, or without images/sec, gets None.
+    """
+    baselines: dict[tuple, float] = {}
+    for r in rows:
+        if r.get("gpus") == 1 and r.get("images_per_sec") and r.get("status", "ok") == "ok":
+            key = _group_key(r, keys)
+            baselines[key] = max(baselines.get(key, 0.0), float(r["images_per_sec"]))
+    for r in rows:
+        r["speedup"] = speedup(r.get("images_per_sec"), baselines.get(_group_key(r, keys)))
+        r["efficiency"] = efficiency(r["speedup"], r.get("gpus"))
+
+
+def io_overhead(synthetic: float | None, real: float | None, clamp_at_zero: bool = False) -> float | None:
+    """(synthetic - real) / synthetic x 100, in percent; None when either is unknown.
+
+    The study's notebook plotted max(0, synthetic - real) / synthetic x 100 (a real-data run
+    faster than the synthetic one shows as 0); `clamp_at_zero=True` reproduces that. By
+    default the sign is kept: a negative overhead says the two runs are within noise.
+    """
+    if synthetic is None or real is None or not synthetic:
+        return None
+    diff = float(synthetic) - float(real)
+    if clamp_at_zero:
+        diff = max(0.0, diff)
+    return diff / float(synthetic) * 100.0
+
+
+def io_overhead_rows(best_rows: Iterable[Mapping[str, Any]], clamp_at_zero: bool = False) -> list[dict[str, Any]]:
+    """I/O overhead per (system, workload, model, batch_size, gpus) where both data kinds have an ok best.
+
+    Each row: system, workload, model, batch_size, gpus, synthetic, real (best images/sec), their
+    configurations (synthetic_num_ps, synthetic_variable_update, real_...), io_overhead (%).
+    """
+    by_key: dict[tuple, dict[str, Mapping[str, Any]]] = {}
+    for r in best_rows:
+        if r.get("status", "ok") == "ok" and r.get("images_per_sec") is not None:
+            by_key.setdefault(_group_key(r, IO_KEYS), {})[str(r.get("data"))] = r
+    result = []
+    for key, kinds in by_key.items():
+        if "synthetic" not in kinds or "real" not in kinds:
+            continue
+        syn, real = kinds["synthetic"], kinds["real"]
+        row = dict(zip(IO_KEYS, key))
+        row.update(synthetic=syn["images_per_sec"], real=real["images_per_sec"],
+                   synthetic_num_ps=syn.get("num_ps"), synthetic_variable_update=syn.get("variable_update"),
+                   real_num_ps=real.get("num_ps"), real_variable_update=real.get("variable_update"),
+                   io_overhead=io_overhead(syn["images_per_sec"], real["images_per_sec"], clamp_at_zero))
+        result.append(row)
+    return result
+
+
+def relative_difference(ours: float | None, reference: float | None) -> float | None:
+    """(ours - reference) / reference x 100, in percent; None when either is unknown."""
+    if ours is None or reference is None or not reference:
+        return None
+    return (float(ours) - float(reference)) / float(reference) * 100.0

@@ -1,0 +1,217 @@
+"""Turn one finished run, as the playbook saw it, into one row of the results store.
+
+The playbook hands over (as JSON on stdin of ``python -m dtfbench.record``):
+
+    {"run": <the plan's run>, "sweep_id": ..., "system": ..., "results_db": ...,
+     "git_revision": ..., "started_at": ..., "finished_at": ...,
+     "layout": <tf_cluster_spec's result>,
+     "hosts": {"<host>": {"failure": "" | "why", "failed_at": <epoch s> | null,
+                          "workers": [<tf_task finished results>]}},
+     "data_read": {"<host>": <dtfbench.read_throughput's JSON>},   (real-data runs only)
+     "workload": {"name": "ours" | "tf_cnn_benchmarks", "ref": <git ref> | null,
+                  "commit": <the commit the ref resolved to> | null},
+     "interrupted": <why the controller left the run unfinished>}   (an interrupted run only)
+
+A run is 'ok' only when every worker of the layout returned an 'ok' JSON result; otherwise it
+is 'failed' with the first reason found (the hosts' failures, the earliest first since it is
+the cause; a worker's own reason; a missing result), so the sweep goes on and the report can
+list it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import store
+
+
+def _worker_results(hosts: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    for host in hosts.values():
+        for outcome in host.get("workers") or []:
+            result = outcome.get("result") if isinstance(outcome, Mapping) else None
+            if isinstance(result, Mapping) and "task_index" in result:
+                found[int(result["task_index"])] = dict(result)
+    return found
+
+
+def _failed_at(host: Mapping[str, Any]) -> float:
+    # No time: the host left the play (unreachable), which its peers' failures follow.
+    try:
+        return float(host.get("failed_at"))
+    except (TypeError, ValueError):
+        return float("-inf")
+
+
+def _host_failures(hosts: Mapping[str, Any]) -> str | None:
+    """Every host's failure, the earliest first: it is the cause, the later ones (peers that
+    lost the failed task) are its consequences and get their first line only."""
+    failed = sorted(((_failed_at(h), name, str(h["failure"])) for name, h in hosts.items() if h.get("failure")))
+    if not failed:
+        return None
+    (_, first_host, first), others = failed[0], failed[1:]
+    reason = f"{first_host}: {first}"
+    if others:
+        reason += "\nthen: " + "; ".join(f"{name}: {text.splitlines()[0]}" for _, name, text in others)
+    return reason
+
+
+def _failure_reason(payload: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) -> str | None:
+    # A run the controller left unfinished (dtfbench.interrupt records it): that is the reason.
+    if payload.get("interrupted"):
+        return f"interrupted: {payload['interrupted']}"
+    host_reason = _host_failures(payload.get("hosts", {}))
+    if host_reason:
+        return host_reason
+    for index, result in sorted(results.items()):
+        if result.get("status") != "ok":
+            return f"worker {index}: {result.get('reason') or result.get('status') or 'failed'}"
+        if not isinstance(result.get("images_per_sec"), (int, float)):
+            return f"worker {index}: its result has no images_per_sec"
+    expected = int(payload["layout"]["num_workers"])
+    missing = [i for i in range(expected) if i not in results]
+    if missing:
+        return f"no result from worker(s) {', '.join(map(str, missing))}"
+    return None
+
+
+def _gpu_utilisation(results: list[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+    """(mean of the workers' mean utilisation, highest sample) over the workers that sampled GPUs."""
+    sampled = [r["gpu_utilization"] for r in results
+               if isinstance(r.get("gpu_utilization"), Mapping) and r["gpu_utilization"].get("mean") is not None]
+    if not sampled:
+        return None, None
+    return statistics.fmean(float(s["mean"]) for s in sampled), max(float(s["max"]) for s in sampled)
+
+
+def _data_read(measured: Any) -> dict[str, Any]:
+    """The slowest node's raw read rate (it bounds a real-data run) and every node's result."""
+    if not isinstance(measured, Mapping) or not measured:
+        return {"data_read_mb_per_s": None, "data_read": None}
+    rates = [float(m["mb_per_s"]) for m in measured.values()
+             if isinstance(m, Mapping) and isinstance(m.get("mb_per_s"), (int, float))]
+    return {"data_read_mb_per_s": min(rates) if rates else None, "data_read": dict(measured)}
+
+
+def _workload(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The workload columns; a payload without one (an older playbook) ran ours."""
+    workload = payload.get("workload")
+    if not isinstance(workload, Mapping) or not workload.get("name"):
+        workload = {"name": "ours"}
+    return {"workload": str(workload["name"]), "workload_ref": workload.get("ref") or None,
+            "workload_commit": workload.get("commit") or None}
+
+
+def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
+    run = payload["run"]
+    layout = payload["layout"]
+    results = _worker_results(payload.get("hosts", {}))
+    reason = _failure_reason(payload, results)
+    ok = reason is None
+    ordered = [results[i] for i in sorted(results)]
+    rates = [float(r["images_per_sec"]) for r in ordered
+             if r.get("status") == "ok" and isinstance(r.get("images_per_sec"), (int, float))]
+    step_means = [r["step_time"] for r in ordered if r.get("status") == "ok" and r.get("step_time")]
+
+    def mean_of(key: str) -> float | None:
+        values = [float(s[key]) for s in step_means if s.get(key) is not None]
+        return statistics.fmean(values) if values else None
+
+    gpu_util_mean, gpu_util_max = _gpu_utilisation(ordered)
+    first = ordered[0] if ordered else {}
+    config = first.get("config") or {}
+    return {
+        "run_id": run["run_id"],
+        "sweep_id": payload["sweep_id"],
+        "started_at": payload.get("started_at"),
+        "finished_at": payload.get("finished_at"),
+        "system": payload["system"],
+        "hosts": layout.get("hosts_used"),
+        "gpus": run["gpus"],
+        "num_workers": layout.get("num_workers"),
+        "num_ps": run["num_ps"],
+        "devices_per_worker": run.get("devices_per_worker"),
+        "ps_on_worker_nodes": run.get("ps_on_worker_nodes"),
+        "variable_update": run["variable_update"],
+        "cross_replica_sync": config.get("cross_replica_sync"),
+        "data": run["data"],
+        "model": run.get("model"),
+        "batch_size": run.get("batch_size"),
+        "image_size": config.get("image_size"),
+        "repetition": run["repetition"],
+        "warmup_steps": run.get("warmup_steps"),
+        "steps": run.get("steps"),
+        # The study's figure: the sum of the workers' rates (tf_cnn_benchmarks prints one
+        # worker's rate times the number of workers; the sum is exact when they differ).
+        "images_per_sec": sum(rates) if ok else None,
+        "images_per_sec_per_worker": rates,
+        "step_time_mean": mean_of("mean"),
+        "step_time_p50": mean_of("p50"),
+        "step_time_p95": mean_of("p95"),
+        "step_time_stddev": mean_of("stddev"),
+        "status": "ok" if ok else "failed",
+        "reason": reason,
+        "tf_version": first.get("tf_version"),
+        "git_revision": payload.get("git_revision"),
+        "cluster_spec": layout.get("cluster_spec"),
+        "worker_results": ordered,
+        "gpu_util_mean": gpu_util_mean,
+        "gpu_util_max": gpu_util_max,
+        **_data_read(payload.get("data_read")),
+        **_workload(payload),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        payload = json.loads(sys.stdin.read())
+        record = build_record(payload)
+    except (json.JSONDecodeError, KeyError, TypeError, store.StoreError) as err:
+        print(f"dtfbench.record: error: cannot record the run: {err!r}", file=sys.stderr)
+        return 2
+    db = payload.get("results_db") or store.DEFAULT_DB
+    # The run's record goes to a file first, while the disk may still have room, and is
+    # removed once the store holds it: a store that refuses it (a full disk) loses nothing.
+    kept = store.save_unrecorded(record, db)
+    conn = None
+    try:
+        conn = store.connect(db)
+        row_id = store.add_run(conn, record, payload.get("sweep_config"))
+    except (store.StoreError, sqlite3.IntegrityError) as err:  # the record itself is refused
+        if kept is not None:
+            kept.unlink(missing_ok=True)
+        print(f"dtfbench.record: error: cannot record the run: {err!r}", file=sys.stderr)
+        return 2
+    except (sqlite3.Error, OSError) as err:
+        if conn is not None:
+            conn.close()
+        return _unrecorded(record, db, payload.get("sweep_id"), err, kept)
+    if kept is not None:
+        kept.unlink(missing_ok=True)
+    print(json.dumps({"id": row_id, "run_id": record["run_id"], "status": record["status"],
+                      "reason": record["reason"], "images_per_sec": record["images_per_sec"]}))
+    return 0
+
+
+def _unrecorded(record: Mapping[str, Any], db: str, sweep_id: str | None, err: BaseException,
+                kept: Path | None) -> int:
+    """The store refused a finished run (disk full, file gone bad mid-sweep): the run stays in
+    the JSON file written before (never throw a result away); say so in one line; exit 3."""
+    problem = store.describe_error(f"results_db={db}", Path(db), err)
+    if kept is None:  # not even a file: the record goes to the log, whole
+        where = f"its record follows (no file could be written): {json.dumps(record, sort_keys=True)}"
+    else:
+        where = (f"its result is kept in {kept} (add it later: python -m dtfbench.store add "
+                 f"--db {db} --file {kept})")
+    print(f"dtfbench.record: error: run {record['run_id']} finished but was not recorded: {problem}; {where}; "
+          f"the sweep stops here (resume it with -e sweep_id={sweep_id})", file=sys.stderr)
+    return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,169 @@
+"""collective_all_reduce: tf.distribute.MultiWorkerMirroredStrategy, no parameter servers.
+
+Every worker holds all variables; gradients are summed with collective all-reduce. TF_CONFIG
+is built from --worker_hosts/--task_index. Collectives get CommunicationOptions(timeout_seconds=
+--step_timeout) so a dead peer ends the run with an error instead of a hang; strategy start-up
+(which waits for every worker) is bounded by the watchdog with --startup_timeout.
+"""
+
+import json
+import os
+import time
+
+from . import benchmark_output as out
+from . import data
+from .errors import RunFailure
+from .flags import tfrecord_files
+from .graph_worker import watchdog_bound
+from .liveness import port_open
+from .models import build_model
+from .reporting import describe_tf_error
+
+# The coordination service lives in worker 0 (MultiWorkerMirroredStrategy's default leader).
+LEADER_TASK = 0
+LEADER_GRACE_SECS = 10.0
+
+
+def tf_config(cluster):
+    return {"cluster": {"worker": [str(a) for a in cluster.worker_hosts]},
+            "task": {"type": "worker", "index": cluster.task_index}}
+
+
+def _optimizer(keras, config):
+    if config.optimizer == "momentum":
+        return keras.optimizers.SGD(config.learning_rate, momentum=config.momentum)
+    return keras.optimizers.SGD(config.learning_rate)
+
+
+def _inputs(tf, strategy, config, cluster):
+    """A callable returning the next (images, labels) per-replica values."""
+    if config.data_dir:
+        files = tfrecord_files(config.data_dir)
+
+        def dataset_fn(context):
+            return data.real_dataset(tf, files, config.batch_size, config.image_size, config.num_classes,
+                                     config.data_format, context.input_pipeline_id, context.num_input_pipelines)
+
+        iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+        return lambda: next(iterator)
+
+    devices = strategy.extended.worker_devices
+    first_replica = cluster.task_index * len(devices)
+
+    def value_fn(context):
+        # Made once, on the replica's own device: no input pipeline per step.
+        with tf.device(devices[context.replica_id_in_sync_group - first_replica]):
+            images, labels = data.synthetic_tensors(tf, config.batch_size, config.image_size, config.num_classes,
+                                                    config.data_format)
+            return tf.identity(images), tf.identity(labels)
+
+    batch = strategy.experimental_distribute_values_from_function(value_fn)
+    return lambda: batch
+
+
+def run(tf, config, cluster, report, watchdog):
+    import keras
+
+    started = time.monotonic()
+    watchdog.arm(config.startup_timeout + 60, "starting the collective strategy (waiting for every worker)")
+    os.environ["TF_CONFIG"] = json.dumps(tf_config(cluster))
+    if config.num_intra_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(config.num_intra_threads)
+    if config.num_inter_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(config.num_inter_threads)
+    if config.device == "gpu":
+        gpus = tf.config.list_physical_devices("GPU")
+        tf.config.set_visible_devices(gpus[: config.num_gpus], "GPU")
+    else:
+        tf.config.set_visible_devices([], "GPU")
+    options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=config.step_timeout)
+    try:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    except tf.errors.OpError as exc:
+        raise RunFailure(describe_tf_error(exc, cluster, "starting the collective strategy")) from None
+    report.keepalive.append(strategy)
+    report.devices = list(strategy.extended.worker_devices)
+    report.images_per_step = config.batch_size * len(report.devices)
+    replicas = strategy.num_replicas_in_sync
+    global_batch = config.batch_size * replicas
+
+    with strategy.scope():
+        model = build_model(config.model, config.image_size, config.num_classes, config.data_format)
+        optimizer = _optimizer(keras, config)
+        optimizer.build(model.trainable_variables)
+    next_batch = _inputs(tf, strategy, config, cluster)
+
+    def replica_step(images, labels):
+        with tf.GradientTape() as tape:
+            logits = model(images, training=True)
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+            # Mean over the global batch: the optimizer sums the replicas' gradients.
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    @tf.function
+    def train_step(batch):
+        images, labels = batch
+        losses = strategy.run(replica_step, args=(images, labels))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+
+    for line in out.header_lines(config.as_dict(), report.devices, report.tf_version, cluster.num_workers):
+        report.emit(line)
+    report.wall_time["session_ready"] = time.monotonic() - started
+
+    def step(what):
+        watchdog.arm(watchdog_bound(config.step_timeout), what)
+        try:
+            return float(train_step(next_batch()))  # float() waits for the step to finish
+        except (tf.errors.OpError, StopIteration) as exc:
+            raise RunFailure(describe_tf_error(exc, cluster, what)) from None
+
+    run_started = time.monotonic()
+    for n in range(config.num_warmup_batches):
+        step(f"warm-up step {n + 1}")
+    report.emit(out.step_header())
+    report.start_gpu_sampling()
+    measured_start = time.perf_counter()
+    cpu_start = time.process_time()
+    for n in range(1, config.num_batches + 1):
+        began = time.perf_counter()
+        loss = step(f"step {n}")
+        report.step_times.append(time.perf_counter() - began)
+        report.final_loss = loss
+        if out.should_display(n, config.display_every):
+            report.emit(out.step_line(n, report.images_per_step, report.step_times, loss))
+    report.measured_seconds = time.perf_counter() - measured_start
+    report.measured_cpu_seconds = time.process_time() - cpu_start
+    report.stop_gpu_sampling()
+    report.wall_time["run"] = time.monotonic() - run_started
+    watchdog.arm(watchdog_bound(config.step_timeout), "waiting for the other workers to finish")
+    _finish_together(tf, cluster, config)
+    watchdog.disarm()
+    return report.succeed()
+
+
+def _finish_together(tf, cluster, config):
+    """Leave only when no peer can still need us.
+
+    Ring all-reduce is pull-based: when our last step returns, a peer may still be fetching
+    our buffers, and exiting then fails its last step ("Socket closed"). So every worker
+    waits at a coordination-service barrier after its last step; then the others leave and
+    worker 0, which hosts the coordination service, goes last (once their ports closed, or
+    after a short grace) so that their barrier replies are delivered.
+    """
+    from tensorflow.python.eager import context  # the barrier MultiWorkerMirroredStrategy itself uses
+
+    try:
+        context.context().wait_at_barrier("dtfbench_all_steps_done", int(config.step_timeout * 1000))
+    except tf.errors.OpError as exc:
+        raise RunFailure(describe_tf_error(exc, cluster, "waiting for the other workers to finish")) from None
+    if cluster.task_index != LEADER_TASK:
+        return
+    deadline = time.monotonic() + LEADER_GRACE_SECS
+    others = [a for i, a in enumerate(cluster.worker_hosts) if i != cluster.task_index]
+    while others and time.monotonic() < deadline:
+        others = [a for a in others if port_open(a, timeout=0.5)]
+        if others:
+            time.sleep(0.1)

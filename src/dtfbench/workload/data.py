@@ -1,0 +1,92 @@
+"""Input data: synthetic (made once on the device) or ImageNet TFRecords through tf.data.
+
+Synthetic data follows tf_cnn_benchmarks: one batch of random images and labels is made
+once per tower as a non-trainable *local* variable on the tower's device, so a step pays
+for no input pipeline and no transfer. It is created outside replica_device_setter's
+scope, so it never lands on a PS.
+
+Real data follows the ImageNet TFRecord layout (image/encoded, image/class/label, ...):
+list the train-* shards, shard them over the workers, read them with a parallel
+interleave, decode and randomly crop/resize in parallel, batch, prefetch.
+"""
+
+from .models import input_shape
+
+# Synthetic pixels: roughly the [-1, 1] range real images are scaled to below, so the
+# loss stays finite (tf_cnn_benchmarks' mean-127 noise diverges small models quickly).
+SYNTHETIC_STDDEV = 0.5
+SHUFFLE_RECORDS = 256
+READ_BUFFER_BYTES = 8 << 20
+
+
+def synthetic_variables(tf, batch_size, image_size, num_classes, data_format, name="synthetic"):
+    """Graph mode: (images, labels, [local variables]) for one tower, on the current device."""
+    shape = [batch_size, *input_shape(image_size, data_format)]
+    local = [tf.compat.v1.GraphKeys.LOCAL_VARIABLES]
+    images = tf.compat.v1.Variable(
+        tf.random.truncated_normal(shape, stddev=SYNTHETIC_STDDEV), trainable=False, collections=local,
+        name=f"{name}_images")
+    labels = tf.compat.v1.Variable(
+        tf.random.uniform([batch_size], minval=0, maxval=num_classes, dtype=tf.int32), trainable=False,
+        collections=local, name=f"{name}_labels")
+    return images.read_value(), labels.read_value(), [images, labels]
+
+
+def synthetic_tensors(tf, batch_size, image_size, num_classes, data_format):
+    """Eager: one batch of random images and labels on the current device."""
+    shape = [batch_size, *input_shape(image_size, data_format)]
+    images = tf.random.truncated_normal(shape, stddev=SYNTHETIC_STDDEV)
+    labels = tf.random.uniform([batch_size], minval=0, maxval=num_classes, dtype=tf.int32)
+    return images, labels
+
+
+def real_dataset(tf, files, batch_size, image_size, num_classes, data_format, shard_index, num_shards):
+    """tf.data pipeline over TFRecord shards yielding (images, labels) batches for one worker."""
+    autotune = tf.data.AUTOTUNE
+    file_ds = tf.data.Dataset.from_tensor_slices(list(files))
+    if len(files) >= num_shards:
+        # Each worker reads its own files: no two workers decode the same record.
+        file_ds = file_ds.shard(num_shards, shard_index).shuffle(len(files)).repeat()
+        records = file_ds.interleave(
+            lambda f: tf.data.TFRecordDataset(f, buffer_size=READ_BUFFER_BYTES),
+            cycle_length=min(8, max(1, len(files) // num_shards)),
+            num_parallel_calls=autotune, deterministic=False)
+    else:
+        # Fewer files than workers: every worker reads all files and keeps every n-th record.
+        records = tf.data.TFRecordDataset(file_ds, buffer_size=READ_BUFFER_BYTES).shard(num_shards, shard_index)
+        records = records.repeat()
+    records = records.shuffle(SHUFFLE_RECORDS)
+
+    def parse(record):
+        return parse_and_preprocess(tf, record, image_size, num_classes, data_format)
+
+    ds = records.map(parse, num_parallel_calls=autotune, deterministic=False)
+    ds = ds.batch(batch_size, drop_remainder=True)
+    return ds.prefetch(autotune)
+
+
+def parse_and_preprocess(tf, record, image_size, num_classes, data_format):
+    """One Example -> (image float32 in [-1, 1], label int32): random crop, resize, flip."""
+    features = tf.io.parse_single_example(record, {
+        "image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "image/class/label": tf.io.FixedLenFeature([], tf.int64, default_value=0),
+    })
+    encoded = features["image/encoded"]
+    # Decode only the random crop (Inception-style distortion, as tf_cnn_benchmarks).
+    shape = tf.image.extract_jpeg_shape(encoded)
+    whole_image = tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4])
+    begin, size, _ = tf.image.sample_distorted_bounding_box(
+        shape, bounding_boxes=whole_image, min_object_covered=0.1, aspect_ratio_range=(0.75, 1.33),
+        area_range=(0.05, 1.0), max_attempts=10, use_image_if_no_bounding_boxes=True)
+    offset_y, offset_x, _ = tf.unstack(begin)
+    height, width, _ = tf.unstack(size)
+    crop = tf.io.decode_and_crop_jpeg(encoded, tf.stack([offset_y, offset_x, height, width]), channels=3)
+    image = tf.image.resize(crop, [image_size, image_size])
+    image = tf.image.random_flip_left_right(image)
+    image = image * (2.0 / 255.0) - 1.0
+    if data_format == "NCHW":
+        image = tf.transpose(image, [2, 0, 1])
+    # ImageNet labels are 1..1000 with 0 for background (1001 classes); fold anything
+    # larger into range so a smaller --num_classes still trains instead of failing.
+    label = tf.cast(tf.math.floormod(features["image/class/label"], num_classes), tf.int32)
+    return image, label

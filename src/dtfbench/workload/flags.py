@@ -1,0 +1,271 @@
+"""The command line of ``python -m dtfbench.train`` (tf_cnn_benchmarks' flags) and its checks.
+
+Everything here is pure Python: bad input is reported (one stderr line, exit 2) before
+TensorFlow is imported and before any server starts. The checks that need to know which
+devices exist run after the import, in ``check_devices``, still before any server starts.
+"""
+
+import argparse
+import glob
+import os
+from dataclasses import asdict, dataclass
+
+from .cluster import ClusterInfo, build_cluster, parse_tf_config
+from .errors import PROG, UsageError
+from ..plan.catalog import LOCAL_VARIABLE_UPDATES, MODEL_SPECS
+from ..plan.catalog import VARIABLE_UPDATES as CLUSTER_VARIABLE_UPDATES
+
+VARIABLE_UPDATES = CLUSTER_VARIABLE_UPDATES + LOCAL_VARIABLE_UPDATES
+PS_MODES = ("parameter_server", "distributed_replicated")
+TFRECORD_PATTERN = "train-*"
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage plus an error; the contract is exactly one line, so raise instead."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _bool(text):
+    value = str(text).strip().lower()
+    if value in ("1", "true", "yes", "y", "on"):
+        return True
+    if value in ("0", "false", "no", "n", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"'{text}' is not a boolean; use true or false")
+
+
+def build_parser():
+    p = _OneLineParser(prog=PROG, description="tf_cnn_benchmarks-style distributed training benchmark")
+    add = p.add_argument
+    # Cluster (tf_cnn_benchmarks names). TF_CONFIG is read when none of these is given.
+    add("--job_name", default="", help="ps or worker (empty: single process)")
+    add("--task_index", type=int, default=0, help="index of this task in its job's host list")
+    add("--ps_hosts", default="", help="comma-separated host:port of the parameter servers")
+    add("--worker_hosts", default="", help="comma-separated host:port of the workers")
+    add("--variable_update", default="parameter_server", choices=VARIABLE_UPDATES)
+    add("--cross_replica_sync", type=_bool, nargs="?", const=True, default=True,
+        help="synchronous updates (SyncReplicasOptimizer) in the PS modes; false: asynchronous")
+    add("--ps_placement", default="round_robin", choices=("round_robin", "greedy"),
+        help="how variables are spread over the PSs (greedy: fewest bytes so far)")
+    add("--local_parameter_device", default="cpu", choices=("cpu", "gpu"),
+        help="where distributed_replicated keeps a worker's copies and aggregates its towers")
+    # Model and data.
+    add("--model", default="inception3", choices=sorted(MODEL_SPECS))
+    add("--batch_size", type=int, default=64, help="images per device per step (the study: 64)")
+    add("--num_gpus", type=int, default=1, help="devices (towers) per worker")
+    add("--device", default="auto", choices=("auto", "cpu", "gpu"),
+        help="device type of the towers; auto: gpu when one is visible (cpu + --num_gpus N: N CPU towers)")
+    add("--image_size", type=int, default=0, help="image side in pixels (0: the model's default)")
+    add("--num_classes", type=int, default=1001, help="classes (ImageNet + background, as tf_cnn_benchmarks)")
+    add("--data_format", default="", choices=("", "NCHW", "NHWC"),
+        help="NCHW (GPU only) or NHWC; default NCHW on GPU, NHWC on CPU")
+    add("--data_dir", default="", help="directory of ImageNet TFRecords train-*; empty: synthetic data")
+    add("--optimizer", default="sgd", choices=("sgd", "momentum"))
+    add("--learning_rate", type=float, default=0.005)
+    add("--momentum", type=float, default=0.9, help="momentum of --optimizer momentum")
+    # Measurement.
+    add("--num_warmup_batches", type=int, default=10, help="unmeasured steps before the measured ones")
+    add("--num_batches", type=int, default=100, help="measured steps")
+    add("--display_every", type=int, default=10, help="print a step line every N measured steps")
+    add("--num_intra_threads", type=int, default=0, help="intra-op threads (0: TF chooses)")
+    add("--num_inter_threads", type=int, default=0, help="inter-op threads (0: TF chooses)")
+    add("--result_file", default="", help="write the JSON result here (atomically); workers only")
+    add("--gpu_sample_interval", type=float, default=1.0,
+        help="seconds between nvidia-smi samples of GPU utilisation during the measured steps; 0: off")
+    # Lifecycle bounds.
+    add("--step_timeout", type=float, default=300.0,
+        help="seconds one step (or barrier) may take before a peer is declared dead")
+    add("--startup_timeout", type=float, default=300.0,
+        help="seconds to wait for the peers to come up and the session to be ready")
+    add("--ps_idle_timeout", type=float, default=0.0,
+        help="a PS gives up (exit 1) after this many seconds without a worker finishing; 0: no limit")
+    return p
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every flag after validation; ``image_size``/``data_format``/``device`` are resolved."""
+
+    job_name: str
+    task_index: int
+    ps_hosts: str
+    worker_hosts: str
+    variable_update: str
+    cross_replica_sync: bool
+    ps_placement: str
+    local_parameter_device: str
+    model: str
+    batch_size: int
+    num_gpus: int
+    device: str
+    image_size: int
+    num_classes: int
+    data_format: str
+    data_dir: str
+    optimizer: str
+    learning_rate: float
+    momentum: float
+    num_warmup_batches: int
+    num_batches: int
+    display_every: int
+    num_intra_threads: int
+    num_inter_threads: int
+    result_file: str
+    gpu_sample_interval: float
+    step_timeout: float
+    startup_timeout: float
+    ps_idle_timeout: float
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def parse(argv=None, environ=None):
+    """argv -> (Config, ClusterInfo). Raises UsageError with the one-line message."""
+    environ = os.environ if environ is None else environ
+    args = build_parser().parse_args(argv)
+    _check_numbers(args)
+    cluster = _resolve_cluster(args, environ)
+    _check_mode(args, cluster)
+    spec = MODEL_SPECS[args.model]
+    image_size = args.image_size or spec.default_image_size
+    if image_size < spec.min_image_size:
+        raise UsageError(
+            f"--image_size {image_size}: {args.model} needs images of at least {spec.min_image_size}x"
+            f"{spec.min_image_size}; use --image_size {spec.min_image_size} or more (default {spec.default_image_size})"
+        )
+    if args.data_dir:
+        check_data_dir(args.data_dir)
+    device = args.device
+    if device == "auto" and cluster.job_name != "ps" and environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
+        device = "cpu"  # known without TF: the launcher hid every GPU from this process
+    if cluster.job_name == "ps":
+        device = "cpu"  # a PS never takes a GPU; the device flags are the workers' business
+    elif device == "cpu":
+        _check_cpu_choices(args)
+    values = vars(args).copy()
+    values.update(
+        job_name=cluster.job_name,
+        task_index=cluster.task_index,
+        ps_hosts=",".join(str(a) for a in cluster.ps_hosts),
+        worker_hosts=",".join(str(a) for a in cluster.worker_hosts),
+        image_size=image_size,
+        device=device,
+    )
+    return Config(**values), cluster
+
+
+def _check_numbers(args):
+    positive = {"--batch_size": args.batch_size, "--num_gpus": args.num_gpus, "--num_batches": args.num_batches,
+                "--display_every": args.display_every, "--num_classes": args.num_classes}
+    for flag, value in positive.items():
+        if value < 1:
+            raise UsageError(f"{flag} {value}: must be at least 1")
+    if args.num_classes < 2:
+        raise UsageError(f"--num_classes {args.num_classes}: must be at least 2")
+    non_negative = {"--num_warmup_batches": args.num_warmup_batches, "--task_index": args.task_index,
+                    "--num_intra_threads": args.num_intra_threads, "--num_inter_threads": args.num_inter_threads,
+                    "--image_size": args.image_size, "--ps_idle_timeout": args.ps_idle_timeout,
+                    "--gpu_sample_interval": args.gpu_sample_interval}
+    for flag, value in non_negative.items():
+        if value < 0:
+            raise UsageError(f"{flag} {value}: must not be negative")
+    for flag, value in {"--step_timeout": args.step_timeout, "--startup_timeout": args.startup_timeout,
+                        "--learning_rate": args.learning_rate}.items():
+        if not value > 0:
+            raise UsageError(f"{flag} {value}: must be greater than 0")
+
+
+def _resolve_cluster(args, environ):
+    """Flags win; TF_CONFIG is read only when no cluster flag is given (tf_cnn_benchmarks style)."""
+    if args.variable_update == "independent":
+        if args.ps_hosts or args.worker_hosts or args.job_name:
+            raise UsageError(
+                "--variable_update independent: runs one process without a cluster;"
+                " drop --job_name/--ps_hosts/--worker_hosts or pick a distributed --variable_update"
+            )
+        return ClusterInfo()
+    if not (args.ps_hosts or args.worker_hosts or args.job_name) and environ.get("TF_CONFIG"):
+        ps_hosts, worker_hosts, job_name, task_index = parse_tf_config(environ["TF_CONFIG"])
+        return build_cluster(job_name, task_index, ps_hosts, worker_hosts)
+    return build_cluster(args.job_name, args.task_index, args.ps_hosts, args.worker_hosts)
+
+
+def _check_mode(args, cluster):
+    mode = args.variable_update
+    if mode in PS_MODES and not cluster.ps_hosts:
+        raise UsageError(
+            f"--variable_update {mode}: needs parameter servers; pass --ps_hosts host:port,... with"
+            " --worker_hosts and --job_name (or TF_CONFIG), or use --variable_update independent"
+        )
+    if mode == "collective_all_reduce":
+        if cluster.ps_hosts:
+            raise UsageError(
+                "--ps_hosts: collective_all_reduce has no parameter servers; drop --ps_hosts"
+                " (and do not start PS tasks) or use --variable_update parameter_server"
+            )
+        if not cluster.worker_hosts:
+            raise UsageError(
+                "--variable_update collective_all_reduce: needs --worker_hosts host:port,... and --job_name worker"
+            )
+
+
+def _check_cpu_choices(args):
+    if args.data_format == "NCHW":
+        raise UsageError(
+            "--data_format NCHW: not supported on CPU (TensorFlow has no NCHW convolutions there);"
+            " use --data_format NHWC or run on a GPU"
+        )
+    if args.local_parameter_device == "gpu":
+        raise UsageError("--local_parameter_device gpu: this worker has no GPU; use --local_parameter_device cpu")
+    if args.num_gpus > 1 and args.variable_update == "collective_all_reduce":
+        raise UsageError(
+            f"--num_gpus {args.num_gpus}: collective_all_reduce on CPU uses one device per worker; use --num_gpus 1"
+        )
+
+
+def check_data_dir(data_dir):
+    """The real-data path needs ImageNet TFRecord shards named train-* in --data_dir."""
+    if not os.path.isdir(data_dir):
+        raise UsageError(f"--data_dir {data_dir}: not a directory; give the folder holding the train-* TFRecords")
+    if not tfrecord_files(data_dir):
+        raise UsageError(
+            f"--data_dir {data_dir}: no TFRecord files named {TFRECORD_PATTERN}; generate some with"
+            " `python -m dtfbench.tfrecords --output_dir DIR` or leave --data_dir empty for synthetic data"
+        )
+
+
+def tfrecord_files(data_dir):
+    return sorted(f for f in glob.glob(os.path.join(data_dir, TFRECORD_PATTERN)) if os.path.isfile(f))
+
+
+def check_devices(config, num_visible_gpus):
+    """After TF is imported: resolve --device auto and data_format; reject what cannot run.
+
+    Returns the Config with ``device`` and ``data_format`` resolved.
+    """
+    if config.job_name == "ps":
+        return config
+    device = config.device
+    if device == "auto":
+        device = "gpu" if num_visible_gpus > 0 else "cpu"
+    if device == "gpu" and config.job_name != "ps":
+        if num_visible_gpus < config.num_gpus:
+            raise UsageError(
+                f"--num_gpus {config.num_gpus}: only {num_visible_gpus} GPU(s) visible"
+                f" (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')});"
+                " lower --num_gpus, or pass --device cpu for CPU towers"
+            )
+    if device == "cpu" and config.device == "auto" and config.num_gpus > 1:
+        raise UsageError(
+            f"--num_gpus {config.num_gpus}: no GPU visible on this host; use --num_gpus 1,"
+            " or --device cpu to run that many CPU towers"
+        )
+    if device == "cpu":
+        _check_cpu_choices(config)
+    data_format = config.data_format or ("NCHW" if device == "gpu" else "NHWC")
+    values = config.as_dict()
+    values.update(device=device, data_format=data_format)
+    return Config(**values)

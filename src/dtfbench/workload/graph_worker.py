@@ -1,0 +1,298 @@
+"""The worker of the graph-mode modes (parameter_server, distributed_replicated, independent).
+
+Between-graph replication as in tf_cnn_benchmarks on TF 1.x: every worker builds the same
+tf.compat.v1 graph (so variable names and PS placement agree), task 0 (the chief)
+initialises the shared variables, the others wait for them. Sessions come from
+SessionManager with a short poll instead of MonitoredTrainingSession, whose non-chief
+workers sleep a fixed 30 s before looking again.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+from . import benchmark_output as out
+from . import data, variable_update
+from .coordination import Coordination, ps_cpu, wait_for_count
+from .errors import RunFailure
+from .flags import tfrecord_files
+from .liveness import wait_for_ports
+from .placement import GreedyLoadBalancingStrategy, RoundRobinStrategy, ps_task_of
+from .reporting import describe_tf_error
+
+SESSION_POLL_SECS = 0.2  # SessionManager.recovery_wait_secs: how often non-chiefs look again
+
+
+def watchdog_bound(seconds):
+    """The watchdog fires after TF's own timeout would have, to let TF report first."""
+    return seconds + max(10.0, 0.25 * seconds)
+
+
+@dataclass
+class WorkerGraph:
+    graph: object
+    train: object
+    devices: list
+    shared_variables: list
+    local_init_op: object
+    init_op: object
+    ready_op: object
+    coordination: object = None
+    ps_bytes: list = field(default_factory=list)
+
+
+def task_prefix(cluster):
+    if cluster.is_distributed:
+        return f"/job:worker/replica:0/task:{cluster.task_index}"
+    return "/job:localhost/replica:0/task:0"
+
+
+def tower_devices(config, cluster):
+    kind = "GPU" if config.device == "gpu" else "CPU"
+    return [f"{task_prefix(cluster)}/device:{kind}:{k}" for k in range(config.num_gpus)]
+
+
+def local_parameter_device(config, cluster):
+    kind = "GPU" if config.local_parameter_device == "gpu" and config.device == "gpu" else "CPU"
+    return f"{task_prefix(cluster)}/device:{kind}:0"
+
+
+def session_config(tf, config, cluster):
+    proto = tf.compat.v1.ConfigProto(
+        allow_soft_placement=True,
+        intra_op_parallelism_threads=config.num_intra_threads,
+        inter_op_parallelism_threads=config.num_inter_threads,
+        # A dead peer turns into DeadlineExceeded/Unavailable instead of a hang.
+        operation_timeout_in_ms=int(config.step_timeout * 1000),
+    )
+    if config.device == "cpu":
+        proto.device_count["GPU"] = 0
+        if config.num_gpus > 1:
+            proto.device_count["CPU"] = config.num_gpus  # --device cpu: one CPU device per tower
+    if cluster.is_distributed:
+        # Workers talk to the PSs and themselves only; CreateSession must not wait for
+        # (or break with) the other workers.
+        proto.device_filters.extend(["/job:ps", f"/job:worker/task:{cluster.task_index}"])
+    return proto
+
+
+def _tower_inputs(tf, config, cluster, devices, cpu_device):
+    inputs, initializers = [], []
+    if config.data_dir:
+        files = tfrecord_files(config.data_dir)
+        with tf.device(cpu_device), tf.name_scope("input_pipeline"):
+            dataset = data.real_dataset(tf, files, config.batch_size, config.image_size, config.num_classes,
+                                        config.data_format, cluster.task_index, cluster.num_workers)
+            iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
+            initializers.append(iterator.initializer)
+            for device in devices:
+                images, labels = iterator.get_next()
+                images.set_shape([config.batch_size, *images.shape[1:]])
+                labels.set_shape([config.batch_size])
+                inputs.append((device, images, labels))
+        return inputs, initializers
+    for k, device in enumerate(devices):
+        with tf.device(device):
+            images, labels, _ = data.synthetic_variables(
+                tf, config.batch_size, config.image_size, config.num_classes, config.data_format, f"synthetic_{k}")
+        inputs.append((device, images, labels))
+    return inputs, initializers
+
+
+def _variable_bytes(variable):
+    return variable.shape.num_elements() * variable.dtype.size
+
+
+def build_worker_graph(tf, config, cluster):
+    graph = tf.Graph()
+    with graph.as_default():
+        devices = tower_devices(config, cluster)
+        cpu_device = f"{task_prefix(cluster)}/device:CPU:0"
+        towers_inputs, input_initializers = _tower_inputs(tf, config, cluster, devices, cpu_device)
+        coordination = None
+        if config.variable_update == "independent":
+            with tf.device(cpu_device):
+                global_step = tf.compat.v1.train.get_or_create_global_step()
+            train = variable_update.build_independent(tf, config, towers_inputs, global_step)
+        else:
+            with tf.device(ps_cpu(0)):
+                global_step = tf.compat.v1.train.get_or_create_global_step()
+            coordination = Coordination(tf, cluster.num_ps, cluster.num_workers, cluster.task_index)
+            strategy_class = GreedyLoadBalancingStrategy if config.ps_placement == "greedy" else RoundRobinStrategy
+            strategy = strategy_class(cluster.num_ps)  # one for all towers: variables are made once
+
+            def setter(worker_device):
+                return tf.compat.v1.train.replica_device_setter(
+                    ps_tasks=cluster.num_ps, worker_device=worker_device,
+                    cluster=tf.train.ClusterSpec(cluster.as_dict()), ps_strategy=strategy)
+            if config.variable_update == "parameter_server":
+                train = variable_update.build_parameter_server(
+                    tf, config, setter, towers_inputs, global_step, cluster.num_workers)
+            else:
+                train = variable_update.build_distributed_replicated(
+                    tf, config, setter, towers_inputs, global_step, cluster.num_workers,
+                    local_parameter_device(config, cluster))
+
+        everything = {id(v): v for v in tf.compat.v1.global_variables() + tf.compat.v1.local_variables()}
+        shared = [v for v in everything.values() if ps_task_of(v.device) is not None]
+        local = [v for v in everything.values() if ps_task_of(v.device) is None]
+        ps_bytes = [0] * cluster.num_ps
+        for variable in shared:
+            ps_bytes[ps_task_of(variable.device)] += _variable_bytes(variable)
+
+        # Local state needs the shared variables (copies, sync local step): SessionManager
+        # runs local_init_op only once ready_for_local_init_op (shared initialised) passes.
+        init_local = tf.group(tf.compat.v1.variables_initializer(local), *input_initializers)
+        after_local = list(train.local_init_ops)
+        if train.sync_optimizer is not None:
+            sync = train.sync_optimizer
+            after_local.append(sync.chief_init_op if cluster.is_chief else sync.local_step_init_op)
+        with tf.control_dependencies([init_local]):
+            after = tf.group(*after_local)
+        local_init_op = tf.group(init_local, after, name="dtfbench_local_init")
+        init_op = tf.compat.v1.variables_initializer(shared, name="dtfbench_shared_init")
+        ready_op = tf.compat.v1.report_uninitialized_variables(shared) if shared else None
+        graph.finalize()  # no op may be added by accident inside the step loop
+    return WorkerGraph(graph, train, devices, shared, local_init_op, init_op, ready_op, coordination, ps_bytes)
+
+
+class GraphWorker:
+    def __init__(self, tf, config, cluster, report, watchdog):
+        self.tf = tf
+        self.config = config
+        self.cluster = cluster
+        self.report = report
+        self.watchdog = watchdog
+        self.step_options = tf.compat.v1.RunOptions(timeout_in_ms=int(config.step_timeout * 1000))
+
+    # -- phases ---------------------------------------------------------------------------
+
+    def run(self):
+        tf, config, cluster, report = self.tf, self.config, self.cluster, self.report
+        started = time.monotonic()
+        self.watchdog.arm(config.startup_timeout + 60, "starting up (server, graph, session)")
+        server = None
+        if cluster.is_distributed:
+            # Start our server first: the PSs watch the workers' ports.
+            server = tf.distribute.Server(tf.train.ClusterSpec(cluster.as_dict()), job_name="worker",
+                                          task_index=cluster.task_index,
+                                          config=session_config(tf, config, cluster), start=True)
+            report.keepalive.append(server)
+        built = build_worker_graph(tf, config, cluster)
+        report.devices = built.devices
+        report.ps_bytes = built.ps_bytes
+        self._print_header(built)
+        if cluster.is_distributed:
+            wait_for_ports([(f"ps {i}", a) for i, a in enumerate(cluster.ps_hosts)], config.startup_timeout)
+        sess = self._open_session(built, server)
+        report.keepalive.append(sess)
+        self._start_sync(sess, built)
+        if built.coordination is not None:
+            self._barrier(sess, built)
+        report.wall_time["session_ready"] = time.monotonic() - started
+        run_started = time.monotonic()
+        self._steps(sess, built)
+        report.wall_time["run"] = time.monotonic() - run_started
+        if built.coordination is not None:
+            self._leave(sess, built)
+        self.watchdog.disarm()
+        return report.succeed()
+
+    def _print_header(self, built):
+        report = self.report
+        for line in out.header_lines(self.config.as_dict(), built.devices, report.tf_version, self.cluster.num_workers):
+            report.emit(line)
+        if self.cluster.num_ps:
+            loads = ", ".join(f"ps{i}={b}" for i, b in enumerate(built.ps_bytes))
+            report.log(f"variable bytes per PS ({self.config.ps_placement}): {loads}")
+
+    def _open_session(self, built, server):
+        tf, config, cluster = self.tf, self.config, self.cluster
+        proto = session_config(tf, config, cluster)
+        if not cluster.is_distributed:
+            sess = tf.compat.v1.Session(graph=built.graph, config=proto)
+            sess.run(built.init_op)
+            sess.run(built.local_init_op)
+            return sess
+        manager = tf.compat.v1.train.SessionManager(
+            local_init_op=built.local_init_op, ready_op=built.ready_op, ready_for_local_init_op=built.ready_op,
+            graph=built.graph, recovery_wait_secs=SESSION_POLL_SECS)
+        try:
+            if cluster.is_chief:
+                return manager.prepare_session(server.target, init_op=built.init_op, config=proto,
+                                               max_wait_secs=config.startup_timeout)
+            return manager.wait_for_session(server.target, config=proto, max_wait_secs=config.startup_timeout)
+        except tf.errors.OpError as exc:
+            raise RunFailure(describe_tf_error(exc, cluster, "creating the session")) from None
+
+    def _start_sync(self, sess, built):
+        sync = built.train.sync_optimizer
+        if sync is None or not self.cluster.is_chief:
+            return
+        # What MonitoredTrainingSession's SyncReplicasOptimizerHook does on the chief: seed
+        # the token queue, then run the thread that applies each aggregated step.
+        sess.run(built.train.release_tokens_op)
+        # The coordinator is never told to stop: stopping closes the shared token queue,
+        # which fails the other workers' last steps. The process ends with os._exit.
+        self.coordinator = self.tf.train.Coordinator()
+        sync.get_chief_queue_runner().create_threads(sess, coord=self.coordinator, daemon=True, start=True)
+
+    def _run(self, sess, fetches, what):
+        self.watchdog.arm(watchdog_bound(self.config.step_timeout), what)
+        try:
+            return sess.run(fetches, options=self.step_options)
+        except self.tf.errors.OpError as exc:
+            raise RunFailure(describe_tf_error(exc, self.cluster, what)) from None
+
+    def _barrier(self, sess, built):
+        coordination = built.coordination
+        self._run(sess, coordination.mark_ready, "joining the start barrier")
+        self.watchdog.arm(watchdog_bound(self.config.startup_timeout), "waiting at the start barrier")
+        wait_for_count(lambda: self._run_quiet(sess, coordination.read_ready, "waiting at the start barrier"),
+                       self.cluster.num_workers, self.config.startup_timeout, "start barrier")
+
+    def _run_quiet(self, sess, fetch, what):
+        # Polls keep the outer (longer) watchdog bound instead of re-arming it.
+        try:
+            return sess.run(fetch, options=self.step_options)
+        except self.tf.errors.OpError as exc:
+            raise RunFailure(describe_tf_error(exc, self.cluster, what)) from None
+
+    def _steps(self, sess, built):
+        config, report = self.config, self.report
+        fetches = [built.train.train_op, built.train.loss]
+        for step in range(config.num_warmup_batches):
+            self._run(sess, fetches, f"warm-up step {step + 1}")
+        report.emit(out.step_header())
+        report.start_gpu_sampling()
+        measured_start = time.perf_counter()
+        cpu_start = time.process_time()
+        for step in range(1, config.num_batches + 1):
+            began = time.perf_counter()
+            _, loss = self._run(sess, fetches, f"step {step}")
+            report.step_times.append(time.perf_counter() - began)
+            report.final_loss = float(loss)
+            if out.should_display(step, config.display_every):
+                report.emit(out.step_line(step, report.images_per_step, report.step_times, float(loss)))
+        report.measured_seconds = time.perf_counter() - measured_start
+        report.measured_cpu_seconds = time.process_time() - cpu_start
+        report.stop_gpu_sampling()
+
+    def _leave(self, sess, built):
+        """Finish without stranding anyone, then tell every PS we are gone."""
+        coordination, train = built.coordination, built.train
+        self._run(sess, coordination.mark_done, "marking this worker done")
+        if train.sync_optimizer is not None:
+            # A sync step needs every worker's gradient: keep contributing (unmeasured)
+            # until all are done, then leave tokens behind for anyone blocked on one.
+            extra = 0
+            while self._run(sess, coordination.read_done, "reading the done counter") < self.cluster.num_workers:
+                self._run(sess, train.train_op, "an unmeasured step while others finish")
+                extra += 1
+            self._run(sess, train.release_tokens_op, "releasing the sync tokens")
+            if extra:
+                self.report.log(f"ran {extra} unmeasured step(s) while the other workers finished")
+        self._run(sess, coordination.leave, "telling the PSs this worker is done")
+
+
+def run(tf, config, cluster, report, watchdog):
+    return GraphWorker(tf, config, cluster, report, watchdog).run()

@@ -1,0 +1,87 @@
+"""Bounded waiting: is a peer's port up, and a watchdog that ends a stuck process.
+
+TensorFlow's distributed runtime can wait forever (CreateSession polls unreachable
+workers without a deadline; a collective or a queue op can block on a dead peer). Every
+wait in dtfbench is therefore bounded twice: by TF's own timeouts where they exist
+(operation_timeout_in_ms, RunOptions, collective timeouts) and by this watchdog, which
+turns "nothing happened for N seconds" into an error line and exit 1.
+"""
+
+import socket
+import struct
+import threading
+import time
+
+from .errors import RunFailure
+
+
+def port_open(address, timeout=1.0):
+    """True when something accepts TCP connections at address (a cluster.Address)."""
+    try:
+        with socket.create_connection((address.host, address.port), timeout=timeout) as conn:
+            # Close with a reset, not FIN: probes then leave no TIME_WAIT sockets behind
+            # (a PS probing many workers for hours would otherwise pile up thousands).
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_ports(peers, timeout, poll=0.25, clock=time.monotonic):
+    """Wait until every (label, Address) in peers accepts connections, at most ``timeout`` s.
+
+    Raises RunFailure naming the first peer still down.
+    """
+    deadline = clock() + timeout
+    pending = list(peers)
+    while pending:
+        pending = [(label, address) for label, address in pending if not port_open(address, timeout=poll * 4)]
+        if not pending:
+            return
+        if clock() >= deadline:
+            label, address = pending[0]
+            raise RunFailure(
+                f"{label} ({address}) did not come up within {timeout:g} s (--startup_timeout);"
+                " check that it was started and that the port is reachable",
+                peer=label,
+            )
+        time.sleep(poll)
+
+
+class Watchdog:
+    """A daemon thread that calls ``on_expire(what, seconds)`` when an armed bound passes.
+
+    ``arm(seconds, what)`` (re)starts the bound, ``disarm()`` stops it. on_expire is expected
+    to report and end the process (os._exit), because the main thread is stuck in TF.
+    """
+
+    def __init__(self, on_expire, poll=0.2):
+        self._on_expire = on_expire
+        self._poll = poll
+        self._lock = threading.Lock()
+        self._deadline = None
+        self._what = None
+        self._seconds = None
+        self._thread = threading.Thread(target=self._run, name="dtfbench-watchdog", daemon=True)
+        self._thread.start()
+
+    def arm(self, seconds, what):
+        with self._lock:
+            self._deadline = time.monotonic() + seconds
+            self._what = what
+            self._seconds = seconds
+
+    def disarm(self):
+        with self._lock:
+            self._deadline = None
+
+    def _run(self):
+        while True:
+            time.sleep(self._poll)
+            with self._lock:
+                expired = self._deadline is not None and time.monotonic() >= self._deadline
+                what, seconds = self._what, self._seconds
+                if expired:
+                    self._deadline = None
+            if expired:
+                self._on_expire(what, seconds)

@@ -1,0 +1,99 @@
+"""Keras 3 models for ``--model`` (weights=None: nothing is downloaded).
+
+Used by ``collective_all_reduce`` (eager, tf.distribute) and by the Keras baseline of
+benchmarks/workload_vs_keras.py. The graph-mode modes (parameter_server,
+distributed_replicated, independent) build tf_cnn_benchmarks' networks from cnn_models
+instead: keras.applications' ResNet50 is not tf_cnn_benchmarks' (conv biases), and Keras 3's
+unfused batch norm cost a third of a step (docs/workload_speed.md).
+
+Every builder returns a keras.Model mapping images (NHWC or NCHW, float32) to logits
+(no softmax: the loss is softmax cross-entropy on logits, as in tf_cnn_benchmarks).
+Keras' image data format is set from --data_format before building, so the
+keras.applications models and the hand-written ones follow it alike.
+"""
+
+from ..plan.catalog import MODEL_SPECS
+
+
+def input_shape(image_size, data_format):
+    return (3, image_size, image_size) if data_format == "NCHW" else (image_size, image_size, 3)
+
+
+def build_model(name, image_size, num_classes, data_format):
+    import keras
+
+    keras.config.set_image_data_format("channels_first" if data_format == "NCHW" else "channels_last")
+    if name not in MODEL_SPECS:
+        raise ValueError(f"unknown model {name}")
+    shape = input_shape(image_size, data_format)
+    apps = keras.applications
+    application = {
+        "inception3": apps.InceptionV3,
+        "resnet50": apps.ResNet50,
+        "resnet101": apps.ResNet101,
+        "vgg16": apps.VGG16,
+    }.get(name)
+    if application is not None:
+        return application(weights=None, include_top=True, input_shape=shape, classes=num_classes,
+                           classifier_activation=None)
+    builder = {"alexnet": _alexnet, "lenet": _lenet, "trivial": _trivial, "small_cnn": _small_cnn}[name]
+    return builder(keras, shape, num_classes)
+
+
+def _alexnet(keras, shape, num_classes):
+    # tf_cnn_benchmarks' AlexNet: conv 64/11/4, pool, 192/5, pool, 384/3, 384/3, 256/3, pool, fc 4096 x2.
+    L = keras.layers
+    return keras.Sequential([
+        keras.Input(shape),
+        L.Conv2D(64, 11, strides=4, padding="valid", activation="relu"),
+        L.MaxPooling2D(3, 2),
+        L.Conv2D(192, 5, padding="same", activation="relu"),
+        L.MaxPooling2D(3, 2),
+        L.Conv2D(384, 3, padding="same", activation="relu"),
+        L.Conv2D(384, 3, padding="same", activation="relu"),
+        L.Conv2D(256, 3, padding="same", activation="relu"),
+        L.MaxPooling2D(3, 2),
+        L.Flatten(),
+        L.Dense(4096, activation="relu"),
+        L.Dropout(0.5),
+        L.Dense(4096, activation="relu"),
+        L.Dropout(0.5),
+        L.Dense(num_classes),
+    ], name="alexnet")
+
+
+def _lenet(keras, shape, num_classes):
+    L = keras.layers
+    return keras.Sequential([
+        keras.Input(shape),
+        L.Conv2D(32, 5, padding="valid", activation="relu"),
+        L.MaxPooling2D(2, 2),
+        L.Conv2D(64, 5, padding="valid", activation="relu"),
+        L.MaxPooling2D(2, 2),
+        L.Flatten(),
+        L.Dense(512, activation="relu"),
+        L.Dense(num_classes),
+    ], name="lenet")
+
+
+def _trivial(keras, shape, num_classes):
+    # tf_cnn_benchmarks' "trivial": almost no compute, shows the framework overhead.
+    L = keras.layers
+    return keras.Sequential([keras.Input(shape), L.Flatten(), L.Dense(num_classes)], name="trivial")
+
+
+def _small_cnn(keras, shape, num_classes):
+    L = keras.layers
+    return keras.Sequential([
+        keras.Input(shape),
+        L.Conv2D(16, 3, padding="same", activation="relu"),
+        L.MaxPooling2D(2, 2),
+        L.Conv2D(32, 3, padding="same", activation="relu"),
+        L.GlobalAveragePooling2D(),
+        L.Dense(num_classes),
+    ], name="small_cnn")
+
+
+def tf_variables(keras_variables):
+    """keras.Variable -> the tf.Variable behind it (what tf.compat.v1 optimizers accept)."""
+    return [getattr(v, "value", v) for v in keras_variables]

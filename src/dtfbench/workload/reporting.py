@@ -1,0 +1,144 @@
+"""One run's bookkeeping: timings, stdout lines, the error line, the JSON result.
+
+Shared by the graph-mode worker, the collective worker and the PS. ``fail`` may be
+called from the watchdog thread while the main thread is stuck inside TensorFlow, so it
+is idempotent and ends by returning the exit code for the caller to os._exit with.
+"""
+
+import re
+import sys
+import threading
+import time
+
+from . import benchmark_output as out
+from .errors import FAILURE_EXIT_CODE, error_line
+
+_TASK_RE = re.compile(r"/job:(ps|worker)/replica:\d+/task:(\d+)")
+_ADDR_RE = re.compile(r"ipv[46]:(\[?[\w.:\-]+?\]?):(\d+)")
+
+
+class RunReport:
+    def __init__(self, config, cluster, process_start):
+        self.config = config
+        self.cluster = cluster
+        self.process_start = process_start
+        self.wall_time = {"import": None, "session_ready": None, "run": None}
+        self.step_times = []
+        self.measured_seconds = None
+        self.measured_cpu_seconds = None
+        self.final_loss = None
+        self.devices = []
+        self.tf_version = None
+        self.ps_bytes = []
+        self.images_per_step = config.batch_size * config.num_gpus
+        self.requested_device = config.device
+        self.gpu_utilization = None
+        self._gpu_sampler = None
+        self._lock = threading.Lock()
+        self._finished = False
+        # Sessions and servers live until os._exit: a TF session closed by the garbage
+        # collector after a peer died waits on RPCs to it (20 s and more).
+        self.keepalive = []
+
+    @property
+    def is_worker(self):
+        return self.cluster.job_name != "ps"
+
+    @property
+    def label(self):
+        if not self.cluster.job_name:
+            return "worker"
+        return f"{self.cluster.job_name} {self.cluster.task_index}"
+
+    def emit(self, line=""):
+        print(line, flush=True)
+
+    def log(self, message):
+        # Progress notes go to stderr so stdout stays tf_cnn_benchmarks' lines + the result.
+        print(f"[dtfbench {self.label}] {message}", file=sys.stderr, flush=True)
+
+    def start_gpu_sampling(self):
+        """Sample this worker's GPUs (nvidia-smi) until stop_gpu_sampling; nothing on CPU-only nodes."""
+        from ..node import nvidia_smi
+
+        self._gpu_sampler = nvidia_smi.start_sampler(self.config.gpu_sample_interval, self.requested_device)
+
+    def stop_gpu_sampling(self, wait=True):
+        sampler, self._gpu_sampler = self._gpu_sampler, None
+        if sampler is not None:
+            if wait:
+                self.gpu_utilization = sampler.stop()
+            else:  # the watchdog's path: never wait on a hung nvidia-smi
+                sampler._stop.set()
+
+    def result(self, status="ok", reason=None):
+        return out.build_result(
+            config=self.config.as_dict(), step_times=self.step_times, images_per_step=self.images_per_step,
+            measured_seconds=self.measured_seconds, num_workers=self.cluster.num_workers,
+            warmup_steps=self.config.num_warmup_batches, wall_time=self.wall_time, devices=self.devices,
+            tf_version=self.tf_version, ps_bytes=self.ps_bytes, status=status, reason=reason,
+            final_loss=self.final_loss, measured_cpu_seconds=self.measured_cpu_seconds,
+            gpu_utilization=self.gpu_utilization)
+
+    def succeed(self):
+        with self._lock:
+            if self._finished:
+                return 0
+            self._finished = True
+            result = self.result()
+            # The result before the totals: the log ends as tf_cnn_benchmarks' did ('total
+            # images/sec: N' and the dashes), which the study's extraction (tail -2 | head -n 1 |
+            # cut -d' ' -f3) and PerfKitBenchmarker's parser read.
+            self._publish(result)
+            for line in out.total_lines(result["total_images_per_sec"]):
+                self.emit(line)
+            return 0
+
+    def fail(self, reason):
+        """Print the one error line (and, for workers, a failed JSON result); return exit code 1."""
+        with self._lock:
+            if self._finished:
+                return FAILURE_EXIT_CODE
+            self._finished = True
+            self.stop_gpu_sampling(wait=False)
+            print(error_line(f"{self.label}: {reason}"), file=sys.stderr, flush=True)
+            if self.is_worker:
+                try:
+                    self._publish(self.result(status="failed", reason=reason))
+                except Exception as exc:  # reporting must not mask the failure
+                    print(error_line(f"{self.label}: could not write the result: {exc}"), file=sys.stderr, flush=True)
+            return FAILURE_EXIT_CODE
+
+    def _publish(self, result):
+        self.emit(out.result_line(result))
+        if self.config.result_file:
+            out.write_result_atomically(self.config.result_file, result)
+
+    def since_start(self):
+        return time.monotonic() - self.process_start
+
+
+def describe_peer(message, cluster):
+    """Name the peer a TF error message points at ('ps 0 (host:port)'), other than ourselves."""
+    own = (cluster.job_name or "worker", cluster.task_index)
+    for job, task in _TASK_RE.findall(message or ""):
+        if (job, int(task)) != own:
+            address = cluster.address_of(job, int(task))
+            return f"{job} {task}" + (f" ({address})" if address else "")
+    for host, port in _ADDR_RE.findall(message or ""):
+        for job, hosts in (("ps", cluster.ps_hosts), ("worker", cluster.worker_hosts)):
+            for index, address in enumerate(hosts):
+                if str(address.port) == port and (address.host == host or host in ("127.0.0.1", "[::1]")):
+                    if (job, index) != own:
+                        return f"{job} {index} ({address})"
+    return None
+
+
+def describe_tf_error(exc, cluster, during):
+    """One line: what we were doing, which peer (if known), the TF error type and message."""
+    message = str(getattr(exc, "message", None) or exc)
+    first = " ".join(message.split())[:300]
+    peer = describe_peer(message, cluster)
+    where = f" with {peer}" if peer else ""
+    return (f"{during} failed{where}: {type(exc).__name__}: {first}"
+            " (a peer died, is unreachable, or exceeded --step_timeout)")

@@ -1,0 +1,86 @@
+"""``python -m dtfbench.train``: the benchmark workload (tf_cnn_benchmarks semantics on TF 2.x).
+
+Order matters: flags are validated first (bad input -> one line, exit 2, TensorFlow never
+imported), then TF is imported, the device checks run (still before any server), and only
+then does the PS, the graph-mode worker or the collective worker start.
+
+Exit codes: 0 done; 1 the run failed (dead peer, timeout; workers still write a JSON result
+with status "failed"); 2 bad input.
+"""
+
+import os
+import sys
+import time
+import traceback
+
+from . import flags
+from .errors import USAGE_EXIT_CODE, RunFailure, UsageError, error_line
+
+
+def _end_process(code):
+    # TF keeps gRPC servers and runner threads alive that a normal interpreter exit can wait
+    # on forever; the result is already printed and written, so leave at once.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def main(argv=None):
+    process_start = time.monotonic()
+    try:
+        config, cluster = flags.parse(argv)
+    except UsageError as exc:
+        print(error_line(exc), file=sys.stderr, flush=True)
+        return USAGE_EXIT_CODE
+    if cluster.job_name == "ps":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""  # a PS never takes a GPU (also device_count GPU=0)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    # `import tensorflow` loads Keras eagerly, and Keras imports matplotlib.pyplot for its
+    # plotting helpers whenever matplotlib is installed (it is beside the report code):
+    # ~1.3 CPU-s of every task's start, for plots a task never draws. Keras takes the
+    # ImportError as "no matplotlib".
+    sys.modules.setdefault("matplotlib", None)
+
+    import tensorflow as tf
+
+    from . import collective, graph_worker, ps_task
+    from .liveness import Watchdog
+    from .reporting import RunReport
+
+    report = RunReport(config, cluster, process_start)
+    # Before check_devices resolves auto: a worker asked to run on GPUs that TF cannot see
+    # still gets its GPUs sampled (idle GPUs explain a slow run).
+    report.requested_device = config.device
+    report.wall_time["import"] = time.monotonic() - process_start
+    report.tf_version = tf.__version__
+    try:
+        gpus = 0 if cluster.job_name == "ps" else len(tf.config.list_physical_devices("GPU"))
+        config = flags.check_devices(config, gpus)
+    except UsageError as exc:
+        print(error_line(exc), file=sys.stderr, flush=True)
+        _end_process(USAGE_EXIT_CODE)
+    report.config = config
+
+    def on_expire(what, seconds):
+        _end_process(report.fail(f"{what} did not finish within {seconds:g} s; a peer is dead, stuck or unreachable"))
+
+    watchdog = Watchdog(on_expire)
+    try:
+        if cluster.job_name == "ps":
+            code = ps_task.run(tf, config, cluster, report)
+        elif config.variable_update == "collective_all_reduce":
+            code = collective.run(tf, config, cluster, report, watchdog)
+        else:
+            code = graph_worker.run(tf, config, cluster, report, watchdog)
+    except RunFailure as exc:
+        code = report.fail(exc.reason)
+    except KeyboardInterrupt:
+        code = 128 + 2  # Ctrl-C: leave at once, like SIGTERM does
+    except Exception as exc:  # a bug or an unexpected TF error: still one clear line and a result
+        traceback.print_exc()
+        code = report.fail(f"unexpected {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+    _end_process(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
