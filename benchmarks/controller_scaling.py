@@ -19,8 +19,9 @@ playbook's wall time. The controller's cost per host at N is
 (issue #19): the cost per host at the largest N within 1.2x of that at the smallest.
 Each task's time (ansible.posix.profile_tasks) is kept per run, to show where a growth is.
 
-Each host count holds --lock on its own (default $DTFBENCH_LOCK). Results: printed, and
-written to results/benchmarks/controller_scaling.json.
+Each host count holds --lock on its own (default $DTFBENCH_LOCK). A run that fails is
+printed, kept in the JSON (``failed_runs``, with its whole output in a log file) and left out
+of the medians. Results: printed, and written to results/benchmarks/controller_scaling.json.
 """
 
 from __future__ import annotations
@@ -108,9 +109,14 @@ def one_run(state: dict, workdir: Path, inventory: Path, hosts: int, run_no: int
     masters = sum(process_cpu(pid) for pid in ssh_masters(state))
     nodes_cpu = sum(testbed.cpu_seconds(state).values()) - nodes_before
     if done.returncode != 0:
-        (workdir.parent / f"controller-scaling-failed-{hosts}.log").write_text(done.stdout + done.stderr)
-        raise SystemExit(f"the launch on {hosts} hosts failed (wall {wall:.1f} s):\n{done.stdout[-3000:]}\n"
-                         f"{done.stderr[-1500:]}")
+        # Kept, and left out of the medians: the JSON says which run failed and why.
+        failed_log = workdir.parent / f"controller-scaling-failed-{hosts}-{run_no}.log"
+        failed_log.write_text(done.stdout + done.stderr)
+        errors = [line for line in done.stdout.splitlines() if "[ERROR]" in line][:3]
+        print(f"the launch on {hosts} hosts failed (wall {wall:.1f} s; whole output {failed_log}): "
+              + " | ".join(errors)[:1500], flush=True)
+        return {"hosts": hosts, "failed": " | ".join(errors) or "exit %d" % done.returncode, "log": str(failed_log),
+                "wall_s": wall, "load_avg_1min": round(os.getloadavg()[0], 2)}
     tasks = {}
     for line in done.stdout.splitlines():
         match = PROFILE_LINE.match(line.strip())
@@ -136,16 +142,22 @@ def measure(count: int, args, env: dict) -> dict:
             for hosts in (1, count):
                 result = one_run(state, workdir, inventories[hosts], hosts, run_no, env, args.barrier_timeout)
                 samples[str(hosts)].append(result)
+                if "failed" in result:
+                    continue
                 print(f"{count:>3} hosts bed, {hosts:>3} in the run: wall {result['wall_s']:.2f} s, controller CPU "
                       f"{result['controller_cpu_s']:.2f} s (of it ssh masters {result['ssh_masters_cpu_s']:.2f}), "
                       f"nodes {result['nodes_cpu_s']:.1f} s, load {result['load_avg_1min']}", flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         testbed.down(directory)
+    ok = {key: [s for s in runs if "failed" not in s] for key, runs in samples.items()}
+    if not all(ok.values()):
+        raise SystemExit(f"no run on {count} hosts (or on 1) succeeded: {[s.get('failed') for r in samples.values() for s in r]}")
     med = {key: {field: statistics.median(s[field] for s in runs) for field in ("wall_s", "controller_cpu_s", "nodes_cpu_s")}
-           for key, runs in samples.items()}
+           for key, runs in ok.items()}
     one, many = med["1"], med[str(count)]
     return {"hosts": count, "testbed_up_s": up_s, "median": med, "samples": samples,
+            "failed_runs": [s for runs in samples.values() for s in runs if "failed" in s],
             "controller_cpu_s_per_host": (many["controller_cpu_s"] - one["controller_cpu_s"]) / (count - 1),
             "controller_cpu_s_per_host_all_in": many["controller_cpu_s"] / count,
             "wall_s": many["wall_s"], "wall_s_1_host": one["wall_s"]}
