@@ -1,10 +1,12 @@
-"""What the benchmarks share: the project root, ansible-playbook's environment, free ports."""
+"""What the benchmarks share: the project root, ansible-playbook's environment, free ports, the lock."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,3 +31,17 @@ def free_ports(count: int) -> list[int]:
     finally:
         for s in sockets:
             s.close()
+
+
+@contextmanager
+def held(lock_path: str | None):
+    """flock `lock_path` (the machine's heavy lock) for the block; nothing when it is empty."""
+    if not lock_path:
+        yield
+        return
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

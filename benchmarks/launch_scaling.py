@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How the launch scales with the number of hosts: start time on 16 test-bed hosts / on 1.
 
-    .venv/bin/python benchmarks/launch_scaling.py [--hosts 16] [--repeats 3]
+    .venv/bin/python benchmarks/launch_scaling.py [--hosts 16] [--repeats 3] [--lock FILE]
 
 Brings up the multi-host test bed (tests/testbed/testbed.py: network namespaces with their
 own sshd, reached over real SSH), then, for 1 host and for all hosts, starts the cluster of
@@ -10,6 +10,12 @@ state=started: one call per host starts all its tasks, PSs first, and returns on
 one listens), one PS and one worker per host, and takes the time from the first remote
 task until every task listens.
 Prints the ratio and writes results/benchmarks/launch_scaling.json. Goal: <= 1.5.
+
+Right after each launch, the same tasks start through a bare fan-out on the same hosts
+(benchmarks/bare_fanout.py: ``xargs -P <hosts>`` of ``ssh host bash -s``, each writing the
+same supervisor, starting the host's tasks under it and waiting for their ports), cold or
+warm as the launch was. Ours / bare on all hosts is issue #19's figure (goal <= 1.5): what
+the launch adds to what any launch of supervised tasks over ssh pays, on the same machine.
 
 The tasks are this very file in its `--job_name` mode: a process that takes the cluster
 flags, listens on its endpoint and sleeps. It imports nothing heavy, so the measurement is
@@ -69,9 +75,13 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from bench_env import ROOT, ansible_env  # noqa: E402
+from bench_env import ROOT, ansible_env, held  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
+
+import bare_fanout  # noqa: E402
+from bare_launcher import node_specs  # noqa: E402
+from dtfbench.plan.layout import compute_layout  # noqa: E402
 
 PLAYBOOK = """
 - name: Time the start of one PS and one worker per host
@@ -156,7 +166,10 @@ def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int, env
                       - (children_before.ru_utime + children_before.ru_stime))
     nodes_cpu = sum(testbed.cpu_seconds(state).values()) - nodes_before
     if done.returncode != 0:
-        raise SystemExit(f"launch with {hosts} hosts failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
+        failed_log = workdir.parent / f"launch-scaling-failed-{hosts}.log"
+        failed_log.write_text(done.stdout + done.stderr)
+        raise SystemExit(f"launch with {hosts} hosts failed (whole output: {failed_log}):\n{done.stdout[-4000:]}\n"
+                         f"{done.stderr[-2000:]}")
     line = next(part for part in done.stdout.splitlines() if "LAUNCH_SCALING" in part)
     measured = json.loads(re.search(r"\{.*\}", line.split("LAUNCH_SCALING", 1)[1]).group(0))
     return {"seconds": measured["seconds"], "tasks": measured["tasks"], "playbook_wall_s": wall,
@@ -164,6 +177,19 @@ def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int, env
             # (not the detached ControlPersist masters), and the nodes' processes (their cgroups).
             "controller_cpu_s": controller_cpu, "nodes_cpu_s": nodes_cpu,
             "load_avg_1min": os.getloadavg()[0]}
+
+
+def bare_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int) -> dict:
+    """The same start through the bare fan-out (benchmarks/bare_fanout.py)."""
+    run_id = f"bare-{hosts}-{'warm' if warm else 'cold'}-{run_no}-{os.getpid()}"
+    if not warm:
+        kill_ssh_masters(state)
+    layout = compute_layout(node_specs(state, hosts), hosts, hosts)
+    control_dir = workdir / "ssh"
+    control_dir.mkdir(exist_ok=True)
+    seconds = bare_fanout.launch(state, layout, [state["python"], str(Path(__file__).resolve())], run_id,
+                                 control_dir, workdir, warm)
+    return {"seconds": seconds, "tasks": len(layout["tasks"]), "load_avg_1min": os.getloadavg()[0]}
 
 
 def summarize(samples: dict[str, list[dict]], n: int, repeats: int) -> dict:
@@ -202,6 +228,12 @@ def summarize(samples: dict[str, list[dict]], n: int, repeats: int) -> dict:
         for key in ("1", str(n))}
     report["cpu_s_per_extra_host"] = {
         part: round((cpu[part][str(n)] - cpu[part]["1"]) / max(n - 1, 1), 3) for part in ("controller", "nodes")}
+    report["bare_start_s"] = {"1": median("bare-1-cold", "seconds"), str(n): median(f"bare-{n}-cold", "seconds")}
+    report["bare_start_warm_s"] = {"1": median("bare-1-warm", "seconds"), str(n): median(f"bare-{n}-warm", "seconds")}
+    # Issue #19: ours against the bare fan-out on the same hosts, the same run (goal <= 1.5).
+    report["ratio_to_bare"] = report["start_s"][str(n)] / report["bare_start_s"][str(n)]
+    report["ratio_to_bare_warm"] = report["start_warm_s"][str(n)] / report["bare_start_warm_s"][str(n)]
+    report["bare_ratio"] = report["bare_start_s"][str(n)] / report["bare_start_s"]["1"]
     report["ratio"] = report["start_s"][str(n)] / report["start_s"]["1"]
     report["ratio_warm"] = report["start_warm_s"][str(n)] / report["start_warm_s"]["1"]
     report["ratio_playbook_wall"] = report["playbook_wall_s"][str(n)] / report["playbook_wall_s"]["1"]
@@ -212,10 +244,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK"),
+                        help="flock this file for the whole run (the machine's heavy lock; default $DTFBENCH_LOCK)")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-launch-scaling"))
     parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "launch_scaling.json")
     args = parser.parse_args(argv)
+    with held(args.lock):
+        return measure(args)
 
+
+def measure(args) -> int:
     env = ansible_env()
 
     testbed.down(args.dir)
@@ -234,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
                           f"playbook {result['playbook_wall_s']:.2f} s, CPU controller "
                           f"{result['controller_cpu_s']:.1f} s + nodes {result['nodes_cpu_s']:.1f} s, "
                           f"load {result['load_avg_1min']:.1f}", flush=True)
+                    # The bare fan-out right after, on the same hosts, the same way (cold or warm).
+                    bare = bare_run(state, workdir, hosts, warm, run_no)
+                    samples.setdefault(f"bare-{key}", []).append(bare)
+                    print(f"{'bare-' + key:>14}: start {bare['seconds']:.2f} s ({bare['tasks']} tasks), "
+                          f"load {bare['load_avg_1min']:.1f}", flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         testbed.down(args.dir)
@@ -247,6 +290,11 @@ def main(argv: list[str] | None = None) -> int:
           f"({report['start_s'][str(n)]:.2f} s / {report['start_s']['1']:.2f} s), "
           f"{report['ratio_warm']:.2f} warm ({report['start_warm_s'][str(n)]:.2f} s / "
           f"{report['start_warm_s']['1']:.2f} s); whole playbook {report['ratio_playbook_wall']:.2f}; goal <= 1.5")
+    print(f"against the bare fan-out (xargs -P ssh, the same supervisor, waiting for the ports), {n} hosts: "
+          f"{report['ratio_to_bare']:.2f} cold ({report['start_s'][str(n)]:.2f} s / {report['bare_start_s'][str(n)]:.2f} s), "
+          f"{report['ratio_to_bare_warm']:.2f} warm ({report['start_warm_s'][str(n)]:.2f} s / "
+          f"{report['bare_start_warm_s'][str(n)]:.2f} s); goal <= 1.5; the bare fan-out's own {n}/1: "
+          f"{report['bare_ratio']:.2f} cold")
     print(f"CPU of a whole playbook, 1 host: controller {cpu['controller']['1']:.1f} s + nodes {cpu['nodes']['1']:.1f} s; "
           f"{n} hosts: controller {cpu['controller'][str(n)]:.1f} s + nodes {cpu['nodes'][str(n)]:.1f} s "
           f"(all on this machine's {os.cpu_count()} cores)")

@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
-"""P1 orchestration overhead: wall time of a whole sweep / the training time the workers report.
+"""P1 orchestration overhead: a sweep's wall time against a bare launcher's, and against the training time.
 
-    .venv/bin/python benchmarks/orchestration_overhead.py [--hosts 4] [--repetitions 5] [--steps 300]
-    .venv/bin/python benchmarks/orchestration_overhead.py --study   # InceptionV3, 10 + 100 steps
+    .venv/bin/python benchmarks/orchestration_overhead.py [--hosts 4] [--repetitions 3] [--steps 100] [--rounds 2]
+    .venv/bin/python benchmarks/orchestration_overhead.py --study   # InceptionV3, 10 + 100 steps, 1 run a sweep
+    [--lock /tmp/dtfbench-heavy.lock]   # flock it around each round (default $DTFBENCH_LOCK)
 
-Brings up the multi-host test bed (tests/testbed/testbed.py, real SSH), runs
-``run-benchmark.yml`` exactly as a user would (gpus = --hosts, one CPU worker per host,
-1 PS, --repetitions runs of one configuration), and divides the playbook's wall time by
-the sum over runs of the training time the workers themselves report (per run the longest
-worker's ``wall_time.run``: warm-up + measured steps, what the study's method pays for).
+Brings up the multi-host test bed (tests/testbed/testbed.py, real SSH) and, in each of
+--rounds rounds, runs the same sweep twice on the same hosts, one after the other:
+  ours  ``run-benchmark.yml`` exactly as a user would (gpus = --hosts, one CPU worker per
+        host, 1 PS, --repetitions runs of one configuration);
+  bare  benchmarks/bare_launcher.py: the study's method over plain ssh with nothing around
+        it (every PS and worker of the same layout started at once with the same flags,
+        wait for the workers, then the PSs, read the workers' figures; no sleeps).
+The ratio of the two sides' wall times (summed over rounds) is what the orchestration adds
+to what any launcher pays (ssh, the processes, TF's own start, the training), measured in
+the same run on the same machine: goal (issue #19) <= 1.10. Each side's images/sec (mean
+per run, summed over workers) shows that both measure the same thing.
 
-It also splits the overhead, per run, into the TF start of the tasks (``wall_time.import``
-+ ``wall_time.session_ready``: Python and TensorFlow import, servers, session, start
-barrier, all inside the tasks) and the rest, which is the orchestration proper (Ansible's
-fan-out, the tf_host_run module calls, recording). Goal (issue #9): ratio <= 1.15.
+The older figure is printed too: our wall time / the sum over runs of the training time the
+workers report (per run the longest worker's ``wall_time.run``), goal (issue #9) <= 1.15,
+with the TF start of the tasks (``wall_time.import`` + ``wall_time.session_ready``) split off.
 
-Everything shares this machine's cores: on one 2-core machine four hosts' TF imports run
-one after the other, so the TF start dominates; the orchestration part is the number the
-project controls. Results: printed, and written to results/benchmarks/orchestration_overhead.json.
+Each round (test bed up, ours, bare, test bed down) holds --lock on its own. Results:
+printed, and written to results/benchmarks/orchestration_overhead.json (the playbook's
+output beside it, ``.log``).
 """
 
 from __future__ import annotations
@@ -26,70 +32,44 @@ import argparse
 import json
 import os
 import platform
+import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from bench_env import ROOT, ansible_env  # noqa: E402
+import yaml
+
+from bench_env import ROOT, ansible_env, held  # noqa: E402
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
 
+import bare_launcher  # noqa: E402
 from dtfbench.results import store  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, default=4)
-    parser.add_argument("--repetitions", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=300, help="measured steps per run (plus --warmup-steps)")
-    parser.add_argument("--warmup-steps", type=int, default=10)
-    parser.add_argument("--model", default="trivial")
-    parser.add_argument("--image-size", type=int, default=32)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--study", action="store_true",
-                        help="the study's workload: inception3 (InceptionV3), 10 warm-up + 100 measured steps, at the smallest "
-                             "image size InceptionV3 takes (75 px; CPU only) and --batch-size")
-    parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-orchestration"))
-    parser.add_argument("--output", type=Path, default=None,
-                        help="default results/benchmarks/orchestration_overhead.json "
-                             "(orchestration_overhead_study.json with --study)")
-    args = parser.parse_args(argv)
-    if args.study:
-        args.model, args.image_size, args.warmup_steps, args.steps = "inception3", 75, 10, 100
-    if args.output is None:
-        name = "orchestration_overhead_study.json" if args.study else "orchestration_overhead.json"
-        args.output = ROOT / "results" / "benchmarks" / name
-
-    env = ansible_env()
+def ours_sweep(args, inventory: Path, db: Path, env: dict, log: Path) -> dict:
+    """One run-benchmark.yml sweep (--repetitions runs of one configuration): wall time and per-run figures."""
     sweep_id = f"p1-{uuid.uuid4().hex[:8]}"
-    db = args.dir.with_name(args.dir.name + "-results.sqlite")
-    if db.exists():
-        db.unlink()
-
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    testbed.down(args.dir)
-    state = testbed.up(args.dir, hosts=args.hosts)
-    try:
-        started = time.monotonic()
-        done = subprocess.run(
-            ["ansible-playbook", "run-benchmark.yml", "-i", str(args.dir / "hosts.yml"), "-e", "system=testbed",
-             "-e", f"gpus={args.hosts}", "-e", "num_ps=1", "-e", f"model={args.model}", "-e", f"batch_size={args.batch_size}",
-             "-e", f"image_size={args.image_size}", "-e", f"repetitions={args.repetitions}",
-             "-e", f"warmup_steps={args.warmup_steps}",
-             "-e", f"steps={args.steps}", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
-        wall = time.monotonic() - started
-        # The playbook's own output, for a per-task breakdown (ANSIBLE_CALLBACKS_ENABLED=
-        # ansible.posix.profile_tasks adds each task's time to it).
-        args.output.with_suffix(".log").write_text(done.stdout + done.stderr)
-    finally:
-        testbed.down(args.dir)
+    started = time.monotonic()
+    done = subprocess.run(
+        ["ansible-playbook", "run-benchmark.yml", "-i", str(inventory), "-e", "system=testbed",
+         "-e", f"gpus={args.hosts}", "-e", "num_ps=1", "-e", f"model={args.model}", "-e", f"batch_size={args.batch_size}",
+         "-e", f"image_size={args.image_size}", "-e", f"repetitions={args.repetitions}",
+         "-e", f"warmup_steps={args.warmup_steps}",
+         "-e", f"steps={args.steps}", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    wall = time.monotonic() - started
+    # The playbook's own output, for a per-task breakdown (ANSIBLE_CALLBACKS_ENABLED=
+    # ansible.posix.profile_tasks adds each task's time to it).
+    with log.open("a") as handle:
+        handle.write(done.stdout + done.stderr)
     if done.returncode != 0:
         raise SystemExit(f"the sweep failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
-
     runs = store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))
     failed = [r for r in runs if r["status"] != "ok"]
     if failed or len(runs) != args.repetitions:
@@ -103,14 +83,94 @@ def main(argv: list[str] | None = None) -> int:
             "tf_start_s": max((w.get("import") or 0) + (w.get("session_ready") or 0) for w in walls),
             "images_per_sec": run["images_per_sec"],
         })
+    return {"wall_s": wall, "runs": per_run}
+
+
+def train_args(args) -> list[str]:
+    """The workload's flags as roles/benchmark/tasks/run.yml builds them for this sweep (system=testbed)."""
+    testbed_profile = yaml.safe_load((ROOT / "playbooks" / "vars" / "systems" / "testbed.yml").read_text())
+    return (["--variable_update", "parameter_server", "--model", args.model, "--batch_size", str(args.batch_size),
+             "--num_gpus", "1", "--num_warmup_batches", str(args.warmup_steps), "--num_batches", str(args.steps),
+             "--step_timeout", "120", "--startup_timeout", "300", "--image_size", str(args.image_size)]
+            + [str(a) for a in testbed_profile["system_defaults"].get("extra_args", [])])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=4)
+    parser.add_argument("--repetitions", type=int, default=None,
+                        help="runs per sweep (default 3; 1 with --study, whose runs take ~3 min each here)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds of (our sweep, the bare launcher's sweep), one after the other (default 2)")
+    parser.add_argument("--steps", type=int, default=100, help="measured steps per run (plus --warmup-steps)")
+    parser.add_argument("--warmup-steps", type=int, default=10)
+    parser.add_argument("--model", default="trivial")
+    parser.add_argument("--image-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--study", action="store_true",
+                        help="the study's workload: inception3 (InceptionV3), 10 warm-up + 100 measured steps, at the smallest "
+                             "image size InceptionV3 takes (75 px; CPU only) and --batch-size")
+    parser.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK"),
+                        help="flock this file around each round (the machine's heavy lock; default $DTFBENCH_LOCK)")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-orchestration"))
+    parser.add_argument("--output", type=Path, default=None,
+                        help="default results/benchmarks/orchestration_overhead.json "
+                             "(orchestration_overhead_study.json with --study)")
+    args = parser.parse_args(argv)
+    if args.study:
+        args.model, args.image_size, args.warmup_steps, args.steps = "inception3", 75, 10, 100
+    if args.repetitions is None:
+        args.repetitions = 1 if args.study else 3
+    if args.output is None:
+        name = "orchestration_overhead_study.json" if args.study else "orchestration_overhead.json"
+        args.output = ROOT / "results" / "benchmarks" / name
+
+    env = ansible_env()
+    db = args.dir.with_name(args.dir.name + "-results.sqlite")
+    if db.exists():
+        db.unlink()
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    log = args.output.with_suffix(".log")
+    log.write_text("")
+    program = [testbed.default_python(), "-m", "dtfbench.train"]
+    rounds = []
+    for number in range(args.rounds):
+        # Each round under the lock on its own (ours, then the bare launcher, on the same hosts):
+        # the two sides of a round see the same machine.
+        with held(args.lock):
+            testbed.down(args.dir)
+            state = testbed.up(args.dir, hosts=args.hosts)
+            control_dir = Path(tempfile.mkdtemp(prefix="p1-bare-ssh-"))
+            try:
+                ours = ours_sweep(args, args.dir / "hosts.yml", db, env, log)
+                bare = bare_launcher.sweep(state, args.hosts, 1, args.repetitions, program, train_args(args),
+                                           control_dir)
+            finally:
+                testbed.down(args.dir)
+                shutil.rmtree(control_dir, ignore_errors=True)
+        rounds.append({"ours": ours, "bare": bare, "load_avg_1min": round(os.getloadavg()[0], 2)})
+        print(f"round {number + 1}: ours {ours['wall_s']:.1f} s, bare {bare['wall_s']:.1f} s "
+              f"({ours['wall_s'] / bare['wall_s']:.2f}), load {rounds[-1]['load_avg_1min']}", flush=True)
+
+    per_run = [run for r in rounds for run in r["ours"]["runs"]]
+    bare_runs = [run for r in rounds for run in r["bare"]["runs"]]
+    wall = sum(r["ours"]["wall_s"] for r in rounds)
+    bare_wall = sum(r["bare"]["wall_s"] for r in rounds)
     training = sum(r["training_s"] for r in per_run)
     tf_start = sum(r["tf_start_s"] for r in per_run)
+    n_runs = len(per_run)
     report = {
         "benchmark": "orchestration_overhead",
-        "what": (f"run-benchmark.yml wall time / sum of the workers' training time, {args.hosts} test-bed hosts, "
-                 f"{args.repetitions} repetitions, model {args.model} at {args.image_size} px, batch {args.batch_size}, "
-                 f"{args.steps} + {args.warmup_steps} steps"),
+        "what": (f"run-benchmark.yml wall time / the bare launcher's (plain ssh, the study's method, no sleeps) "
+                 f"and / the workers' training time; {args.hosts} test-bed hosts, {args.rounds} rounds of a sweep of "
+                 f"{args.repetitions} repetitions each side, model {args.model} at {args.image_size} px, "
+                 f"batch {args.batch_size}, {args.steps} + {args.warmup_steps} steps"),
         "playbook_wall_s": wall,
+        "bare_wall_s": bare_wall,
+        "ratio_to_bare": wall / bare_wall,
+        "goal_to_bare": 1.10,
+        "images_per_sec": {"ours": statistics.mean(r["images_per_sec"] for r in per_run),
+                           "bare": statistics.mean(r["images_per_sec"] for r in bare_runs)},
         "training_s": training,
         "ratio": wall / training,
         "goal": 1.15,
@@ -119,14 +179,21 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_without_tf_start": (wall - tf_start) / training,
         "workload": {"model": args.model, "image_size": args.image_size, "batch_size": args.batch_size,
                      "warmup_steps": args.warmup_steps, "steps": args.steps},
+        "repetitions": args.repetitions,
+        "rounds": [{"ours_wall_s": r["ours"]["wall_s"], "bare_wall_s": r["bare"]["wall_s"],
+                    "load_avg_1min": r["load_avg_1min"]} for r in rounds],
         "runs": per_run,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": len(state["nodes"])},
+        "bare_runs": bare_runs,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": args.hosts},
     }
     args.output.write_text(json.dumps(report, indent=2) + "\n")
+    rates = report["images_per_sec"]
+    print(f"sweep wall, ours {wall:.1f} s / bare launcher {bare_wall:.1f} s = {report['ratio_to_bare']:.2f} "
+          f"(goal <= 1.10); images/sec per run, ours {rates['ours']:.1f}, bare {rates['bare']:.1f}")
     print(f"sweep wall {wall:.1f} s / training {training:.1f} s = {report['ratio']:.2f} (goal <= 1.15)")
     print(f"  of the {wall - training:.1f} s outside training: TF start in the tasks {tf_start:.1f} s, "
           f"orchestration {report['orchestration_s']:.1f} s "
-          f"({report['orchestration_s'] / args.repetitions:.1f} s per run); "
+          f"({report['orchestration_s'] / n_runs:.1f} s per run); "
           f"without the TF start the ratio is {report['ratio_without_tf_start']:.2f}")
     print(f"written to {args.output}")
     return 0

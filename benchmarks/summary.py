@@ -31,6 +31,12 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
                if p]
     for p1 in p1_runs:
         load = p1.get("workload") or {"model": "trivial", "steps": "?", "warmup_steps": 10}
+        if "ratio_to_bare" in p1:  # issue #19: against the bare launcher of the same run
+            rates = p1["images_per_sec"]
+            out.append(("P1", f"run-benchmark.yml wall, {p1['machine']['hosts']} hosts, {len(p1['runs'])} runs, "
+                              f"{load['model']}: {p1['playbook_wall_s']:.0f} s, {rates['ours']:.1f} img/s",
+                        f"bare launcher (plain ssh) {p1['bare_wall_s']:.0f} s, {rates['bare']:.1f} img/s",
+                        p1["ratio_to_bare"], "<= 1.10", p1["ratio_to_bare"] <= 1.10))
         out.append(("P1", f"run-benchmark.yml wall, {p1['machine']['hosts']} hosts, {len(p1['runs'])} reps, "
                           f"{load['model']} {load['warmup_steps']}+{load['steps']} steps: {p1['playbook_wall_s']:.0f} s",
                     f"workers' training time {p1['training_s']:.0f} s", p1["ratio"], "<= 1.15", p1["ratio"] <= 1.15))
@@ -40,6 +46,17 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
     out.append(("P2", f"start of all tasks on {p2['hosts'][1]} hosts {p2['start_s'][str(p2['hosts'][1])]:.1f} s"
                 if p2 else "not run", f"on 1 host {p2['start_s']['1']:.1f} s" if p2 else "-",
                 p2["ratio"] if p2 else None, "<= 1.5", p2["ratio"] <= 1.5 if p2 else None))
+    if p2 and "ratio_to_bare" in p2:
+        n = str(p2["hosts"][1])
+        out.append(("P2", f"start of all tasks on {n} hosts {p2['start_s'][n]:.2f} s",
+                    f"bare fan-out (xargs -P ssh) {p2['bare_start_s'][n]:.2f} s", p2["ratio_to_bare"], "<= 1.5",
+                    p2["ratio_to_bare"] <= 1.5))
+    scale = _load(directory, "controller_scaling")
+    if scale:
+        first, last = (str(h) for h in scale["ratio_hosts"])
+        per_host = scale["controller_cpu_s_per_host"]
+        out.append(("#19", f"controller CPU per host at {last} hosts {per_host[last]:.3f} s",
+                    f"at {first} hosts {per_host[first]:.3f} s", scale["ratio"], "<= 1.2", scale["ratio"] <= 1.2))
     p3 = _load(directory, "staging")
     if p3:
         ours = p3["mb_per_s"]["dtfbench"]

@@ -30,7 +30,6 @@ $DTFBENCH_MIRRORS or ../shared/mirrors, else GitHub), cloned once per commit int
 """
 
 import argparse
-import fcntl
 import json
 import os
 import platform
@@ -39,10 +38,9 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
-from bench_env import free_ports
+from bench_env import free_ports, held
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -204,19 +202,6 @@ def run_leg(programs, leg, model, setup, timeout):
     finally:
         for process in processes:  # the PSs never exit by themselves (tf_cnn_benchmarks')
             kill_group(process)
-
-
-@contextmanager
-def held(lock_path):
-    if not lock_path:
-        yield
-        return
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def summarize(args, legs, samples):

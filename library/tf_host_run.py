@@ -147,6 +147,19 @@ options:
     description: Seconds the parameter servers get to exit by themselves before they are stopped (O(state=stopped)).
     type: float
     default: 0.0
+  start:
+    description:
+      - With O(state=finished), C(false) starts nothing and waits for the tasks that an
+        earlier O(state=started) call of the same run started; a task that ended meanwhile
+        is collected (its exit status and result), not started again, and one that was never
+        started is a failure.
+      - For a run on more hosts than Ansible's C(forks), as the tf_cluster role does then. A
+        O(state=finished) call holds its fork until the host's workers end, and the workers
+        wait for every other worker at TF's start barrier, so the hosts beyond the first
+        C(forks) would not start before the barrier gives up. Starting every host first
+        (O(state=started) returns once its tasks listen) and then waiting avoids that.
+    type: bool
+    default: true
   complete_results:
     description:
       - With O(state=stopped), mark this host's part of the run complete, storing these worker
@@ -301,6 +314,7 @@ def main():
             ps_exit_timeout=dict(type="float", default=0.0),
             grace_period=dict(type="float", default=10.0),
             max_runtime=dict(type="float", default=0.0),
+            start=dict(type="bool", default=True),
             complete_results=dict(type="list", elements="raw"),
             log_tail_lines=dict(type="int", default=40),
         ),

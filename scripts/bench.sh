@@ -2,25 +2,32 @@
 # The benchmark suite of issue #9 (not part of `make test`): each benchmark measures its
 # baseline in the same run and writes results/benchmarks/<name>.json; the summary table
 # comes last. `make bench` runs all; name some to run only those: scripts/bench.sh p1 p4
+# DTFBENCH_LOCK=FILE: the benchmarks flock it around each of their pieces (a round, a leg, a
+# host count), e.g. DTFBENCH_LOCK=/tmp/dtfbench-heavy.lock on a machine others share.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg" PYTHONPATH="$PWD/src"
 selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=(p4 p4-keras p3 p2 p1 p1-study)
+[ ${#selected[@]} -gt 0 ] || selected=(p4 p4-keras p3 p2 p1 p1-study controller)
 for name in "${selected[@]}"; do
   echo "=== $name"
   case "$name" in
+    # Ours against the bare launcher (plain ssh, the study's method), trivial model, 2 rounds
+    # of 3 runs a side, ~5 min on 2 cores.
     p1) python benchmarks/orchestration_overhead.py ;;
-    # The study's workload (InceptionV3, 10 + 100 steps), ~15 min on 2 cores.
+    # The study's workload (InceptionV3, 10 + 100 steps), 2 rounds of 1 run a side, ~12 min on 2 cores.
     p1-study) python benchmarks/orchestration_overhead.py --study ;;
+    # 16 hosts against 1 and against the bare fan-out (xargs -P ssh), ~2 min.
     p2) python benchmarks/launch_scaling.py ;;
+    # The controller's CPU per host and the launch's wall time at 4, 16 and 64 hosts, ~6 min.
+    controller) python benchmarks/controller_scaling.py ;;
     p3) python benchmarks/staging.py ;;
     # Ours vs tf_cnn_benchmarks master (TF 2.x) and the study's program (TF 1.1), 4 models,
     # single process and 1 PS + 2 workers, ~40 min on 2 cores. DTFBENCH_LOCK=FILE: flock it per leg.
     p4) python benchmarks/workload_vs_tf_cnn.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # The second baseline: a plain Keras tf.function loop.
     p4-keras) python benchmarks/workload_vs_keras.py ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-keras" >&2; exit 2 ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-keras controller" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"

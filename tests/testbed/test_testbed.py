@@ -136,8 +136,8 @@ def test_two_testbeds_side_by_side(testbed_factory):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--hosts", "0"], "choose 1 to 16"),
-    (["--hosts", "17"], "choose 1 to 16"),
+    (["--hosts", "0"], "choose 1 to 64"),
+    (["--hosts", "65"], "choose 1 to 64"),
     (["--devices", "0"], "at least one device slot"),
 ])
 def test_bad_arguments(tmp_path, args, message):

@@ -5,7 +5,7 @@
     python tests/testbed/testbed.py status --dir /tmp/dtfbench-testbed
     python tests/testbed/testbed.py down --dir /tmp/dtfbench-testbed
 
-Each host (node01 .. nodeNN, 1 to 16 of them) is
+Each host (node01 .. nodeNN, 1 to 64 of them) is
 
 - a network namespace ``<prefix>-nodeNN`` with two interfaces: ``pub0`` on the public bridge
   (SSH, like an EC2 instance's public address) and ``prv0`` on the private bridge (TF
@@ -111,7 +111,7 @@ ip_json = nh.ip_json  # for the tests
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = Path("/tmp/dtfbench-testbed")
-MAX_HOSTS = 16
+MAX_HOSTS = 64  # 64 namespaces with their own sshd fit on a 2-core, 24 GiB machine (issue #19)
 DEFAULT_HOSTS = 4
 SSD_MOUNT = "/mnt/local_ssd"
 PRIVSEP_DIR = "/run/sshd"

@@ -242,9 +242,13 @@ class HostRun(object):
         return self.done(changed=self.any_started(reports), tasks=reports)
 
     def finished(self):
-        reports = self.start_and_wait()
-        if self.check_mode:
-            return self.check_mode_result(reports)
+        if self.params["start"]:
+            reports = self.start_and_wait()
+            if self.check_mode:
+                return self.check_mode_result(reports)
+        else:  # started by an earlier state=started call: only wait (see the option start)
+            self.watch = ControllerWatch()
+            reports = [dict(name=self.name(task), changed=False) for task in self.tasks]
         workers = [t for t in self.tasks if t["job"] == "worker"]
         deadline = time.time() + self.params["timeout"]
         outcomes, ps_done = {}, set()

@@ -43,6 +43,20 @@ SUPERVISOR_SOURCE = pkgutil.get_data(__name__.rpartition(".")[0], "supervisor.py
 # ------------------------------------------------------------------------------------------
 # Helpers (the /proc readers are dtfbench.linux.procfs)
 
+def _child_status(pid):
+    """How a supervisor this process started ended, when it died before writing its exit
+    record (its wait status is all that is left of it); "" otherwise."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG) if pid else (0, 0)
+    except OSError:
+        return ""
+    if done != pid:
+        return ""
+    if os.WIFSIGNALED(status):
+        return " (the supervisor was killed by signal %d)" % os.WTERMSIG(status)
+    return " (the supervisor exited with status %d)" % os.WEXITSTATUS(status)
+
+
 def _port_open(host, port, timeout):
     try:
         connection = socket.create_connection((host, port), timeout=max(timeout, 0.05))
@@ -445,6 +459,8 @@ class TfTask(object):
                        else "exited with rc %s" % record.get("rc") if record else "is gone")
                 if record.get("error"):
                     how += " (%s)" % record["error"]
+                if not record:
+                    how += _child_status(pid)
                 self.fail(self.with_tail("task %s %s before port %d was ready"
                                               % (self.name, how, params["port"])),
                                running=False, ready=False, log_tail=self.log_tail(), **fields)

@@ -1,0 +1,64 @@
+"""No per-host task of a role reads every host's variables: that is N^2 hostvars lookups a run.
+
+A template such as ``ansible_play_hosts | map('extract', hostvars, 'x')`` in a task that runs
+on every host makes each of N hosts look up N hosts' variables; Ansible's hostvars lookups
+cost (the tf_cluster role's decision whether every host's ports are free took 2.6 s at 64
+hosts and 24 s at 256, per run, before it ran once for all hosts: issue #19,
+benchmarks/controller_scaling.py). Such a template belongs in a task with ``run_once: true``
+(a set_fact's facts then reach every host) or delegated to the controller once.
+
+A lookup of one host (``hostvars[name]``, ``hostvars['localhost']``) is fine anywhere.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK_FILES = sorted(ROOT.glob("roles/*/tasks/*.yml"))
+# hostvars handed whole to a filter, or mapped over a list of hosts (not hostvars[...]).
+SCAN = re.compile(r"hostvars(?!\s*\[)")
+
+
+def leaf_tasks(tasks, inherited_run_once=False, inherited_vars=None):
+    """(task, run_once, the vars it sees from its blocks) for every task, blocks unfolded."""
+    for task in tasks or []:
+        run_once = bool(task.get("run_once", inherited_run_once))
+        block_vars = dict(inherited_vars or {}, **(task.get("vars") or {}))
+        if "block" in task:
+            for part in ("block", "rescue", "always"):
+                yield from leaf_tasks(task.get(part), run_once, block_vars)
+        else:
+            yield task, run_once, inherited_vars or {}
+
+
+def scans_every_host(task, block_vars):
+    return bool(SCAN.search(yaml.safe_dump([task, block_vars])))
+
+
+def per_host_scans(path):
+    return [task.get("name", "?") for task, run_once, block_vars in leaf_tasks(yaml.safe_load(path.read_text()))
+            if scans_every_host(task, block_vars) and not run_once]
+
+
+@pytest.mark.parametrize("path", TASK_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_task_on_every_host_reads_every_hosts_variables(path):
+    assert per_host_scans(path) == [], (
+        f"{path.relative_to(ROOT)}: these tasks run on every host and read every host's variables "
+        "(N^2 lookups a run): compute the value once with run_once: true")
+
+
+def test_the_check_finds_a_per_host_scan_and_accepts_run_once_and_single_lookups(tmp_path):
+    scan = {"name": "scan", "ansible.builtin.set_fact": {
+        "ok": "{{ ansible_play_hosts | map('extract', hostvars, 'failure') | select | list | length == 0 }}"}}
+    in_vars = {"name": "scan in vars", "ansible.builtin.debug": {"msg": "{{ x }}"},
+               "vars": {"x": "{{ groups['all'] | tf_node_specs(hostvars) }}"}}
+    in_block_vars = {"name": "block", "vars": {"y": "{{ groups['all'] | map('extract', hostvars) | list }}"},
+                     "block": [{"name": "uses the block's scan", "ansible.builtin.debug": {"msg": "{{ y }}"}}]}
+    once = dict(scan, name="once", run_once=True)
+    single = {"name": "single", "ansible.builtin.debug": {"msg": "{{ hostvars['localhost'].x }}"}}
+    path = tmp_path / "tasks.yml"
+    path.write_text(yaml.safe_dump([scan, in_vars, in_block_vars, once, single]))
+    assert per_host_scans(path) == ["scan", "scan in vars", "uses the block's scan"]
