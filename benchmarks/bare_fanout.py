@@ -22,22 +22,31 @@ import time
 from pathlib import Path
 
 from bare_launcher import ssh_base, task_argv
+
 from dtfbench.launch.task import SUPERVISOR_NAME, SUPERVISOR_SOURCE, SUPERVISOR_TAG
 
 
-def host_script(tasks: list[dict], cluster_spec: dict, program: list[str], run_dir: str, run_id: str,
-                python: str) -> str:
+def host_script(
+    tasks: list[dict], cluster_spec: dict, program: list[str], run_dir: str, run_id: str, python: str
+) -> str:
     """The bash script one host runs: write the supervisor, start its tasks, wait for their ports."""
     supervisor = f"{run_dir}/{SUPERVISOR_NAME}"
-    lines = ["set -e", f"mkdir -p -m 700 {shlex.quote(run_dir)}",
-             f"echo {base64.b64encode(SUPERVISOR_SOURCE.encode()).decode()} | base64 -d > {shlex.quote(supervisor)}"]
+    lines = [
+        "set -e",
+        f"mkdir -p -m 700 {shlex.quote(run_dir)}",
+        f"echo {base64.b64encode(SUPERVISOR_SOURCE.encode()).decode()} | base64 -d > {shlex.quote(supervisor)}",
+    ]
     ordered = sorted(tasks, key=lambda t: (t["job"] != "ps", t["task_index"]))
     for task in ordered:
         base = f"{run_dir}/{run_id}-{task['job']}-{task['task_index']}"
-        argv = [python, supervisor, SUPERVISOR_TAG, base, base + ".exit", "--"] + task_argv(program, task, cluster_spec, [])
-        lines.append(f"CUDA_VISIBLE_DEVICES={shlex.quote(task['cuda_visible_devices'])} setsid "
-                     + " ".join(shlex.quote(a) for a in argv)
-                     + f" > {shlex.quote(base + '.log')} 2>&1 < /dev/null & echo $! > {shlex.quote(base + '.pid')}")
+        argv = [python, supervisor, SUPERVISOR_TAG, base, base + ".exit", "--"] + task_argv(
+            program, task, cluster_spec, []
+        )
+        lines.append(
+            f"CUDA_VISIBLE_DEVICES={shlex.quote(task['cuda_visible_devices'])} setsid "
+            + " ".join(shlex.quote(a) for a in argv)
+            + f" > {shlex.quote(base + '.log')} 2>&1 < /dev/null & echo $! > {shlex.quote(base + '.pid')}"
+        )
     for task in ordered:
         lines.append(f"until (exec 3<>/dev/tcp/{task['address']}/{task['port']}) 2>/dev/null; do sleep 0.05; done")
     return "\n".join(lines) + "\n"
@@ -64,16 +73,22 @@ def fan_out(state: dict, scripts: dict[str, str], control_dir: Path, workdir: Pa
         listing.append(f"{public[host]} {path}\n")
     ssh = " ".join(shlex.quote(a) for a in ssh_base(state, control_dir))
     started = time.monotonic()
-    done = subprocess.run(["xargs", "-P", str(parallel), "-L", "1", "sh", "-c", f'exec {ssh} "$0" bash -s < "$1"'],
-                          input="".join(listing), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["xargs", "-P", str(parallel), "-L", "1", "sh", "-c", f'exec {ssh} "$0" bash -s < "$1"'],
+        input="".join(listing),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     wall = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"the bare fan-out failed (exit {done.returncode}): {done.stderr[-2000:]}")
     return wall
 
 
-def launch(state: dict, layout: dict, program: list[str], run_id: str, control_dir: Path, workdir: Path,
-           warm: bool) -> float:
+def launch(
+    state: dict, layout: dict, program: list[str], run_id: str, control_dir: Path, workdir: Path, warm: bool
+) -> float:
     """Start every task of the layout with the bare fan-out, wait for every port, stop them; the start's time.
 
     warm: the ssh connections are opened first (untimed), as the warm runs of ours do with a ping.
@@ -82,9 +97,16 @@ def launch(state: dict, layout: dict, program: list[str], run_id: str, control_d
         fan_out(state, {host: "true\n" for host in layout["hosts"]}, control_dir, workdir, len(layout["hosts"]))
     run_dir = f"{state['ssd_mount']}/dtfbench-bare/{run_id}"
     python = state["python"]
-    starts = {host: host_script(tasks, layout["cluster_spec"], program, run_dir, run_id, python)
-              for host, tasks in layout["hosts"].items()}
+    starts = {
+        host: host_script(tasks, layout["cluster_spec"], program, run_dir, run_id, python)
+        for host, tasks in layout["hosts"].items()
+    }
     seconds = fan_out(state, starts, control_dir, workdir, len(starts))
-    fan_out(state, {host: stop_script(tasks, run_dir, run_id) for host, tasks in layout["hosts"].items()},
-            control_dir, workdir, len(starts))
+    fan_out(
+        state,
+        {host: stop_script(tasks, run_dir, run_id) for host, tasks in layout["hosts"].items()},
+        control_dir,
+        workdir,
+        len(starts),
+    )
     return seconds

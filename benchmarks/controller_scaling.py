@@ -41,8 +41,8 @@ import time
 from pathlib import Path
 
 import yaml
-
 from bench_env import ROOT, ansible_env, held  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
 
@@ -93,8 +93,9 @@ def ssh_masters(state: dict) -> list[int]:
     return testbed.ssh_clients_of(Path(state["dir"]), state["public_net"])
 
 
-def one_run(state: dict, workdir: Path, inventory: Path, hosts: int, run_no: int, env: dict,
-            barrier_timeout: float) -> dict:
+def one_run(
+    state: dict, workdir: Path, inventory: Path, hosts: int, run_no: int, env: dict, barrier_timeout: float
+) -> dict:
     run_id = f"controller-scaling-{hosts}-{run_no}-{os.getpid()}"
     book = workdir / f"{run_id}.yml"
     book.write_text(PLAYBOOK.format(run_id=run_id, program=TASK_PROGRAM, hosts=hosts, barrier_timeout=barrier_timeout))
@@ -102,8 +103,14 @@ def one_run(state: dict, workdir: Path, inventory: Path, hosts: int, run_no: int
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     nodes_before = sum(testbed.cpu_seconds(state).values())
     started = time.monotonic()
-    done = subprocess.run(["ansible-playbook", "-i", str(inventory), str(book)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        ["ansible-playbook", "-i", str(inventory), str(book)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     masters = sum(process_cpu(pid) for pid in ssh_masters(state))
@@ -113,18 +120,33 @@ def one_run(state: dict, workdir: Path, inventory: Path, hosts: int, run_no: int
         failed_log = workdir.parent / f"controller-scaling-failed-{hosts}-{run_no}.log"
         failed_log.write_text(done.stdout + done.stderr)
         errors = [line for line in done.stdout.splitlines() if "[ERROR]" in line][:3]
-        print(f"the launch on {hosts} hosts failed (wall {wall:.1f} s; whole output {failed_log}): "
-              + " | ".join(errors)[:1500], flush=True)
-        return {"hosts": hosts, "failed": " | ".join(errors) or "exit %d" % done.returncode, "log": str(failed_log),
-                "wall_s": wall, "load_avg_1min": round(os.getloadavg()[0], 2)}
+        print(
+            f"the launch on {hosts} hosts failed (wall {wall:.1f} s; whole output {failed_log}): "
+            + " | ".join(errors)[:1500],
+            flush=True,
+        )
+        return {
+            "hosts": hosts,
+            "failed": " | ".join(errors) or "exit %d" % done.returncode,
+            "log": str(failed_log),
+            "wall_s": wall,
+            "load_avg_1min": round(os.getloadavg()[0], 2),
+        }
     tasks = {}
     for line in done.stdout.splitlines():
         match = PROFILE_LINE.match(line.strip())
         if match:
             tasks[match["task"].strip()] = float(match["seconds"])
     children = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return {"hosts": hosts, "wall_s": wall, "controller_cpu_s": children + masters, "ssh_masters_cpu_s": masters,
-            "nodes_cpu_s": nodes_cpu, "task_s": tasks, "load_avg_1min": round(os.getloadavg()[0], 2)}
+    return {
+        "hosts": hosts,
+        "wall_s": wall,
+        "controller_cpu_s": children + masters,
+        "ssh_masters_cpu_s": masters,
+        "nodes_cpu_s": nodes_cpu,
+        "task_s": tasks,
+        "load_avg_1min": round(os.getloadavg()[0], 2),
+    }
 
 
 def measure(count: int, args, env: dict) -> dict:
@@ -144,33 +166,52 @@ def measure(count: int, args, env: dict) -> dict:
                 samples[str(hosts)].append(result)
                 if "failed" in result:
                     continue
-                print(f"{count:>3} hosts bed, {hosts:>3} in the run: wall {result['wall_s']:.2f} s, controller CPU "
-                      f"{result['controller_cpu_s']:.2f} s (of it ssh masters {result['ssh_masters_cpu_s']:.2f}), "
-                      f"nodes {result['nodes_cpu_s']:.1f} s, load {result['load_avg_1min']}", flush=True)
+                print(
+                    f"{count:>3} hosts bed, {hosts:>3} in the run: wall {result['wall_s']:.2f} s, controller CPU "
+                    f"{result['controller_cpu_s']:.2f} s (of it ssh masters {result['ssh_masters_cpu_s']:.2f}), "
+                    f"nodes {result['nodes_cpu_s']:.1f} s, load {result['load_avg_1min']}",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         testbed.down(directory)
     ok = {key: [s for s in runs if "failed" not in s] for key, runs in samples.items()}
     if not all(ok.values()):
-        raise SystemExit(f"no run on {count} hosts (or on 1) succeeded: {[s.get('failed') for r in samples.values() for s in r]}")
-    med = {key: {field: statistics.median(s[field] for s in runs) for field in ("wall_s", "controller_cpu_s", "nodes_cpu_s")}
-           for key, runs in ok.items()}
+        raise SystemExit(
+            f"no run on {count} hosts (or on 1) succeeded: {[s.get('failed') for r in samples.values() for s in r]}"
+        )
+    med = {
+        key: {
+            field: statistics.median(s[field] for s in runs) for field in ("wall_s", "controller_cpu_s", "nodes_cpu_s")
+        }
+        for key, runs in ok.items()
+    }
     one, many = med["1"], med[str(count)]
-    return {"hosts": count, "testbed_up_s": up_s, "median": med, "samples": samples,
-            "failed_runs": [s for runs in samples.values() for s in runs if "failed" in s],
-            "controller_cpu_s_per_host": (many["controller_cpu_s"] - one["controller_cpu_s"]) / (count - 1),
-            "controller_cpu_s_per_host_all_in": many["controller_cpu_s"] / count,
-            "wall_s": many["wall_s"], "wall_s_1_host": one["wall_s"]}
+    return {
+        "hosts": count,
+        "testbed_up_s": up_s,
+        "median": med,
+        "samples": samples,
+        "failed_runs": [s for runs in samples.values() for s in runs if "failed" in s],
+        "controller_cpu_s_per_host": (many["controller_cpu_s"] - one["controller_cpu_s"]) / (count - 1),
+        "controller_cpu_s_per_host_all_in": many["controller_cpu_s"] / count,
+        "wall_s": many["wall_s"],
+        "wall_s_1_host": one["wall_s"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", default="4,16,64", help="host counts, comma-separated (each > 1)")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each size per host count (median)")
-    parser.add_argument("--barrier-timeout", type=float, default=60.0,
-                        help="seconds a worker waits at the start barrier for the others")
-    parser.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK"),
-                        help="flock this file around each host count (the machine's heavy lock; default $DTFBENCH_LOCK)")
+    parser.add_argument(
+        "--barrier-timeout", type=float, default=60.0, help="seconds a worker waits at the start barrier for the others"
+    )
+    parser.add_argument(
+        "--lock",
+        default=os.environ.get("DTFBENCH_LOCK"),
+        help="flock this file around each host count (the machine's heavy lock; default $DTFBENCH_LOCK)",
+    )
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-controller-scaling"))
     parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "controller_scaling.json")
     args = parser.parse_args(argv)
@@ -189,9 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     first, last = results[0], results[-1]
     report = {
         "benchmark": "controller_scaling",
-        "what": ("one run's launch (roles/tf_cluster: layout, check, start and wait, stop), 1 PS + 1 worker per "
-                 "test-bed host, barrier stand-in tasks (tests/testbed/barrier_task.py); controller CPU-seconds "
-                 "(ansible-playbook, its children, its SSH masters) and wall time"),
+        "what": (
+            "one run's launch (roles/tf_cluster: layout, check, start and wait, stop), 1 PS + 1 worker per "
+            "test-bed host, barrier stand-in tasks (tests/testbed/barrier_task.py); controller CPU-seconds "
+            "(ansible-playbook, its children, its SSH masters) and wall time"
+        ),
         "forks": forks,
         "per_host_count": results,
         "controller_cpu_s_per_host": {str(r["hosts"]): r["controller_cpu_s_per_host"] for r in results},
@@ -204,10 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     for r in results:
-        print(f"{r['hosts']:>3} hosts: controller {r['controller_cpu_s_per_host']:.3f} CPU-s per host "
-              f"((CPU({r['hosts']}) {r['median'][str(r['hosts'])]['controller_cpu_s']:.1f} s - CPU(1) "
-              f"{r['median']['1']['controller_cpu_s']:.1f} s) / {r['hosts'] - 1}); launch wall {r['wall_s']:.1f} s "
-              f"(1 host {r['wall_s_1_host']:.1f} s)")
+        print(
+            f"{r['hosts']:>3} hosts: controller {r['controller_cpu_s_per_host']:.3f} CPU-s per host "
+            f"((CPU({r['hosts']}) {r['median'][str(r['hosts'])]['controller_cpu_s']:.1f} s - CPU(1) "
+            f"{r['median']['1']['controller_cpu_s']:.1f} s) / {r['hosts'] - 1}); launch wall {r['wall_s']:.1f} s "
+            f"(1 host {r['wall_s_1_host']:.1f} s)"
+        )
     print(f"per-host cost at {last['hosts']} / at {first['hosts']}: {report['ratio']:.2f} (goal <= 1.2); forks {forks}")
     print(f"written to {args.output}")
     return 0

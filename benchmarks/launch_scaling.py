@@ -76,11 +76,12 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from bench_env import ROOT, ansible_env, held  # noqa: E402
-sys.path.insert(0, str(ROOT / "tests" / "testbed"))
-import testbed  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import bare_fanout  # noqa: E402
+import testbed  # noqa: E402
 from bare_launcher import node_specs  # noqa: E402
+
 from dtfbench.plan.layout import compute_layout  # noqa: E402
 
 PLAYBOOK = """
@@ -150,33 +151,46 @@ def kill_ssh_masters(state: dict) -> None:
 def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int, env: dict) -> dict:
     run_id = f"launch-scaling-{hosts}-{'warm' if warm else 'cold'}-{run_no}-{os.getpid()}"
     book = workdir / f"{run_id}.yml"
-    book.write_text(PLAYBOOK.format(run_id=run_id, script=Path(__file__).resolve(), gpus=hosts,
-                                    warm=str(warm).lower()))
+    book.write_text(PLAYBOOK.format(run_id=run_id, script=Path(__file__).resolve(), gpus=hosts, warm=str(warm).lower()))
     if not warm:
         kill_ssh_masters(state)
     limit = "tf_nodes" if hosts > 1 else "node01"
     nodes_before = sum(testbed.cpu_seconds(state).values())
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    done = subprocess.run(["ansible-playbook", "-i", str(Path(state["dir"]) / "hosts.yml"), "--limit", limit,
-                           str(book)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["ansible-playbook", "-i", str(Path(state["dir"]) / "hosts.yml"), "--limit", limit, str(book)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     wall = time.monotonic() - started
     children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    controller_cpu = ((children_after.ru_utime + children_after.ru_stime)
-                      - (children_before.ru_utime + children_before.ru_stime))
+    controller_cpu = (children_after.ru_utime + children_after.ru_stime) - (
+        children_before.ru_utime + children_before.ru_stime
+    )
     nodes_cpu = sum(testbed.cpu_seconds(state).values()) - nodes_before
     if done.returncode != 0:
         failed_log = workdir.parent / f"launch-scaling-failed-{hosts}.log"
         failed_log.write_text(done.stdout + done.stderr)
-        raise SystemExit(f"launch with {hosts} hosts failed (whole output: {failed_log}):\n{done.stdout[-4000:]}\n"
-                         f"{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"launch with {hosts} hosts failed (whole output: {failed_log}):\n{done.stdout[-4000:]}\n"
+            f"{done.stderr[-2000:]}"
+        )
     line = next(part for part in done.stdout.splitlines() if "LAUNCH_SCALING" in part)
     measured = json.loads(re.search(r"\{.*\}", line.split("LAUNCH_SCALING", 1)[1]).group(0))
-    return {"seconds": measured["seconds"], "tasks": measured["tasks"], "playbook_wall_s": wall,
-            # CPU of the whole playbook run: ansible-playbook and its children on the controller
-            # (not the detached ControlPersist masters), and the nodes' processes (their cgroups).
-            "controller_cpu_s": controller_cpu, "nodes_cpu_s": nodes_cpu,
-            "load_avg_1min": os.getloadavg()[0]}
+    return {
+        "seconds": measured["seconds"],
+        "tasks": measured["tasks"],
+        "playbook_wall_s": wall,
+        # CPU of the whole playbook run: ansible-playbook and its children on the controller
+        # (not the detached ControlPersist masters), and the nodes' processes (their cgroups).
+        "controller_cpu_s": controller_cpu,
+        "nodes_cpu_s": nodes_cpu,
+        "load_avg_1min": os.getloadavg()[0],
+    }
 
 
 def bare_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int) -> dict:
@@ -187,8 +201,9 @@ def bare_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int) ->
     layout = compute_layout(node_specs(state, hosts), hosts, hosts)
     control_dir = workdir / "ssh"
     control_dir.mkdir(exist_ok=True)
-    seconds = bare_fanout.launch(state, layout, [state["python"], str(Path(__file__).resolve())], run_id,
-                                 control_dir, workdir, warm)
+    seconds = bare_fanout.launch(
+        state, layout, [state["python"], str(Path(__file__).resolve())], run_id, control_dir, workdir, warm
+    )
     return {"seconds": seconds, "tasks": len(layout["tasks"]), "load_avg_1min": os.getloadavg()[0]}
 
 
@@ -200,8 +215,10 @@ def summarize(samples: dict[str, list[dict]], n: int, repeats: int) -> dict:
 
     report = {
         "benchmark": "launch_scaling",
-        "what": ("time from the first remote task until every task listens, library/tf_host_run.py state=started, "
-                 "1 PS + 1 worker per host, tiny listener program (no TensorFlow), test-bed hosts over SSH"),
+        "what": (
+            "time from the first remote task until every task listens, library/tf_host_run.py state=started, "
+            "1 PS + 1 worker per host, tiny listener program (no TensorFlow), test-bed hosts over SSH"
+        ),
         "hosts": [1, n],
         "repeats": repeats,
         "start_s": {"1": median("1-cold", "seconds"), str(n): median(f"{n}-cold", "seconds")},
@@ -225,9 +242,11 @@ def summarize(samples: dict[str, list[dict]], n: int, repeats: int) -> dict:
     cpu = report["playbook_cpu_s"]
     report["cpu_utilisation"] = {
         key: round((cpu["controller"][key] + cpu["nodes"][key]) / (report["playbook_wall_s"][key] * cores), 3)
-        for key in ("1", str(n))}
+        for key in ("1", str(n))
+    }
     report["cpu_s_per_extra_host"] = {
-        part: round((cpu[part][str(n)] - cpu[part]["1"]) / max(n - 1, 1), 3) for part in ("controller", "nodes")}
+        part: round((cpu[part][str(n)] - cpu[part]["1"]) / max(n - 1, 1), 3) for part in ("controller", "nodes")
+    }
     report["bare_start_s"] = {"1": median("bare-1-cold", "seconds"), str(n): median(f"bare-{n}-cold", "seconds")}
     report["bare_start_warm_s"] = {"1": median("bare-1-warm", "seconds"), str(n): median(f"bare-{n}-warm", "seconds")}
     # Issue #19: ours against the bare fan-out on the same hosts, the same run (goal <= 1.5).
@@ -244,8 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK"),
-                        help="flock this file for the whole run (the machine's heavy lock; default $DTFBENCH_LOCK)")
+    parser.add_argument(
+        "--lock",
+        default=os.environ.get("DTFBENCH_LOCK"),
+        help="flock this file for the whole run (the machine's heavy lock; default $DTFBENCH_LOCK)",
+    )
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-launch-scaling"))
     parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "launch_scaling.json")
     args = parser.parse_args(argv)
@@ -268,15 +290,21 @@ def measure(args) -> int:
                     key = f"{hosts}-{'warm' if warm else 'cold'}"
                     result = one_run(state, workdir, hosts, warm, run_no, env)
                     samples.setdefault(key, []).append(result)
-                    print(f"{key:>9}: start {result['seconds']:.2f} s ({result['tasks']} tasks), "
-                          f"playbook {result['playbook_wall_s']:.2f} s, CPU controller "
-                          f"{result['controller_cpu_s']:.1f} s + nodes {result['nodes_cpu_s']:.1f} s, "
-                          f"load {result['load_avg_1min']:.1f}", flush=True)
+                    print(
+                        f"{key:>9}: start {result['seconds']:.2f} s ({result['tasks']} tasks), "
+                        f"playbook {result['playbook_wall_s']:.2f} s, CPU controller "
+                        f"{result['controller_cpu_s']:.1f} s + nodes {result['nodes_cpu_s']:.1f} s, "
+                        f"load {result['load_avg_1min']:.1f}",
+                        flush=True,
+                    )
                     # The bare fan-out right after, on the same hosts, the same way (cold or warm).
                     bare = bare_run(state, workdir, hosts, warm, run_no)
                     samples.setdefault(f"bare-{key}", []).append(bare)
-                    print(f"{'bare-' + key:>14}: start {bare['seconds']:.2f} s ({bare['tasks']} tasks), "
-                          f"load {bare['load_avg_1min']:.1f}", flush=True)
+                    print(
+                        f"{'bare-' + key:>14}: start {bare['seconds']:.2f} s ({bare['tasks']} tasks), "
+                        f"load {bare['load_avg_1min']:.1f}",
+                        flush=True,
+                    )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         testbed.down(args.dir)
@@ -286,22 +314,30 @@ def measure(args) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     cpu = report["playbook_cpu_s"]
-    print(f"start of all tasks, {n} hosts / 1 host: {report['ratio']:.2f} cold "
-          f"({report['start_s'][str(n)]:.2f} s / {report['start_s']['1']:.2f} s), "
-          f"{report['ratio_warm']:.2f} warm ({report['start_warm_s'][str(n)]:.2f} s / "
-          f"{report['start_warm_s']['1']:.2f} s); whole playbook {report['ratio_playbook_wall']:.2f}; goal <= 1.5")
-    print(f"against the bare fan-out (xargs -P ssh, the same supervisor, waiting for the ports), {n} hosts: "
-          f"{report['ratio_to_bare']:.2f} cold ({report['start_s'][str(n)]:.2f} s / {report['bare_start_s'][str(n)]:.2f} s), "
-          f"{report['ratio_to_bare_warm']:.2f} warm ({report['start_warm_s'][str(n)]:.2f} s / "
-          f"{report['bare_start_warm_s'][str(n)]:.2f} s); goal <= 1.5; the bare fan-out's own {n}/1: "
-          f"{report['bare_ratio']:.2f} cold")
-    print(f"CPU of a whole playbook, 1 host: controller {cpu['controller']['1']:.1f} s + nodes {cpu['nodes']['1']:.1f} s; "
-          f"{n} hosts: controller {cpu['controller'][str(n)]:.1f} s + nodes {cpu['nodes'][str(n)]:.1f} s "
-          f"(all on this machine's {os.cpu_count()} cores)")
+    print(
+        f"start of all tasks, {n} hosts / 1 host: {report['ratio']:.2f} cold "
+        f"({report['start_s'][str(n)]:.2f} s / {report['start_s']['1']:.2f} s), "
+        f"{report['ratio_warm']:.2f} warm ({report['start_warm_s'][str(n)]:.2f} s / "
+        f"{report['start_warm_s']['1']:.2f} s); whole playbook {report['ratio_playbook_wall']:.2f}; goal <= 1.5"
+    )
+    print(
+        f"against the bare fan-out (xargs -P ssh, the same supervisor, waiting for the ports), {n} hosts: "
+        f"{report['ratio_to_bare']:.2f} cold ({report['start_s'][str(n)]:.2f} s / {report['bare_start_s'][str(n)]:.2f} s), "
+        f"{report['ratio_to_bare_warm']:.2f} warm ({report['start_warm_s'][str(n)]:.2f} s / "
+        f"{report['bare_start_warm_s'][str(n)]:.2f} s); goal <= 1.5; the bare fan-out's own {n}/1: "
+        f"{report['bare_ratio']:.2f} cold"
+    )
+    print(
+        f"CPU of a whole playbook, 1 host: controller {cpu['controller']['1']:.1f} s + nodes {cpu['nodes']['1']:.1f} s; "
+        f"{n} hosts: controller {cpu['controller'][str(n)]:.1f} s + nodes {cpu['nodes'][str(n)]:.1f} s "
+        f"(all on this machine's {os.cpu_count()} cores)"
+    )
     busy = report["cpu_utilisation"]
     extra = report["cpu_s_per_extra_host"]
-    print(f"cores busy over the playbook: {busy['1']:.0%} with 1 host, {busy[str(n)]:.0%} with {n}; each extra host "
-          f"costs controller {extra['controller']:.2f} + node {extra['nodes']:.2f} CPU-s")
+    print(
+        f"cores busy over the playbook: {busy['1']:.0%} with 1 host, {busy[str(n)]:.0%} with {n}; each extra host "
+        f"costs controller {extra['controller']:.2f} + node {extra['nodes']:.2f} CPU-s"
+    )
     print(f"written to {args.output}")
     return 0
 

@@ -42,13 +42,13 @@ import uuid
 from pathlib import Path
 
 import yaml
-
 from bench_env import ROOT, ansible_env, held  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
+import bare_launcher  # noqa: E402
 import testbed  # noqa: E402
 
-import bare_launcher  # noqa: E402
 from dtfbench.results import store  # noqa: E402
 
 
@@ -57,12 +57,40 @@ def ours_sweep(args, inventory: Path, db: Path, env: dict, log: Path) -> dict:
     sweep_id = f"p1-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
     done = subprocess.run(
-        ["ansible-playbook", "run-benchmark.yml", "-i", str(inventory), "-e", "system=testbed",
-         "-e", f"gpus={args.hosts}", "-e", "num_ps=1", "-e", f"model={args.model}", "-e", f"batch_size={args.batch_size}",
-         "-e", f"image_size={args.image_size}", "-e", f"repetitions={args.repetitions}",
-         "-e", f"warmup_steps={args.warmup_steps}",
-         "-e", f"steps={args.steps}", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+        [
+            "ansible-playbook",
+            "run-benchmark.yml",
+            "-i",
+            str(inventory),
+            "-e",
+            "system=testbed",
+            "-e",
+            f"gpus={args.hosts}",
+            "-e",
+            "num_ps=1",
+            "-e",
+            f"model={args.model}",
+            "-e",
+            f"batch_size={args.batch_size}",
+            "-e",
+            f"image_size={args.image_size}",
+            "-e",
+            f"repetitions={args.repetitions}",
+            "-e",
+            f"warmup_steps={args.warmup_steps}",
+            "-e",
+            f"steps={args.steps}",
+            "-e",
+            f"sweep_id={sweep_id}",
+            "-e",
+            f"results_db={db}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     wall = time.monotonic() - started
     # The playbook's own output, for a per-task breakdown (ANSIBLE_CALLBACKS_ENABLED=
     # ansible.posix.profile_tasks adds each task's time to it).
@@ -77,45 +105,80 @@ def ours_sweep(args, inventory: Path, db: Path, env: dict, log: Path) -> dict:
     per_run = []
     for run in runs:
         walls = [w["wall_time"] for w in run["worker_results"]]
-        per_run.append({
-            "run_id": run["run_id"],
-            "training_s": max(w["run"] for w in walls),
-            "tf_start_s": max((w.get("import") or 0) + (w.get("session_ready") or 0) for w in walls),
-            "images_per_sec": run["images_per_sec"],
-        })
+        per_run.append(
+            {
+                "run_id": run["run_id"],
+                "training_s": max(w["run"] for w in walls),
+                "tf_start_s": max((w.get("import") or 0) + (w.get("session_ready") or 0) for w in walls),
+                "images_per_sec": run["images_per_sec"],
+            }
+        )
     return {"wall_s": wall, "runs": per_run}
 
 
 def train_args(args) -> list[str]:
     """The workload's flags as roles/benchmark/tasks/run.yml builds them for this sweep (system=testbed)."""
     testbed_profile = yaml.safe_load((ROOT / "playbooks" / "vars" / "systems" / "testbed.yml").read_text())
-    return (["--variable_update", "parameter_server", "--model", args.model, "--batch_size", str(args.batch_size),
-             "--num_gpus", "1", "--num_warmup_batches", str(args.warmup_steps), "--num_batches", str(args.steps),
-             "--step_timeout", "120", "--startup_timeout", "300", "--image_size", str(args.image_size)]
-            + [str(a) for a in testbed_profile["system_defaults"].get("extra_args", [])])
+    return [
+        "--variable_update",
+        "parameter_server",
+        "--model",
+        args.model,
+        "--batch_size",
+        str(args.batch_size),
+        "--num_gpus",
+        "1",
+        "--num_warmup_batches",
+        str(args.warmup_steps),
+        "--num_batches",
+        str(args.steps),
+        "--step_timeout",
+        "120",
+        "--startup_timeout",
+        "300",
+        "--image_size",
+        str(args.image_size),
+    ] + [str(a) for a in testbed_profile["system_defaults"].get("extra_args", [])]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=4)
-    parser.add_argument("--repetitions", type=int, default=None,
-                        help="runs per sweep (default 3; 1 with --study, whose runs take ~3 min each here)")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="rounds of (our sweep, the bare launcher's sweep), one after the other (default 2)")
+    parser.add_argument(
+        "--repetitions",
+        type=int,
+        default=None,
+        help="runs per sweep (default 3; 1 with --study, whose runs take ~3 min each here)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="rounds of (our sweep, the bare launcher's sweep), one after the other (default 2)",
+    )
     parser.add_argument("--steps", type=int, default=100, help="measured steps per run (plus --warmup-steps)")
     parser.add_argument("--warmup-steps", type=int, default=10)
     parser.add_argument("--model", default="trivial")
     parser.add_argument("--image-size", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--study", action="store_true",
-                        help="the study's workload: inception3 (InceptionV3), 10 warm-up + 100 measured steps, at the smallest "
-                             "image size InceptionV3 takes (75 px; CPU only) and --batch-size")
-    parser.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK"),
-                        help="flock this file around each round (the machine's heavy lock; default $DTFBENCH_LOCK)")
+    parser.add_argument(
+        "--study",
+        action="store_true",
+        help="the study's workload: inception3 (InceptionV3), 10 warm-up + 100 measured steps, at the smallest "
+        "image size InceptionV3 takes (75 px; CPU only) and --batch-size",
+    )
+    parser.add_argument(
+        "--lock",
+        default=os.environ.get("DTFBENCH_LOCK"),
+        help="flock this file around each round (the machine's heavy lock; default $DTFBENCH_LOCK)",
+    )
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-orchestration"))
-    parser.add_argument("--output", type=Path, default=None,
-                        help="default results/benchmarks/orchestration_overhead.json "
-                             "(orchestration_overhead_study.json with --study)")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="default results/benchmarks/orchestration_overhead.json (orchestration_overhead_study.json with --study)",
+    )
     args = parser.parse_args(argv)
     if args.study:
         args.model, args.image_size, args.warmup_steps, args.steps = "inception3", 75, 10, 100
@@ -143,14 +206,18 @@ def main(argv: list[str] | None = None) -> int:
             control_dir = Path(tempfile.mkdtemp(prefix="p1-bare-ssh-"))
             try:
                 ours = ours_sweep(args, args.dir / "hosts.yml", db, env, log)
-                bare = bare_launcher.sweep(state, args.hosts, 1, args.repetitions, program, train_args(args),
-                                           control_dir)
+                bare = bare_launcher.sweep(
+                    state, args.hosts, 1, args.repetitions, program, train_args(args), control_dir
+                )
             finally:
                 testbed.down(args.dir)
                 shutil.rmtree(control_dir, ignore_errors=True)
         rounds.append({"ours": ours, "bare": bare, "load_avg_1min": round(os.getloadavg()[0], 2)})
-        print(f"round {number + 1}: ours {ours['wall_s']:.1f} s, bare {bare['wall_s']:.1f} s "
-              f"({ours['wall_s'] / bare['wall_s']:.2f}), load {rounds[-1]['load_avg_1min']}", flush=True)
+        print(
+            f"round {number + 1}: ours {ours['wall_s']:.1f} s, bare {bare['wall_s']:.1f} s "
+            f"({ours['wall_s'] / bare['wall_s']:.2f}), load {rounds[-1]['load_avg_1min']}",
+            flush=True,
+        )
 
     per_run = [run for r in rounds for run in r["ours"]["runs"]]
     bare_runs = [run for r in rounds for run in r["bare"]["runs"]]
@@ -161,40 +228,59 @@ def main(argv: list[str] | None = None) -> int:
     n_runs = len(per_run)
     report = {
         "benchmark": "orchestration_overhead",
-        "what": (f"run-benchmark.yml wall time / the bare launcher's (plain ssh, the study's method, no sleeps) "
-                 f"and / the workers' training time; {args.hosts} test-bed hosts, {args.rounds} rounds of a sweep of "
-                 f"{args.repetitions} repetitions each side, model {args.model} at {args.image_size} px, "
-                 f"batch {args.batch_size}, {args.steps} + {args.warmup_steps} steps"),
+        "what": (
+            f"run-benchmark.yml wall time / the bare launcher's (plain ssh, the study's method, no sleeps) "
+            f"and / the workers' training time; {args.hosts} test-bed hosts, {args.rounds} rounds of a sweep of "
+            f"{args.repetitions} repetitions each side, model {args.model} at {args.image_size} px, "
+            f"batch {args.batch_size}, {args.steps} + {args.warmup_steps} steps"
+        ),
         "playbook_wall_s": wall,
         "bare_wall_s": bare_wall,
         "ratio_to_bare": wall / bare_wall,
         "goal_to_bare": 1.10,
-        "images_per_sec": {"ours": statistics.mean(r["images_per_sec"] for r in per_run),
-                           "bare": statistics.mean(r["images_per_sec"] for r in bare_runs)},
+        "images_per_sec": {
+            "ours": statistics.mean(r["images_per_sec"] for r in per_run),
+            "bare": statistics.mean(r["images_per_sec"] for r in bare_runs),
+        },
         "training_s": training,
         "ratio": wall / training,
         "goal": 1.15,
         "tf_start_s": tf_start,
         "orchestration_s": wall - training - tf_start,
         "ratio_without_tf_start": (wall - tf_start) / training,
-        "workload": {"model": args.model, "image_size": args.image_size, "batch_size": args.batch_size,
-                     "warmup_steps": args.warmup_steps, "steps": args.steps},
+        "workload": {
+            "model": args.model,
+            "image_size": args.image_size,
+            "batch_size": args.batch_size,
+            "warmup_steps": args.warmup_steps,
+            "steps": args.steps,
+        },
         "repetitions": args.repetitions,
-        "rounds": [{"ours_wall_s": r["ours"]["wall_s"], "bare_wall_s": r["bare"]["wall_s"],
-                    "load_avg_1min": r["load_avg_1min"]} for r in rounds],
+        "rounds": [
+            {
+                "ours_wall_s": r["ours"]["wall_s"],
+                "bare_wall_s": r["bare"]["wall_s"],
+                "load_avg_1min": r["load_avg_1min"],
+            }
+            for r in rounds
+        ],
         "runs": per_run,
         "bare_runs": bare_runs,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": args.hosts},
     }
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     rates = report["images_per_sec"]
-    print(f"sweep wall, ours {wall:.1f} s / bare launcher {bare_wall:.1f} s = {report['ratio_to_bare']:.2f} "
-          f"(goal <= 1.10); images/sec per run, ours {rates['ours']:.1f}, bare {rates['bare']:.1f}")
+    print(
+        f"sweep wall, ours {wall:.1f} s / bare launcher {bare_wall:.1f} s = {report['ratio_to_bare']:.2f} "
+        f"(goal <= 1.10); images/sec per run, ours {rates['ours']:.1f}, bare {rates['bare']:.1f}"
+    )
     print(f"sweep wall {wall:.1f} s / training {training:.1f} s = {report['ratio']:.2f} (goal <= 1.15)")
-    print(f"  of the {wall - training:.1f} s outside training: TF start in the tasks {tf_start:.1f} s, "
-          f"orchestration {report['orchestration_s']:.1f} s "
-          f"({report['orchestration_s'] / n_runs:.1f} s per run); "
-          f"without the TF start the ratio is {report['ratio_without_tf_start']:.2f}")
+    print(
+        f"  of the {wall - training:.1f} s outside training: TF start in the tasks {tf_start:.1f} s, "
+        f"orchestration {report['orchestration_s']:.1f} s "
+        f"({report['orchestration_s'] / n_runs:.1f} s per run); "
+        f"without the TF start the ratio is {report['ratio_without_tf_start']:.2f}"
+    )
     print(f"written to {args.output}")
     return 0
 

@@ -50,7 +50,7 @@ if len(sys.argv) == 6 and sys.argv[1] == "--raw-get":
     from concurrent.futures import ThreadPoolExecutor
 
     _, _, client_kind, url, dest, workers = sys.argv
-    bucket, _, prefix = url[len("s3://"):].partition("/")
+    bucket, _, prefix = url[len("s3://") :].partition("/")
     if client_kind == "shared":
         from dtfbench.node import s3sync
 
@@ -60,8 +60,11 @@ if len(sys.argv) == 6 and sys.argv[1] == "--raw-get":
         from botocore.config import Config
 
         client = boto3.client("s3", config=Config(max_pool_connections=int(workers) + 4))
-    keys = [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/")
-            for o in page.get("Contents", [])]
+    keys = [
+        o["Key"]
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/")
+        for o in page.get("Contents", [])
+    ]
     os.makedirs(dest, exist_ok=True)
 
     def get(key):
@@ -115,8 +118,10 @@ def engines(url: str, workers: int, endpoint: str, baseline_src: str | None) -> 
     if tool("aws"):
         found["aws"] = lambda d: ([tool("aws"), "s3", "sync", url, d, "--only-show-errors"], {})
     if tool("s5cmd"):
-        found["s5cmd"] = lambda d: ([tool("s5cmd"), "--endpoint-url", endpoint, "--numworkers", str(workers),
-                                     "sync", url + "/*", d + "/"], {})
+        found["s5cmd"] = lambda d: (
+            [tool("s5cmd"), "--endpoint-url", endpoint, "--numworkers", str(workers), "sync", url + "/*", d + "/"],
+            {},
+        )
     return found
 
 
@@ -130,8 +135,9 @@ def run(command: tuple[list[str], dict], env: dict) -> tuple[float, float]:
     """Run one engine; (wall seconds, CPU seconds of its process and children: user + system)."""
     argv, extra_env = command
     started = time.monotonic()
-    process = subprocess.Popen(argv, env={**env, **extra_env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen(
+        argv, env={**env, **extra_env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     stderr = process.stderr.read()
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.monotonic() - started
@@ -182,8 +188,11 @@ def measure_downloads(table, env, work: Path, objects: dict[str, int], repeats: 
             if (count, nbytes) != (len(objects), total):
                 raise RuntimeError(f"{name} left {count} files, {nbytes} bytes; expected {len(objects)}, {total}")
             runs[name].append((wall, cpu, server_cpu))
-            print(f"  round {round_no + 1} {name:18s} {wall:6.2f} s  {total / 1e6 / wall:7.1f} MB/s  "
-                  f"CPU {cpu:5.2f} s + moto {server_cpu:5.2f} s  load {os.getloadavg()[0]:.1f}", flush=True)
+            print(
+                f"  round {round_no + 1} {name:18s} {wall:6.2f} s  {total / 1e6 / wall:7.1f} MB/s  "
+                f"CPU {cpu:5.2f} s + moto {server_cpu:5.2f} s  load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
             shutil.rmtree(dest)
     return runs
 
@@ -209,8 +218,13 @@ def measure_noop(table, env, work: Path, repeats: int, client, url: str, shards:
         started = time.monotonic()
         s3sync.list_remote(client, bucket, prefix)
         listing.append(time.monotonic() - started)
-    return {"process": runs, "in_process": {"dtfbench engine (no interpreter start, no client creation)": engine_only,
-                                            "LIST alone": listing}}
+    return {
+        "process": runs,
+        "in_process": {
+            "dtfbench engine (no interpreter start, no client creation)": engine_only,
+            "LIST alone": listing,
+        },
+    }
 
 
 def main() -> int:
@@ -222,8 +236,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--noop-shards", type=int, default=1152)
-    parser.add_argument("--baseline-src", default=None,
-                        help="a source tree holding another dtfbench package, measured as dtfbench-baseline")
+    parser.add_argument(
+        "--baseline-src",
+        default=None,
+        help="a source tree holding another dtfbench package, measured as dtfbench-baseline",
+    )
     parser.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "staging.json"))
     parser.add_argument("--workdir", default=None, help="where the downloads go (default: a temporary directory)")
     args = parser.parse_args()
@@ -251,16 +268,30 @@ def main() -> int:
         total = sum(objects.values())
         print(f"uploading {len(objects)} objects, {total / 1e6:.0f} MB, to moto at {server.endpoint} ...", flush=True)
         upload(client, "data", objects)
-        runs = measure_downloads(engines(f"s3://{BUCKET}/data", args.workers, server.endpoint, args.baseline_src),
-                                 env, work, objects, args.repeats, server.process.pid)
+        runs = measure_downloads(
+            engines(f"s3://{BUCKET}/data", args.workers, server.endpoint, args.baseline_src),
+            env,
+            work,
+            objects,
+            args.repeats,
+            server.process.pid,
+        )
 
         print(f"no-op re-sync of {args.noop_shards} shards ...", flush=True)
         shards = {f"train-{i:05d}-of-01024": 64 for i in range(min(1024, args.noop_shards))}
         shards.update({f"validation-{i:05d}-of-00128": 64 for i in range(max(0, args.noop_shards - 1024))})
         upload(client, "imagenet", shards)
         noop_url = f"s3://{BUCKET}/imagenet"
-        noop = measure_noop(engines(noop_url, args.workers, server.endpoint, args.baseline_src), env, work,
-                            args.repeats, client, noop_url, len(shards), args.workers)
+        noop = measure_noop(
+            engines(noop_url, args.workers, server.endpoint, args.baseline_src),
+            env,
+            work,
+            args.repeats,
+            client,
+            noop_url,
+            len(shards),
+            args.workers,
+        )
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -275,25 +306,33 @@ def main() -> int:
     cpu_vs_raw = {name: round(total_cpu["raw"] / total_cpu[name], 3) for name in runs}
 
     print()
-    print(f"{len(objects)} objects, {total / 1e6:.0f} MB ({args.shards} x {args.shard_kb} KB + {args.large} x "
-          f"{args.large_mb} MB), {args.workers} parallel requests, {args.repeats} rounds; load average "
-          f"{load_before[0]:.1f} before, {load_after[0]:.1f} after, {os.cpu_count()} CPUs")
-    print(f"{'engine':18s} {'median s':>8s} {'range s':>11s} {'MB/s':>6s} {'x raw':>6s} {'x aws':>6s} "
-          f"{'x raw paired (range)':>21s} {'CPU s':>6s} {'moto s':>6s} {'CPU x raw':>9s}")
+    print(
+        f"{len(objects)} objects, {total / 1e6:.0f} MB ({args.shards} x {args.shard_kb} KB + {args.large} x "
+        f"{args.large_mb} MB), {args.workers} parallel requests, {args.repeats} rounds; load average "
+        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after, {os.cpu_count()} CPUs"
+    )
+    print(
+        f"{'engine':18s} {'median s':>8s} {'range s':>11s} {'MB/s':>6s} {'x raw':>6s} {'x aws':>6s} "
+        f"{'x raw paired (range)':>21s} {'CPU s':>6s} {'moto s':>6s} {'CPU x raw':>9s}"
+    )
     for name in runs:
         vs_aws = f"{rate[name] / rate['aws']:6.2f}" if "aws" in rate else "     -"
         paired = paired_vs_raw[name]
-        print(f"{name:18s} {wall[name]['median']:8.2f} {wall[name]['min']:5.2f}-{wall[name]['max']:5.2f} "
-              f"{rate[name]:6.1f} {rate[name] / rate['raw']:6.2f} {vs_aws} "
-              f"{paired['median']:8.2f} ({paired['min']:.2f}-{paired['max']:.2f}) {cpu[name]['median']:6.2f} "
-              f"{server_cpu[name]['median']:6.2f} {cpu_vs_raw[name]:9.2f}")
+        print(
+            f"{name:18s} {wall[name]['median']:8.2f} {wall[name]['min']:5.2f}-{wall[name]['max']:5.2f} "
+            f"{rate[name]:6.1f} {rate[name] / rate['raw']:6.2f} {vs_aws} "
+            f"{paired['median']:8.2f} ({paired['min']:.2f}-{paired['max']:.2f}) {cpu[name]['median']:6.2f} "
+            f"{server_cpu[name]['median']:6.2f} {cpu_vs_raw[name]:9.2f}"
+        )
     noop_process = {name: spread([w for w, _ in r]) for name, r in noop["process"].items()}
     noop_cpu = {name: spread([c for _, c in r]) for name, r in noop["process"].items()}
     noop_in_process = {name: spread(v) for name, v in noop["in_process"].items()}
     print(f"\nno-op re-sync of {len(shards)} shards, median (range) of {args.repeats}:")
     for name, s in noop_process.items():
-        print(f"  {name + ' (process)':60s} {s['median']:5.2f} s ({s['min']:.2f}-{s['max']:.2f}), "
-              f"{noop_cpu[name]['median']:.2f} s CPU")
+        print(
+            f"  {name + ' (process)':60s} {s['median']:5.2f} s ({s['min']:.2f}-{s['max']:.2f}), "
+            f"{noop_cpu[name]['median']:.2f} s CPU"
+        )
     for name, s in noop_in_process.items():
         print(f"  {name + ' (in-process)':60s} {s['median']:5.2f} s ({s['min']:.2f}-{s['max']:.2f})")
     goals = {
@@ -307,18 +346,41 @@ def main() -> int:
     print("\n" + "  ".join(f"{k}={v}" for k, v in goals.items()))
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "benchmark": "P3 staging", "when": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": platform.node(),
-        "cpus": os.cpu_count(), "load_average_before": load_before, "load_average_after": load_after,
-        "endpoint": "moto (loopback)", "objects": len(objects), "bytes": total, "workers": args.workers,
-        "repeats": args.repeats, "baseline_src": args.baseline_src,
-        "runs": {k: [{"wall_s": round(w, 3), "cpu_s": round(c, 3), "moto_cpu_s": round(s, 3)} for w, c, s in v]
-                 for k, v in runs.items()},
-        "wall_s": wall, "cpu_s": cpu, "moto_cpu_s": server_cpu, "mb_per_s": {k: round(v, 1) for k, v in rate.items()},
-        "paired_vs_raw": paired_vs_raw, "cpu_vs_raw": cpu_vs_raw,
-        "noop_shards": len(shards), "noop_process_s": noop_process, "noop_process_cpu_s": noop_cpu,
-        "noop_in_process_s": noop_in_process, **goals,
-    }, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "P3 staging",
+                "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "machine": platform.node(),
+                "cpus": os.cpu_count(),
+                "load_average_before": load_before,
+                "load_average_after": load_after,
+                "endpoint": "moto (loopback)",
+                "objects": len(objects),
+                "bytes": total,
+                "workers": args.workers,
+                "repeats": args.repeats,
+                "baseline_src": args.baseline_src,
+                "runs": {
+                    k: [{"wall_s": round(w, 3), "cpu_s": round(c, 3), "moto_cpu_s": round(s, 3)} for w, c, s in v]
+                    for k, v in runs.items()
+                },
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "moto_cpu_s": server_cpu,
+                "mb_per_s": {k: round(v, 1) for k, v in rate.items()},
+                "paired_vs_raw": paired_vs_raw,
+                "cpu_vs_raw": cpu_vs_raw,
+                "noop_shards": len(shards),
+                "noop_process_s": noop_process,
+                "noop_process_cpu_s": noop_cpu,
+                "noop_in_process_s": noop_in_process,
+                **goals,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"written to {out}")
     return 0
 

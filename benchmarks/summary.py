@@ -27,48 +27,111 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
     out = []
     # P1 with two workloads: the trivial model (orchestration at its largest share) and the
     # study's InceptionV3, 10 + 100 steps (--study).
-    p1_runs = [p for p in (_load(directory, "orchestration_overhead"), _load(directory, "orchestration_overhead_study"))
-               if p]
+    p1_runs = [
+        p for p in (_load(directory, "orchestration_overhead"), _load(directory, "orchestration_overhead_study")) if p
+    ]
     for p1 in p1_runs:
         load = p1.get("workload") or {"model": "trivial", "steps": "?", "warmup_steps": 10}
         if "ratio_to_bare" in p1:  # issue #19: against the bare launcher of the same run
             rates = p1["images_per_sec"]
-            out.append(("P1", f"run-benchmark.yml wall, {p1['machine']['hosts']} hosts, {len(p1['runs'])} runs, "
-                              f"{load['model']}: {p1['playbook_wall_s']:.0f} s, {rates['ours']:.1f} img/s",
-                        f"bare launcher (plain ssh) {p1['bare_wall_s']:.0f} s, {rates['bare']:.1f} img/s",
-                        p1["ratio_to_bare"], "<= 1.10", p1["ratio_to_bare"] <= 1.10))
-        out.append(("P1", f"run-benchmark.yml wall, {p1['machine']['hosts']} hosts, {len(p1['runs'])} reps, "
-                          f"{load['model']} {load['warmup_steps']}+{load['steps']} steps: {p1['playbook_wall_s']:.0f} s",
-                    f"workers' training time {p1['training_s']:.0f} s", p1["ratio"], "<= 1.15", p1["ratio"] <= 1.15))
+            out.append(
+                (
+                    "P1",
+                    f"run-benchmark.yml wall, {p1['machine']['hosts']} hosts, {len(p1['runs'])} runs, "
+                    f"{load['model']}: {p1['playbook_wall_s']:.0f} s, {rates['ours']:.1f} img/s",
+                    f"bare launcher (plain ssh) {p1['bare_wall_s']:.0f} s, {rates['bare']:.1f} img/s",
+                    p1["ratio_to_bare"],
+                    "<= 1.10",
+                    p1["ratio_to_bare"] <= 1.10,
+                )
+            )
+        out.append(
+            (
+                "P1",
+                f"run-benchmark.yml wall, {p1['machine']['hosts']} hosts, {len(p1['runs'])} reps, "
+                f"{load['model']} {load['warmup_steps']}+{load['steps']} steps: {p1['playbook_wall_s']:.0f} s",
+                f"workers' training time {p1['training_s']:.0f} s",
+                p1["ratio"],
+                "<= 1.15",
+                p1["ratio"] <= 1.15,
+            )
+        )
     if not p1_runs:
         out.append(("P1", "not run", "-", None, "<= 1.15", None))
     p2 = _load(directory, "launch_scaling")
-    out.append(("P2", f"start of all tasks on {p2['hosts'][1]} hosts {p2['start_s'][str(p2['hosts'][1])]:.1f} s"
-                if p2 else "not run", f"on 1 host {p2['start_s']['1']:.1f} s" if p2 else "-",
-                p2["ratio"] if p2 else None, "<= 1.5", p2["ratio"] <= 1.5 if p2 else None))
+    out.append(
+        (
+            "P2",
+            f"start of all tasks on {p2['hosts'][1]} hosts {p2['start_s'][str(p2['hosts'][1])]:.1f} s"
+            if p2
+            else "not run",
+            f"on 1 host {p2['start_s']['1']:.1f} s" if p2 else "-",
+            p2["ratio"] if p2 else None,
+            "<= 1.5",
+            p2["ratio"] <= 1.5 if p2 else None,
+        )
+    )
     if p2 and "ratio_to_bare" in p2:
         n = str(p2["hosts"][1])
-        out.append(("P2", f"start of all tasks on {n} hosts {p2['start_s'][n]:.2f} s",
-                    f"bare fan-out (xargs -P ssh) {p2['bare_start_s'][n]:.2f} s", p2["ratio_to_bare"], "<= 1.5",
-                    p2["ratio_to_bare"] <= 1.5))
+        out.append(
+            (
+                "P2",
+                f"start of all tasks on {n} hosts {p2['start_s'][n]:.2f} s",
+                f"bare fan-out (xargs -P ssh) {p2['bare_start_s'][n]:.2f} s",
+                p2["ratio_to_bare"],
+                "<= 1.5",
+                p2["ratio_to_bare"] <= 1.5,
+            )
+        )
     scale = _load(directory, "controller_scaling")
     if scale:
         first, last = (str(h) for h in scale["ratio_hosts"])
         per_host = scale["controller_cpu_s_per_host"]
-        out.append(("#19", f"controller CPU per host at {last} hosts {per_host[last]:.3f} s",
-                    f"at {first} hosts {per_host[first]:.3f} s", scale["ratio"], "<= 1.2", scale["ratio"] <= 1.2))
+        out.append(
+            (
+                "#19",
+                f"controller CPU per host at {last} hosts {per_host[last]:.3f} s",
+                f"at {first} hosts {per_host[first]:.3f} s",
+                scale["ratio"],
+                "<= 1.2",
+                scale["ratio"] <= 1.2,
+            )
+        )
     p3 = _load(directory, "staging")
     if p3:
         ours = p3["mb_per_s"]["dtfbench"]
-        out.append(("P3", f"dataset sync {ours:.1f} MB/s", f"raw GET loop {p3['mb_per_s']['raw']:.1f} MB/s",
-                    p3["dtfbench_vs_raw"], ">= 0.9", p3["dtfbench_vs_raw"] >= 0.9))
+        out.append(
+            (
+                "P3",
+                f"dataset sync {ours:.1f} MB/s",
+                f"raw GET loop {p3['mb_per_s']['raw']:.1f} MB/s",
+                p3["dtfbench_vs_raw"],
+                ">= 0.9",
+                p3["dtfbench_vs_raw"] >= 0.9,
+            )
+        )
         vs_aws = p3.get("dtfbench_vs_aws")  # None when awscli was not installed
-        out.append(("P3", f"dataset sync {ours:.1f} MB/s",
-                    f"aws s3 sync {p3['mb_per_s']['aws']:.1f} MB/s" if vs_aws else "aws s3 sync: not installed",
-                    vs_aws, ">= 1.0", None if vs_aws is None else vs_aws >= 1.0))
+        out.append(
+            (
+                "P3",
+                f"dataset sync {ours:.1f} MB/s",
+                f"aws s3 sync {p3['mb_per_s']['aws']:.1f} MB/s" if vs_aws else "aws s3 sync: not installed",
+                vs_aws,
+                ">= 1.0",
+                None if vs_aws is None else vs_aws >= 1.0,
+            )
+        )
         # A new process, as a user's re-run pays it (interpreter start and boto3 included).
-        out.append(("P3", f"no-op re-sync of {p3['noop_shards']} shards {p3['noop_resync_s']:.2f} s", "2 s",
-                    p3["noop_resync_s"] / 2.0, "<= 1.0", p3["noop_resync_s"] < 2.0))
+        out.append(
+            (
+                "P3",
+                f"no-op re-sync of {p3['noop_shards']} shards {p3['noop_resync_s']:.2f} s",
+                "2 s",
+                p3["noop_resync_s"] / 2.0,
+                "<= 1.0",
+                p3["noop_resync_s"] < 2.0,
+            )
+        )
     else:
         out.append(("P3", "not run", "-", None, ">= 0.9", None))
     p4 = _load(directory, "workload_vs_tf_cnn")
@@ -79,16 +142,32 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
             model, setup, versus = key.split("/")
             peer = versus.removeprefix("ours_vs_")
             partial = "" if p4.get("complete", True) else " (run not complete)"
-            out.append(("P4", f"our workload, {model} {setup}, batch {p4['config']['batch_size']}{partial}: "
-                              f"{rates[f'{model}/{setup}/ours']:.1f} img/s",
-                        f"{peers[peer]} {rates[f'{model}/{setup}/{peer}']:.1f} img/s", ratio, ">= 1.0", ratio >= 1.0))
+            out.append(
+                (
+                    "P4",
+                    f"our workload, {model} {setup}, batch {p4['config']['batch_size']}{partial}: "
+                    f"{rates[f'{model}/{setup}/ours']:.1f} img/s",
+                    f"{peers[peer]} {rates[f'{model}/{setup}/{peer}']:.1f} img/s",
+                    ratio,
+                    ">= 1.0",
+                    ratio >= 1.0,
+                )
+            )
     else:
         out.append(("P4", "not run", "-", None, ">= 1.0", None))
     keras = _load(directory, "workload_vs_keras")
     if keras:
         ratio = keras["ratio_to_keras"]["ours_independent"]
-        out.append(("P4", f"our workload, {keras['config']['model']} {keras['config']['image_size']} px",
-                    "plain Keras loop, same CPU", ratio, ">= 0.95", ratio >= 0.95))
+        out.append(
+            (
+                "P4",
+                f"our workload, {keras['config']['model']} {keras['config']['image_size']} px",
+                "plain Keras loop, same CPU",
+                ratio,
+                ">= 0.95",
+                ratio >= 0.95,
+            )
+        )
     return out
 
 
@@ -96,8 +175,16 @@ def main(argv: list[str]) -> int:
     directory = Path(argv[0]) if argv else ROOT / "results" / "benchmarks"
     table = [("goal", "figure", "baseline (same run)", "ratio", "target", "met")]
     for ident, figure, baseline, ratio, goal, met in rows(directory):
-        table.append((ident, figure, baseline, "-" if ratio is None else f"{ratio:.2f}", goal,
-                      "-" if met is None else ("yes" if met else "NO")))
+        table.append(
+            (
+                ident,
+                figure,
+                baseline,
+                "-" if ratio is None else f"{ratio:.2f}",
+                goal,
+                "-" if met is None else ("yes" if met else "NO"),
+            )
+        )
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for number, row in enumerate(table):
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())

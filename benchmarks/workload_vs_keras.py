@@ -47,9 +47,13 @@ def parse_args(argv=None):
     p.add_argument("--learning_rate", type=float, default=0.005)
     p.add_argument("--num_intra_threads", type=int, default=0, help="0: TF chooses (same for every variant)")
     p.add_argument("--num_inter_threads", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=1,
-                   help="rounds over all variants (interleaved, so load from other processes hits all alike);"
-                        " each variant's best rate counts")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="rounds over all variants (interleaved, so load from other processes hits all alike);"
+        " each variant's best rate counts",
+    )
     p.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "workload_vs_keras.json"))
     p.add_argument("--keras_child", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -65,6 +69,7 @@ def child_env():
 
 
 # --- the Keras baseline (runs in a child process) -----------------------------------------
+
 
 def keras_child(args):
     import tensorflow as tf
@@ -98,32 +103,81 @@ def keras_child(args):
         float(train_step(images, labels))  # wait for each step, as our workload does
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     images = args.num_batches * args.batch_size
-    print(KERAS_PREFIX + json.dumps({"images_per_sec": images / elapsed, "images_per_cpu_second": images / cpu,
-                                     "seconds": elapsed, "tf_version": tf.__version__}), flush=True)
+    print(
+        KERAS_PREFIX
+        + json.dumps(
+            {
+                "images_per_sec": images / elapsed,
+                "images_per_cpu_second": images / cpu,
+                "seconds": elapsed,
+                "tf_version": tf.__version__,
+            }
+        ),
+        flush=True,
+    )
 
 
 # --- the variants ----------------------------------------------------------------------------
 
+
 def common_flags(args):
-    return ["--model", args.model, "--image_size", str(args.image_size), "--batch_size", str(args.batch_size),
-            "--num_warmup_batches", str(args.num_warmup_batches), "--num_batches", str(args.num_batches),
-            "--learning_rate", str(args.learning_rate), "--optimizer", "sgd", "--device", "cpu",
-            "--num_intra_threads", str(args.num_intra_threads), "--num_inter_threads", str(args.num_inter_threads),
-            "--display_every", str(max(1, args.num_batches)), "--step_timeout", "600"]
+    return [
+        "--model",
+        args.model,
+        "--image_size",
+        str(args.image_size),
+        "--batch_size",
+        str(args.batch_size),
+        "--num_warmup_batches",
+        str(args.num_warmup_batches),
+        "--num_batches",
+        str(args.num_batches),
+        "--learning_rate",
+        str(args.learning_rate),
+        "--optimizer",
+        "sgd",
+        "--device",
+        "cpu",
+        "--num_intra_threads",
+        str(args.num_intra_threads),
+        "--num_inter_threads",
+        str(args.num_inter_threads),
+        "--display_every",
+        str(max(1, args.num_batches)),
+        "--step_timeout",
+        "600",
+    ]
 
 
 def result_from(stdout, prefix):
     lines = [line for line in stdout.splitlines() if line.startswith(prefix)]
     if not lines:
         raise RuntimeError(f"no {prefix.strip()} line in:\n{stdout[-2000:]}")
-    return json.loads(lines[-1][len(prefix):])
+    return json.loads(lines[-1][len(prefix) :])
 
 
 def run_keras(args):
-    argv = [sys.executable, __file__, "--keras_child", "--model", args.model, "--image_size", str(args.image_size),
-            "--batch_size", str(args.batch_size), "--num_warmup_batches", str(args.num_warmup_batches),
-            "--num_batches", str(args.num_batches), "--learning_rate", str(args.learning_rate),
-            "--num_intra_threads", str(args.num_intra_threads), "--num_inter_threads", str(args.num_inter_threads)]
+    argv = [
+        sys.executable,
+        __file__,
+        "--keras_child",
+        "--model",
+        args.model,
+        "--image_size",
+        str(args.image_size),
+        "--batch_size",
+        str(args.batch_size),
+        "--num_warmup_batches",
+        str(args.num_warmup_batches),
+        "--num_batches",
+        str(args.num_batches),
+        "--learning_rate",
+        str(args.learning_rate),
+        "--num_intra_threads",
+        str(args.num_intra_threads),
+        "--num_inter_threads",
+        str(args.num_inter_threads),
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, env=child_env(), timeout=1800)
     if done.returncode:
         raise RuntimeError(f"keras baseline failed:\n{done.stderr[-3000:]}")
@@ -147,14 +201,32 @@ def run_independent(args):
 
 def run_parameter_server(args):
     ps_port, worker_port = free_ports(2)
-    cluster = ["--variable_update", "parameter_server", "--ps_hosts", f"127.0.0.1:{ps_port}",
-               "--worker_hosts", f"127.0.0.1:{worker_port}", *common_flags(args)]
+    cluster = [
+        "--variable_update",
+        "parameter_server",
+        "--ps_hosts",
+        f"127.0.0.1:{ps_port}",
+        "--worker_hosts",
+        f"127.0.0.1:{worker_port}",
+        *common_flags(args),
+    ]
     base = [sys.executable, "-m", "dtfbench.train", *cluster]
-    ps = subprocess.Popen([*base, "--job_name", "ps", "--task_index", "0"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, env=child_env(), start_new_session=True)
+    ps = subprocess.Popen(
+        [*base, "--job_name", "ps", "--task_index", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        start_new_session=True,
+    )
     try:
-        done = subprocess.run([*base, "--job_name", "worker", "--task_index", "0"], capture_output=True, text=True,
-                              env=child_env(), timeout=1800)
+        done = subprocess.run(
+            [*base, "--job_name", "worker", "--task_index", "0"],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            timeout=1800,
+        )
         if done.returncode:
             raise RuntimeError(f"parameter_server worker failed:\n{done.stderr[-3000:]}")
         ps.wait(timeout=60)
@@ -171,8 +243,11 @@ def main(argv=None):
         keras_child(args)
         return 0
     started = time.monotonic()
-    variants = (("keras", run_keras), ("ours_independent", run_independent),
-                ("ours_parameter_server", run_parameter_server))
+    variants = (
+        ("keras", run_keras),
+        ("ours_independent", run_independent),
+        ("ours_parameter_server", run_parameter_server),
+    )
     samples = {name: [] for name, _ in variants}
     cpu_samples = {name: [] for name, _ in variants}
     for round_number in range(1, args.repeats + 1):
@@ -180,20 +255,24 @@ def main(argv=None):
             rate, per_cpu = function(args)
             samples[name].append(rate)
             cpu_samples[name].append(per_cpu)
-            print(f"round {round_number}: {name:24s} {rate:8.1f} images/sec {per_cpu:8.1f} images/CPU-second",
-                  flush=True)
+            print(
+                f"round {round_number}: {name:24s} {rate:8.1f} images/sec {per_cpu:8.1f} images/CPU-second", flush=True
+            )
     rates = {name: max(values) for name, values in samples.items()}
     per_cpu = {name: max(values) for name, values in cpu_samples.items()}
     for name in rates:
-        print(f"{name:24s} {rates[name]:8.1f} images/sec {per_cpu[name]:8.1f} images/CPU-second"
-              f" (best of {args.repeats})")
+        print(
+            f"{name:24s} {rates[name]:8.1f} images/sec {per_cpu[name]:8.1f} images/CPU-second (best of {args.repeats})"
+        )
     ours = ("ours_independent", "ours_parameter_server")
     ratios = {name: rates[name] / rates["keras"] for name in ours}
     cpu_ratios = {name: per_cpu[name] / per_cpu["keras"] for name in ours}
     for name in ours:
         verdict = "meets" if ratios[name] >= GOAL else "below"
-        print(f"ratio {name}/keras = {ratios[name]:.3f} ({verdict} the goal {GOAL});"
-              f" per CPU-second {cpu_ratios[name]:.3f}")
+        print(
+            f"ratio {name}/keras = {ratios[name]:.3f} ({verdict} the goal {GOAL});"
+            f" per CPU-second {cpu_ratios[name]:.3f}"
+        )
     report = {
         "config": {k: v for k, v in vars(args).items() if k not in ("keras_child", "output")},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},

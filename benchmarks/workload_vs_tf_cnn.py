@@ -46,9 +46,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 TF_CNN_COMMIT = "8fb79079265933ad39bea628b777af662f5bf15d"  # tensorflow/benchmarks master, 2024-01
 STUDY_COMMIT = "a0d3d61"  # e-bug/distributed-tensorflow-benchmarks, the study's repository
-BUNDLES = {"tf_cnn": ("tensorflow-benchmarks.bundle", "https://github.com/tensorflow/benchmarks"),
-           "tf_cnn_study": ("distributed-tensorflow-benchmarks.bundle",
-                            "https://github.com/e-bug/distributed-tensorflow-benchmarks")}
+BUNDLES = {
+    "tf_cnn": ("tensorflow-benchmarks.bundle", "https://github.com/tensorflow/benchmarks"),
+    "tf_cnn_study": (
+        "distributed-tensorflow-benchmarks.bundle",
+        "https://github.com/e-bug/distributed-tensorflow-benchmarks",
+    ),
+}
 SCRIPT_DIRS = {"tf_cnn": "scripts/tf_cnn_benchmarks", "tf_cnn_study": "google-benchmarks/tf_cnn_benchmarks"}
 LEGS = ("ours", "tf_cnn", "tf_cnn_study")
 SETUPS = ("single", "ps1w2")
@@ -61,8 +65,12 @@ def parse_args(argv=None):
     p.add_argument("--models", nargs="+", default=["resnet50", "inception3", "vgg16", "alexnet"])
     p.add_argument("--setups", nargs="+", default=list(SETUPS), choices=SETUPS)
     p.add_argument("--legs", nargs="+", default=list(LEGS), choices=LEGS)
-    p.add_argument("--study_models", nargs="+", default=["resnet50", "inception3"],
-                   help="the models the study's program (TF 1.1, ~3x slower here) runs")
+    p.add_argument(
+        "--study_models",
+        nargs="+",
+        default=["resnet50", "inception3"],
+        help="the models the study's program (TF 1.1, ~3x slower here) runs",
+    )
     p.add_argument("--batch_size", type=int, default=16)
     p.add_argument("--num_warmup_batches", type=int, default=3)
     p.add_argument("--num_batches", type=int, default=10)
@@ -81,6 +89,7 @@ def parse_args(argv=None):
 
 # --- sources and environments -----------------------------------------------------------
 
+
 def cache_dir():
     return Path(os.environ.get("DTFBENCH_CACHE_DIR") or Path.home() / ".cache" / "dtfbench")
 
@@ -88,8 +97,11 @@ def cache_dir():
 def default_repo(leg):
     bundle, url = BUNDLES[leg]
     places = [Path(os.environ["DTFBENCH_MIRRORS"])] if os.environ.get("DTFBENCH_MIRRORS") else []
-    common = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                            capture_output=True, text=True).stdout.strip()
+    common = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     for base in [ROOT] + ([Path(common).parent] if common else []):
         places.append(base.parent / "shared" / "mirrors")
     return next((str(p / bundle) for p in places if (p / bundle).is_file()), url)
@@ -138,10 +150,17 @@ class Programs:
 
     def flags(self, leg, model):
         a = self.args
-        common = {"model": model, "batch_size": a.batch_size, "num_batches": a.num_batches,
-                  "num_warmup_batches": a.num_warmup_batches, "device": "cpu", "data_format": "NHWC",
-                  "num_intra_threads": a.num_intra_threads, "num_inter_threads": a.num_inter_threads,
-                  "display_every": a.num_batches}
+        common = {
+            "model": model,
+            "batch_size": a.batch_size,
+            "num_batches": a.num_batches,
+            "num_warmup_batches": a.num_warmup_batches,
+            "device": "cpu",
+            "data_format": "NHWC",
+            "num_intra_threads": a.num_intra_threads,
+            "num_inter_threads": a.num_inter_threads,
+            "display_every": a.num_batches,
+        }
         if leg == "ours":
             common.update(optimizer="sgd", step_timeout=a.timeout)
         else:
@@ -154,12 +173,19 @@ class Programs:
         if setup == "single":
             argv.append("--variable_update=independent" if leg == "ours" else "--variable_update=parameter_server")
         else:
-            argv += ["--variable_update=parameter_server", "--cross_replica_sync=true", f"--job_name={job}",
-                     f"--task_index={index}", f"--ps_hosts={ps_hosts}", f"--worker_hosts={worker_hosts}"]
+            argv += [
+                "--variable_update=parameter_server",
+                "--cross_replica_sync=true",
+                f"--job_name={job}",
+                f"--task_index={index}",
+                f"--ps_hosts={ps_hosts}",
+                f"--worker_hosts={worker_hosts}",
+            ]
         return argv, env, cwd
 
 
 # --- running a leg ----------------------------------------------------------------------
+
 
 def worker_rate(output, what):
     """The worker's mean images/sec over the measured steps (its last step line)."""
@@ -189,14 +215,25 @@ def run_leg(programs, leg, model, setup, timeout):
     try:
         for job, index in tasks:
             argv, env, cwd = programs.command(leg, model, setup, job, index, ps_hosts, worker_hosts)
-            processes.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                              env=env, cwd=cwd, start_new_session=True))
+            processes.append(
+                subprocess.Popen(
+                    argv,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    env=env,
+                    cwd=cwd,
+                    start_new_session=True,
+                )
+            )
         rates = []
         deadline = time.monotonic() + timeout
-        for (job, index), process in list(zip(tasks, processes))[1:]:
+        for (_job, index), process in list(zip(tasks, processes))[1:]:
             output, _ = process.communicate(timeout=max(1, deadline - time.monotonic()))
             if process.returncode:
-                raise RuntimeError(f"{leg} {model} worker {index} failed (exit {process.returncode}):\n{output[-3000:]}")
+                raise RuntimeError(
+                    f"{leg} {model} worker {index} failed (exit {process.returncode}):\n{output[-3000:]}"
+                )
             rates.append(worker_rate(output, f"{leg} {model} worker {index}"))
         return rates
     finally:
@@ -242,6 +279,7 @@ def write_report(args, legs, samples, started, complete):
 
 # --- main ---------------------------------------------------------------------------------
 
+
 def main(argv=None):
     args = parse_args(argv)
     started = time.monotonic()
@@ -260,10 +298,18 @@ def main(argv=None):
                         rates = run_leg(programs, leg, model, setup, args.timeout)
                         key = f"{model}/{setup}/{leg}"
                         samples.setdefault(key, []).append(
-                            {"images_per_sec": sum(rates), "workers": rates, "load_before": load,
-                             "load_after": os.getloadavg()})
-                        print(f"round {round_number + 1}: {model:10s} {setup:6s} {leg:13s} {sum(rates):8.2f} images/sec"
-                              f" (workers {', '.join(f'{r:.1f}' for r in rates)}; load {load[0]:.2f})", flush=True)
+                            {
+                                "images_per_sec": sum(rates),
+                                "workers": rates,
+                                "load_before": load,
+                                "load_after": os.getloadavg(),
+                            }
+                        )
+                        print(
+                            f"round {round_number + 1}: {model:10s} {setup:6s} {leg:13s} {sum(rates):8.2f} images/sec"
+                            f" (workers {', '.join(f'{r:.1f}' for r in rates)}; load {load[0]:.2f})",
+                            flush=True,
+                        )
                     write_report(args, legs, samples, started, complete=False)
     output = write_report(args, legs, samples, started, complete=True)
     best, ratios = summarize(args, legs, samples)
@@ -271,8 +317,11 @@ def main(argv=None):
     for model in args.models:
         for setup in args.setups:
             cells = " ".join(f"{best.get(f'{model}/{setup}/{leg}', float('nan')):13.2f}" for leg in legs)
-            rs = ", ".join(f"{leg} {ratios[f'{model}/{setup}/ours_vs_{leg}']:.2f}x" for leg in legs
-                           if f"{model}/{setup}/ours_vs_{leg}" in ratios)
+            rs = ", ".join(
+                f"{leg} {ratios[f'{model}/{setup}/ours_vs_{leg}']:.2f}x"
+                for leg in legs
+                if f"{model}/{setup}/ours_vs_{leg}" in ratios
+            )
             print(f"{model:10s} {setup:6s} {cells}  {rs}")
     print(f"written to {output}")
     return 0

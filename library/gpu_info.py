@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see LICENSE)
 
@@ -125,8 +124,8 @@ profile_problem:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench.plan.ec2_types import INSTANCE_TYPES, NODE_PROFILES
 from ansible.module_utils.dtfbench.node.nvidia_smi import pci_nvidia_devices, query
+from ansible.module_utils.dtfbench.plan.ec2_types import INSTANCE_TYPES, NODE_PROFILES
 
 
 def _version(text):
@@ -150,11 +149,16 @@ def profile_check(profile_name, capabilities, boards):
         return True, ""
     working = sorted(p.name for p in NODE_PROFILES.values() if all(_fits(p, c) for c in capabilities))
     low = "%d.%d" % tuple(profile.min_compute_capability)
-    span = ("needs compute capability >= %s" % low if profile.max_compute_capability is None else
-            "drives compute capability %s to %d.%d" % (low, *profile.max_compute_capability))
+    span = (
+        "needs compute capability >= %s" % low
+        if profile.max_compute_capability is None
+        else "drives compute capability %s to %d.%d" % (low, *profile.max_compute_capability)
+    )
     fix = ("use node_profile=%s" % " or ".join(working)) if working else "no profile drives these GPUs"
-    return False, ("node_profile=%s cannot drive the %s GPUs of this node (compute capability %s): its CUDA %s %s; %s"
-                   % (profile_name, " and ".join(boards) or "NVIDIA", ", ".join(bad), profile.cuda, span, fix))
+    return False, (
+        "node_profile=%s cannot drive the %s GPUs of this node (compute capability %s): its CUDA %s %s; %s"
+        % (profile_name, " and ".join(boards) or "NVIDIA", ", ".join(bad), profile.cuda, span, fix)
+    )
 
 
 def main():
@@ -172,8 +176,10 @@ def main():
         module.fail_json(msg="timeout must be > 0 seconds, got %s" % params["timeout"])
     smi = query(params["nvidia_smi"], timeout=params["timeout"])
     pci = pci_nvidia_devices()
-    gpus = [{key: gpu[key] for key in ("index", "name", "memory_mib", "compute_capability", "uuid",
-                                       "pci_bus_id", "errors")} for gpu in smi["gpus"]]
+    gpus = [
+        {key: gpu[key] for key in ("index", "name", "memory_mib", "compute_capability", "uuid", "pci_bus_id", "errors")}
+        for gpu in smi["gpus"]
+    ]
     gpu_count = len(gpus) if gpus else len(pci)
 
     sources = gpus or pci

@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see LICENSE)
 
@@ -170,8 +169,8 @@ try:
 except ImportError:  # botocore is optional here: AnsibleAWSModule reports the missing SDK
     pass
 
-from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 from ansible.module_utils.dtfbench.node.s3sync import SyncError, client_config, skip_timestamp_parsing, sync
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 
 def main():
@@ -194,9 +193,17 @@ def main():
         module.fail_json(msg=f"max_bandwidth={params['max_bandwidth']}: give bytes per second, or 0 for no limit")
     client = skip_timestamp_parsing(module.client("s3", config=client_config(params["workers"])))
     try:
-        report = sync(client, params["source"], params["dest"], workers=params["workers"], delete=params["delete"],
-                      include=params["include"], verify_checksums=params["verify_checksums"],
-                      max_bandwidth=params["max_bandwidth"], check_mode=module.check_mode)
+        report = sync(
+            client,
+            params["source"],
+            params["dest"],
+            workers=params["workers"],
+            delete=params["delete"],
+            include=params["include"],
+            verify_checksums=params["verify_checksums"],
+            max_bandwidth=params["max_bandwidth"],
+            check_mode=module.check_mode,
+        )
     except SyncError as err:
         module.fail_json(msg=str(err))
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as err:

@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see LICENSE)
 
@@ -110,6 +109,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 try:
     from dtfbench.forecast import cost_guard, pricing
+
     IMPORT_ERROR = None
 except ImportError as error:  # pragma: no cover - the controller's Python lacks the project
     IMPORT_ERROR = error
@@ -132,8 +132,10 @@ def main():
         supports_check_mode=True,
     )
     if IMPORT_ERROR is not None:
-        module.fail_json(msg="sweep_cost needs the dtfbench package and its numpy/scipy (%s): run the "
-                             "playbook from the project's .venv (make setup)" % IMPORT_ERROR)
+        module.fail_json(
+            msg="sweep_cost needs the dtfbench package and its numpy/scipy (%s): run the "
+            "playbook from the project's .venv (make setup)" % IMPORT_ERROR
+        )
     p = module.params
     price = p["price_usd_per_hour"]
     price = None if price in (None, "") else price
@@ -145,18 +147,21 @@ def main():
         runs = p["runs"]
         if runs is None:
             runs = cost_guard.planned_runs(p["sweep"], instances, p["gpus_per_instance"])
-        estimate = cost_guard.estimate(runs, instance_type, instances, p["gpus_per_instance"], price,
-                                       p["price_file"], p["setup_minutes"])
+        estimate = cost_guard.estimate(
+            runs, instance_type, instances, p["gpus_per_instance"], price, p["price_file"], p["setup_minutes"]
+        )
     except (cost_guard.GuardError, pricing.PriceError) as error:
         module.fail_json(msg=str(error))
     try:
         cost_guard.check(estimate, p["max_cost_usd"])
     except pricing.CostLimitError as error:
-        module.fail_json(msg="%s; nothing was started. %s" % (error, estimate.message()),
-                         estimate=estimate.as_dict())
+        module.fail_json(msg="%s; nothing was started. %s" % (error, estimate.message()), estimate=estimate.as_dict())
     limit = p["max_cost_usd"]
-    module.exit_json(changed=False, estimate=estimate.as_dict(),
-                     max_cost_usd=float(pricing.DEFAULT_MAX_COST_USD if limit in (None, "") else limit))
+    module.exit_json(
+        changed=False,
+        estimate=estimate.as_dict(),
+        max_cost_usd=float(pricing.DEFAULT_MAX_COST_USD if limit in (None, "") else limit),
+    )
 
 
 if __name__ == "__main__":

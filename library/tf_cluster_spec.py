@@ -1,9 +1,7 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see pyproject.toml)
 
-from __future__ import absolute_import, division, print_function
 
 DOCUMENTATION = r"""
 ---

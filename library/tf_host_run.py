@@ -1,9 +1,7 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see pyproject.toml)
 
-from __future__ import absolute_import, division, print_function
 
 DOCUMENTATION = r"""
 ---
@@ -290,14 +288,18 @@ from ansible.module_utils.dtfbench.launch.task import TaskError
 
 
 def main():
-    task_spec = dict(job=dict(type="str", required=True, choices=["ps", "worker"]),
-                     task_index=dict(type="int", required=True),
-                     address=dict(type="str", required=True),
-                     port=dict(type="int", required=True),
-                     cuda_visible_devices=dict(type="str", default=""),
-                     # The rest of what tf_cluster_spec returns per task; not used here.
-                     host=dict(type="str"), endpoint=dict(type="str"),
-                     num_devices=dict(type="int"), device_type=dict(type="str"))
+    task_spec = dict(
+        job=dict(type="str", required=True, choices=["ps", "worker"]),
+        task_index=dict(type="int", required=True),
+        address=dict(type="str", required=True),
+        port=dict(type="int", required=True),
+        cuda_visible_devices=dict(type="str", default=""),
+        # The rest of what tf_cluster_spec returns per task; not used here.
+        host=dict(type="str"),
+        endpoint=dict(type="str"),
+        num_devices=dict(type="int"),
+        device_type=dict(type="str"),
+    )
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type="str", required=True, choices=["checked", "started", "finished", "stopped"]),
@@ -318,13 +320,14 @@ def main():
             complete_results=dict(type="list", elements="raw"),
             log_tail_lines=dict(type="int", default=40),
         ),
-        supports_check_mode=True)
+        supports_check_mode=True,
+    )
     try:
         result = HostRun(module.params, module.check_mode, module.warn).run()
     except TaskError as error:
         try:
             module.fail_json(msg=error.msg, **error.result)
-        except (IOError, OSError):  # an interrupted call: nobody reads the result any more
+        except OSError:  # an interrupted call: nobody reads the result any more
             os._exit(1)
     module.exit_json(**result)
 

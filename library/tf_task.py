@@ -1,9 +1,7 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see pyproject.toml)
 
-from __future__ import absolute_import, division, print_function
 
 DOCUMENTATION = r"""
 ---
@@ -302,8 +300,7 @@ from ansible.module_utils.dtfbench.launch.task import TaskError, TfTask
 
 
 def main():
-    module = AnsibleModule(argument_spec=TfTask.argument_spec, required_if=TfTask.required_if,
-                           supports_check_mode=True)
+    module = AnsibleModule(argument_spec=TfTask.argument_spec, required_if=TfTask.required_if, supports_check_mode=True)
     try:
         result = TfTask(module.params, module.check_mode, module.warn).run()
     except TaskError as error:

@@ -79,22 +79,30 @@ def mirror_bundle():
 
     def find(name: str) -> Path:
         places = [Path(os.environ[MIRRORS_ENV])] if os.environ.get(MIRRORS_ENV) else []
-        common = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                                capture_output=True, text=True).stdout.strip()
+        common = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         for base in [ROOT] + ([Path(common).parent] if common else []):
             places.append(base.parent / "shared" / "mirrors")
         for place in places:
             if (place / name).is_file():
                 return place / name
         pytest.skip(f"no {name} in {', '.join(map(str, places))}: set {MIRRORS_ENV} to the folder of the git bundles")
+
     return find
 
 
 def _study_extraction(log: Path) -> str:
     import subprocess
 
-    return subprocess.run(["bash", "-c", "tail -2 $1 | head -n 1 | cut -d' ' -f3", "-", str(log)],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["bash", "-c", "tail -2 $1 | head -n 1 | cut -d' ' -f3", "-", str(log)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def _perfkit_total(text: str):
@@ -123,13 +131,17 @@ def small_tmpfs(tmp_path):
     """A function: mount a tmpfs of `size` (as mount's size=, e.g. '64k') on a new folder and
     return it; every one is unmounted at the end of the test. Needs root (as the test bed)."""
     import subprocess
+
     mounted = []
 
     def mount(size: str):
         point = tmp_path / f"tmpfs{len(mounted)}"
         point.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(point)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(point)],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs (needs root): {done.stderr.strip()}")
         mounted.append(point)

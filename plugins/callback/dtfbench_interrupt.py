@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see pyproject.toml)
 
@@ -104,14 +103,28 @@ class CallbackModule(CallbackBase):
         env.pop(MARKER_ENV, None)
         try:
             self.watchdog = subprocess.Popen(
-                [sys.executable, "-m", "dtfbench.interrupt", "watch", "--pid", str(self.pid),
-                 "--state", str(self.state_file)],
+                [
+                    sys.executable,
+                    "-m",
+                    "dtfbench.interrupt",
+                    "watch",
+                    "--pid",
+                    str(self.pid),
+                    "--state",
+                    str(self.state_file),
+                ],
                 # Ansible makes its stdio not inheritable: pass the terminal on explicitly.
-                stdin=subprocess.PIPE, stdout=sys.__stdout__, stderr=sys.__stderr__, env=env,
-                start_new_session=True)
+                stdin=subprocess.PIPE,
+                stdout=sys.__stdout__,
+                stderr=sys.__stderr__,
+                env=env,
+                start_new_session=True,
+            )
         except OSError as error:
-            self._display.warning("dtfbench_interrupt: no watchdog (%s): an interrupted run is "
-                                  "neither stopped on hosts without a waiting call nor recorded" % error)
+            self._display.warning(
+                "dtfbench_interrupt: no watchdog (%s): an interrupted run is "
+                "neither stopped on hosts without a waiting call nor recorded" % error
+            )
             return
         for signum in (signal.SIGINT, signal.SIGTERM):
             self.wrap(signum)
@@ -174,8 +187,9 @@ class CallbackModule(CallbackBase):
             self.state.update(run=run, layout=None, hosts={}, sweep_id=run.get("sweep_id"))
             changed = True
         elif action.endswith("tf_cluster_spec") and not outcome.get("failed"):
-            self.state["layout"] = dict((key, outcome.get(key)) for key in
-                                        ("cluster_spec", "hosts", "hosts_used", "num_workers", "num_ps"))
+            self.state["layout"] = dict(
+                (key, outcome.get(key)) for key in ("cluster_spec", "hosts", "hosts_used", "num_workers", "num_ps")
+            )
             changed = True
         elif action.endswith("tf_host_run"):
             # What the host's stop needs: the checked call (before any start) says where the
@@ -185,7 +199,8 @@ class CallbackModule(CallbackBase):
             tasks = ((self.state.get("layout") or {}).get("hosts") or {}).get(host)
             if "complete" in outcome and outcome.get("run_dir") and tasks:
                 self.state.setdefault("hosts", {})[host] = dict(
-                    run_id=outcome["run_id"], run_dir=outcome["run_dir"], tasks=tasks)
+                    run_id=outcome["run_id"], run_dir=outcome["run_dir"], tasks=tasks
+                )
                 changed = True
             elif "died" in outcome and not outcome.get("failed"):
                 changed = self.state.get("hosts", {}).pop(host, None) is not None

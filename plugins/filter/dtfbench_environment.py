@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see LICENSE)
 """Filters over the nodes' environment documents (dtfbench.compat.environment), on the controller.
@@ -66,5 +65,4 @@ def environment_differences(docs):
 
 class FilterModule:
     def filters(self):
-        return {"environment_documents": environment_documents,
-                "environment_differences": environment_differences}
+        return {"environment_documents": environment_documents, "environment_differences": environment_differences}

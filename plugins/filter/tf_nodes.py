@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see LICENSE)
 """Filters between the inventory and the cluster layout.
@@ -57,7 +56,8 @@ def tf_node_specs(host_names, hostvars):
         if "tf_devices" not in hv:
             raise AnsibleFilterError(
                 f"host {name} has no tf_devices: set it in the inventory to the GPUs the host has "
-                f"(or the CPU worker slots, with tf_device_type: cpu)")
+                f"(or the CPU worker slots, with tf_device_type: cpu)"
+            )
         try:
             devices = int(hv["tf_devices"])
         except (TypeError, ValueError):
@@ -87,9 +87,11 @@ def tf_run_outcomes(all_hosts, hostvars, active_hosts):
             continue
         hv = hostvars[name]
         runs = hv.get("tf_cluster_worker_runs") or {}
-        outcomes[name] = {"failure": hv.get("tf_cluster_failure") or "",
-                          "failed_at": hv.get("tf_cluster_failed_at") or None,
-                          "workers": list(runs.get("results") or [])}
+        outcomes[name] = {
+            "failure": hv.get("tf_cluster_failure") or "",
+            "failed_at": hv.get("tf_cluster_failed_at") or None,
+            "workers": list(runs.get("results") or []),
+        }
     return outcomes
 
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see pyproject.toml)
 """Inventory from two pasted address lists: public (SSH) and private (TF traffic)."""
@@ -143,7 +142,7 @@ def read_addresses(path, label):
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
+        line = raw[: err.start].count(b"\n") + 1
         raise AnsibleParserError(f"{label} line {line}: not UTF-8 text") from None
 
     found = []
@@ -173,7 +172,6 @@ def read_addresses(path, label):
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable):
-
     NAME = "ip_pairs"
     # What a broken config does: None follows Ansible's settings (below); False always raises
     # AnsibleParserError (the unit tests); True always ends the command with the one message.
@@ -224,13 +222,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             raise AnsibleParserError(f"{public_label}: no addresses in {public_path}")
         if len(public) != len(private):
             shorter, longer = (private, public) if len(private) < len(public) else (public, private)
-            short_label, long_label = ((private_label, public_label) if shorter is private
-                                       else (public_label, private_label))
+            short_label, long_label = (
+                (private_label, public_label) if shorter is private else (public_label, private_label)
+            )
             line, address = longer[len(shorter)]
             raise AnsibleParserError(
                 f"{long_label} line {line}: {address} has no partner: {long_label} holds {len(longer)} "
                 f"addresses, {short_label} {len(shorter)}; line i of one file must belong to the same "
-                f"host as line i of the other")
+                f"host as line i of the other"
+            )
 
         # One address, two hosts (the public one of a host is another one's private one): a
         # line slipped in one of the files.
@@ -239,15 +239,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             if address in owner and owner[address][1] != i:
                 raise AnsibleParserError(
                     f"{private_label} line {line}: {address} is also on line {owner[address][0]} of "
-                    f"{public_label}, as the public address of another host")
+                    f"{public_label}, as the public address of another host"
+                )
 
         devices = self.get_option("tf_devices")
         instance_type = self.get_option("instance_type")
         if devices is None and instance_type:
             if instance_type not in GPUS_PER_INSTANCE_TYPE:
                 known = ", ".join(f"{k} {v}" for k, v in GPUS_PER_INSTANCE_TYPE.items())
-                raise AnsibleParserError(f"{path}: instance_type {instance_type!r} is unknown (known, with "
-                                         f"their GPUs: {known}); set tf_devices instead")
+                raise AnsibleParserError(
+                    f"{path}: instance_type {instance_type!r} is unknown (known, with "
+                    f"their GPUs: {known}); set tf_devices instead"
+                )
             devices = GPUS_PER_INSTANCE_TYPE[instance_type]
         if devices is not None and devices < 0:
             raise AnsibleParserError(f"{path}: tf_devices {devices} is negative")

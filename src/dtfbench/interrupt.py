@@ -1,4 +1,5 @@
 """``python -m dtfbench.interrupt``: the controller's watchdog for an ended ansible-playbook (the code: ``dtfbench.launch.interrupt``)."""
+
 import sys
 
 from dtfbench.launch.interrupt import main

@@ -1,4 +1,5 @@
 """``python -m dtfbench.layout``: the cluster layout as JSON (the code: ``dtfbench.plan.layout``)."""
+
 import sys
 
 from dtfbench.plan.layout import main

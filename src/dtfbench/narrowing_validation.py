@@ -1,4 +1,5 @@
 """``python -m dtfbench.narrowing_validation``: num_ps=auto against the study's published tables (the code: ``dtfbench.forecast.narrowing``)."""
+
 import sys
 
 from dtfbench.forecast.narrowing import main

@@ -1,4 +1,5 @@
 """``python -m dtfbench.read_throughput``: raw read throughput of a data directory (the code: ``dtfbench.node.read_throughput``)."""
+
 import sys
 
 from dtfbench.node.read_throughput import main

@@ -1,4 +1,5 @@
 """``python -m dtfbench.record``: record one finished run in the store (JSON on stdin) (the code: ``dtfbench.results.record``)."""
+
 import sys
 
 from dtfbench.results.record import main

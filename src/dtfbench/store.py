@@ -1,4 +1,5 @@
 """``python -m dtfbench.store``: inspect, check and export the results store (the code: ``dtfbench.results.store``)."""
+
 import sys
 
 from dtfbench.results.store import main

@@ -1,4 +1,5 @@
 """``python -m dtfbench.tfrecords``: generate a small ImageNet-format TFRecord set (the code: ``dtfbench.workload.tfrecords``)."""
+
 import sys
 
 from dtfbench.workload.tfrecords import main

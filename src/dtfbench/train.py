@@ -1,4 +1,5 @@
 """``python -m dtfbench.train``: the benchmark workload (the code: ``dtfbench.workload.train``)."""
+
 import sys
 
 from dtfbench.workload.train import main

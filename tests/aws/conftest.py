@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-
 import pytest
-
-
 from moto_server import MotoServer
 
 

@@ -65,11 +65,13 @@ class MotoServer:
             "AWS_EC2_METADATA_DISABLED": "true",
         }
 
-    def start(self, timeout: float = 30.0) -> "MotoServer":
+    def start(self, timeout: float = 30.0) -> MotoServer:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             self._wait_until_it_answers(timeout)

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from moto_server import SECRET_ACCESS_KEY
 
 pytestmark = pytest.mark.ansible
@@ -28,21 +27,43 @@ def play(project_root, ansible_env, tmp_path, **variables):
     extra = tmp_path / "vars.json"
     extra.write_text(json.dumps({"dataset_mount_point": str(tmp_path / "ssd"), **variables}))
     env = {k: v for k, v in ansible_env.items() if not k.startswith("AWS_")}
-    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                           str(playbook), "-e", f"@{extra}", "-e", f"ansible_python_interpreter={sys.executable}"],
-                          cwd=project_root, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            str(playbook),
+            "-e",
+            f"@{extra}",
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+        ],
+        cwd=project_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("variables, message", [
-    ({"data": "real"}, "real data was requested (data=real) but dataset_source is empty"),
-    ({"data": "both"}, "set -e dataset_source=s3://BUCKET/PREFIX"),
-    ({"dataset_source": "my-bucket/imagenet"}, "dataset_source=my-bucket/imagenet is not an S3 location"),
-    ({"dataset_source": "s3://Bad_Bucket/x"}, "is not an S3 location"),
-    ({"dataset_source": "s3://bucket/x", "dataset_dir": "relative/dir"}, "must be absolute paths"),
-    ({"dataset_source": "s3://bucket/x", "dataset_workers": 0}, "dataset_workers=0 must be at least 1"),
-    ({"dataset_source": "s3://bucket/x", "dataset_s3_endpoint_url": "localhost:5000"}, "must be an http:// or https:// URL"),
-    ({"dataset_source": "s3://bucket/x", "dataset_filesystem": "ntfs"}, "dataset_filesystem"),
-])
+@pytest.mark.parametrize(
+    "variables, message",
+    [
+        ({"data": "real"}, "real data was requested (data=real) but dataset_source is empty"),
+        ({"data": "both"}, "set -e dataset_source=s3://BUCKET/PREFIX"),
+        ({"dataset_source": "my-bucket/imagenet"}, "dataset_source=my-bucket/imagenet is not an S3 location"),
+        ({"dataset_source": "s3://Bad_Bucket/x"}, "is not an S3 location"),
+        ({"dataset_source": "s3://bucket/x", "dataset_dir": "relative/dir"}, "must be absolute paths"),
+        ({"dataset_source": "s3://bucket/x", "dataset_workers": 0}, "dataset_workers=0 must be at least 1"),
+        (
+            {"dataset_source": "s3://bucket/x", "dataset_s3_endpoint_url": "localhost:5000"},
+            "must be an http:// or https:// URL",
+        ),
+        ({"dataset_source": "s3://bucket/x", "dataset_filesystem": "ntfs"}, "dataset_filesystem"),
+    ],
+)
 def test_bad_input_is_one_clear_error_before_anything(project_root, ansible_env, tmp_path, variables, message):
     done = play(project_root, ansible_env, tmp_path, **variables)
     assert done.returncode != 0
@@ -51,8 +72,13 @@ def test_bad_input_is_one_clear_error_before_anything(project_root, ansible_env,
 
 
 def test_half_a_credential_pair_is_refused_without_printing_it(project_root, ansible_env, tmp_path):
-    done = play(project_root, ansible_env, tmp_path, dataset_source="s3://bucket/x",
-                dataset_aws_secret_access_key=SECRET_ACCESS_KEY)
+    done = play(
+        project_root,
+        ansible_env,
+        tmp_path,
+        dataset_source="s3://bucket/x",
+        dataset_aws_secret_access_key=SECRET_ACCESS_KEY,
+    )
     assert done.returncode != 0
     assert "censored" in done.stdout and SECRET_ACCESS_KEY not in done.stdout + done.stderr
     assert not (tmp_path / "ssd").exists()
@@ -65,9 +91,16 @@ def test_no_source_and_synthetic_data_does_nothing(project_root, ansible_env, tm
 
 
 def test_an_unreachable_endpoint_fails_with_the_reason(project_root, ansible_env, tmp_path):
-    done = play(project_root, ansible_env, tmp_path, dataset_source="s3://bucket/x",
-                dataset_s3_endpoint_url="http://127.0.0.1:9", dataset_aws_access_key_id="AKIAX",
-                dataset_aws_secret_access_key=SECRET_ACCESS_KEY, dataset_s3_region="us-east-1")
+    done = play(
+        project_root,
+        ansible_env,
+        tmp_path,
+        dataset_source="s3://bucket/x",
+        dataset_s3_endpoint_url="http://127.0.0.1:9",
+        dataset_aws_access_key_id="AKIAX",
+        dataset_aws_secret_access_key=SECRET_ACCESS_KEY,
+        dataset_s3_region="us-east-1",
+    )
     assert done.returncode != 0
     assert "dataset sync of s3://bucket/x" in done.stdout and "failed" in done.stdout, done.stdout[-3000:]
     assert SECRET_ACCESS_KEY not in done.stdout + done.stderr

@@ -32,8 +32,10 @@ SOURCE = f"s3://{BUCKET}/imagenet"
 @pytest.fixture
 def s3(moto):
     session = boto3.session.Session(
-        aws_access_key_id=moto.env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=moto.env["AWS_SECRET_ACCESS_KEY"],
-        region_name=moto.env["AWS_REGION"])
+        aws_access_key_id=moto.env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=moto.env["AWS_SECRET_ACCESS_KEY"],
+        region_name=moto.env["AWS_REGION"],
+    )
     client = session.client("s3", endpoint_url=moto.endpoint, config=Config(max_pool_connections=32))
     client.create_bucket(Bucket=BUCKET)
     return client
@@ -128,8 +130,12 @@ def test_multipart_etag_without_a_record_is_downloaded_again(s3, tmp_path):
     data = os.urandom(6 * 1024 * 1024)
     source = tmp_path / "big"
     source.write_bytes(data)
-    s3.upload_file(str(source), BUCKET, "imagenet/train-00000-of-00001",
-                   Config=TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024))
+    s3.upload_file(
+        str(source),
+        BUCKET,
+        "imagenet/train-00000-of-00001",
+        Config=TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024),
+    )
     assert "-" in s3.head_object(Bucket=BUCKET, Key="imagenet/train-00000-of-00001")["ETag"]
     dest = tmp_path / "data"
     assert s3sync.sync(s3, SOURCE, str(dest)).downloaded_files == 1
@@ -147,14 +153,20 @@ def test_s3_checksums_are_asked_for_only_where_no_md5_checks_the_bytes(moto, s3,
     put_objects(s3, shard_set(2, 1000))
     source = tmp_path / "big"
     source.write_bytes(os.urandom(6 * 1024 * 1024))
-    s3.upload_file(str(source), BUCKET, "imagenet/train-00099-of-00100",
-                   Config=TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024))
+    s3.upload_file(
+        str(source),
+        BUCKET,
+        "imagenet/train-00099-of-00100",
+        Config=TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024),
+    )
     for name, value in moto.env.items():
         monkeypatch.setenv(name, value)
     client = s3sync.make_client(4)
     asked = {}
-    client.meta.events.register("provide-client-params.s3.GetObject",
-                                lambda params, **_: asked.update({params["Key"].rsplit("/", 1)[-1]: params.get("ChecksumMode")}))
+    client.meta.events.register(
+        "provide-client-params.s3.GetObject",
+        lambda params, **_: asked.update({params["Key"].rsplit("/", 1)[-1]: params.get("ChecksumMode")}),
+    )
 
     assert s3sync.sync(client, SOURCE, str(tmp_path / "md5")).downloaded_files == 3
     assert asked == {"train-00000-of-00002": None, "train-00001-of-00002": None, "train-00099-of-00100": "ENABLED"}
@@ -187,8 +199,14 @@ def test_bad_source_and_workers_are_refused(s3, tmp_path):
 
 def run_cli(moto, *args, **kwargs):
     env = dict(os.environ, **moto.env)
-    return subprocess.Popen([sys.executable, "-m", "dtfbench.s3sync", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "dtfbench.s3sync", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def test_a_sync_killed_mid_transfer_resumes_and_never_shows_a_partial_file(s3, moto, tmp_path):

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import boto3
 import pytest
-
-from dtfbench.results import store
-
 from moto_server import ACCESS_KEY_ID, REGION, SECRET_ACCESS_KEY, MotoServer
 from testbed_fixtures import ansible_command, testbed_factory  # noqa: F401
+
+from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
@@ -46,41 +45,75 @@ def recap(stdout: str) -> dict[str, dict[str, int]]:
 
 
 def md5s(directory: Path) -> dict[str, str]:
-    return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir())
-            if not p.name.startswith(".")}
+    return {
+        p.name: hashlib.md5(p.read_bytes()).hexdigest()
+        for p in sorted(directory.iterdir())
+        if not p.name.startswith(".")
+    }
 
 
 def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, project_root, ansible_env, tmp_path):
     bed = testbed_factory(hosts=2)
     source = tmp_path / "source"
-    subprocess.run([sys.executable, "-m", "dtfbench.tfrecords", "--output_dir", str(source), "--shards", "4",
-                    "--validation_shards", "1", "--images_per_shard", "16", "--image_size", "32"],
-                   check=True, capture_output=True, env=dict(ansible_env))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dtfbench.tfrecords",
+            "--output_dir",
+            str(source),
+            "--shards",
+            "4",
+            "--validation_shards",
+            "1",
+            "--images_per_shard",
+            "16",
+            "--image_size",
+            "32",
+        ],
+        check=True,
+        capture_output=True,
+        env=dict(ansible_env),
+    )
     expected = md5s(source)
     assert len(expected) == 5
 
     moto = MotoServer(tmp_path / "moto.log", host=bed.state["controller_ip"]).start()
     try:
-        s3 = boto3.session.Session(aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY,
-                                   region_name=REGION).client("s3", endpoint_url=moto.endpoint)
+        s3 = boto3.session.Session(
+            aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY, region_name=REGION
+        ).client("s3", endpoint_url=moto.endpoint)
         s3.create_bucket(Bucket=BUCKET)
         for path in source.iterdir():
             s3.upload_file(str(path), BUCKET, f"imagenet/{path.name}")
 
         extra = tmp_path / "dataset-vars.json"
-        extra.write_text(json.dumps({
-            "data": "real", "dataset_source": f"s3://{BUCKET}/imagenet", "dataset_dir": DATA_DIR,
-            "dataset_s3_endpoint_url": moto.endpoint, "dataset_s3_region": REGION,
-            "dataset_aws_access_key_id": ACCESS_KEY_ID, "dataset_aws_secret_access_key": SECRET_ACCESS_KEY,
-        }))
+        extra.write_text(
+            json.dumps(
+                {
+                    "data": "real",
+                    "dataset_source": f"s3://{BUCKET}/imagenet",
+                    "dataset_dir": DATA_DIR,
+                    "dataset_s3_endpoint_url": moto.endpoint,
+                    "dataset_s3_region": REGION,
+                    "dataset_aws_access_key_id": ACCESS_KEY_ID,
+                    "dataset_aws_secret_access_key": SECRET_ACCESS_KEY,
+                }
+            )
+        )
         playbook = tmp_path / "dataset.yml"
         playbook.write_text(PLAYBOOK)
         env = {k: v for k, v in ansible_env.items() if not k.startswith("AWS_")}
 
         def sync():
-            return subprocess.run([ansible_command("ansible-playbook"), "-i", bed.inventory, str(playbook),
-                                   "-e", f"@{extra}"], cwd=project_root, env=env, capture_output=True, text=True,
-                                  timeout=300)
+            return subprocess.run(
+                [ansible_command("ansible-playbook"), "-i", bed.inventory, str(playbook), "-e", f"@{extra}"],
+                cwd=project_root,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
 
         first = sync()
         assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
@@ -105,12 +138,44 @@ def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, pr
     sweep_id = f"pytest-dataset-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
     run = subprocess.run(
-        [ansible_command("ansible-playbook"), "run-benchmark.yml", "-i", bed.inventory, "-e", "system=testbed",
-         "-e", "gpus=2", "-e", "num_ps=1", "-e", "data=real", "-e", f"data_dir={DATA_DIR}",
-         "-e", "model=trivial", "-e", "batch_size=8", "-e", "image_size=32", "-e", "warmup_steps=2",
-         "-e", "steps=5", "-e", "repetitions=1", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}"],
-        cwd=project_root, env=dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true"),
-        capture_output=True, text=True, timeout=480)
+        [
+            ansible_command("ansible-playbook"),
+            "run-benchmark.yml",
+            "-i",
+            bed.inventory,
+            "-e",
+            "system=testbed",
+            "-e",
+            "gpus=2",
+            "-e",
+            "num_ps=1",
+            "-e",
+            "data=real",
+            "-e",
+            f"data_dir={DATA_DIR}",
+            "-e",
+            "model=trivial",
+            "-e",
+            "batch_size=8",
+            "-e",
+            "image_size=32",
+            "-e",
+            "warmup_steps=2",
+            "-e",
+            "steps=5",
+            "-e",
+            "repetitions=1",
+            "-e",
+            f"sweep_id={sweep_id}",
+            "-e",
+            f"results_db={db}",
+        ],
+        cwd=project_root,
+        env=dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true"),
+        capture_output=True,
+        text=True,
+        timeout=480,
+    )
     assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
     runs = store.runs(store.connect(db))
     assert len(runs) == 1

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import boto3
 import pytest
-
 from moto_server import SECRET_ACCESS_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +34,12 @@ def playbook(playbook_name: str, env: dict, extra: dict | None = None, *verbosit
     variables = dict(MOTO_VARS, **(extra or {}))
     result = subprocess.run(
         ["ansible-playbook", playbook_name, *verbosity, "-e", json.dumps(variables)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return result.returncode, result.stdout + result.stderr
 
 
@@ -47,9 +51,12 @@ def recap(output: str) -> dict:
 
 def ec2_client(env: dict):
     return boto3.client(
-        "ec2", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"],
+        "ec2",
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+        region_name=env["AWS_REGION"],
         aws_access_key_id=env.get("AWS_ACCESS_KEY_ID", "AKIADTFBENCHTESTING1"),
-        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY))
+        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY),
+    )
 
 
 def instances(env: dict, cluster: str | None = None, states=("pending", "running")) -> list[dict]:
@@ -61,8 +68,16 @@ def instances(env: dict, cluster: str | None = None, states=("pending", "running
 
 
 def cluster_vars(tmp_path: Path, name: str = "study", **extra) -> dict:
-    return dict({"cluster_name": name, "instance_type": "p2.xlarge", "instance_count": 2,
-                 "ssh_cidr": SSH_CIDR, "output_dir": str(tmp_path / name)}, **extra)
+    return dict(
+        {
+            "cluster_name": name,
+            "instance_type": "p2.xlarge",
+            "instance_count": 2,
+            "ssh_cidr": SSH_CIDR,
+            "output_dir": str(tmp_path / name),
+        },
+        **extra,
+    )
 
 
 def plain(value):
@@ -143,8 +158,14 @@ def test_provision_is_secure_idempotent_and_shrinks(aws_env, tmp_path):
     assert SECRET_ACCESS_KEY not in output
 
     # The aws_ec2 inventory, read from moto by ansible-inventory.
-    listing = subprocess.run(["ansible-inventory", "-i", str(out / "study.aws_ec2.yml"), "--list"],
-                             cwd=ROOT, env=aws_env, capture_output=True, text=True, timeout=300)
+    listing = subprocess.run(
+        ["ansible-inventory", "-i", str(out / "study.aws_ec2.yml"), "--list"],
+        cwd=ROOT,
+        env=aws_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert listing.returncode == 0, listing.stderr[-3000:]
     inventory = plain(json.loads(listing.stdout))
     hostvars = inventory["_meta"]["hostvars"]
@@ -175,9 +196,16 @@ def test_provision_is_secure_idempotent_and_shrinks(aws_env, tmp_path):
 
 def test_gpus_are_divided_by_the_type_and_spot_goes_through_a_launch_template(aws_env, tmp_path):
     # The guard (max_instances=1) raised explicitly: 2 instances are launched.
-    variables = cluster_vars(tmp_path, "spotty", instance_type="p2.8xlarge", spot=True,
-                             spot_max_price="0.90", root_volume_size=64, max_instances=1,
-                             allow_more_instances=True)
+    variables = cluster_vars(
+        tmp_path,
+        "spotty",
+        instance_type="p2.8xlarge",
+        spot=True,
+        spot_max_price="0.90",
+        root_volume_size=64,
+        max_instances=1,
+        allow_more_instances=True,
+    )
     del variables["instance_count"]
     variables["gpus"] = 16
     rc, output = playbook(PROVISION, aws_env, variables)
@@ -199,15 +227,32 @@ def test_gpus_are_divided_by_the_type_and_spot_goes_through_a_launch_template(aw
 
 BAD_INPUTS = [
     ("unknown type", {"instance_type": "p9.huge"}, r"instance_type 'p9.huge' is not a known EC2 GPU instance type"),
-    ("gpus not a multiple", {"instance_type": "p2.8xlarge", "instance_count": None, "gpus": 12},
-     r"gpus=12 is not a multiple of the 8 GPUs of one p2.8xlarge; ask for 8 or 16"),
-    ("over max_instances", {"instance_count": 9}, r"9 instances of p2.xlarge exceed max_instances=8 \(the cost guard\)"),
+    (
+        "gpus not a multiple",
+        {"instance_type": "p2.8xlarge", "instance_count": None, "gpus": 12},
+        r"gpus=12 is not a multiple of the 8 GPUs of one p2.8xlarge; ask for 8 or 16",
+    ),
+    (
+        "over max_instances",
+        {"instance_count": 9},
+        r"9 instances of p2.xlarge exceed max_instances=8 \(the cost guard\)",
+    ),
     ("ssh_cidr missing", {"ssh_cidr": None}, r"ssh_cidr is not set"),
-    ("ssh open to all", {"ssh_cidr": "0.0.0.0/0"}, r"ssh_cidr=0.0.0.0/0 opens SSH to the whole internet.*ssh_cidr_allow_anywhere=true"),
-    ("k80 on current", {"node_profile": "current"},
-     r"node_profile=current does not support instance_type=p2.xlarge.*compute capability >= 5.0.*use node_profile=cscs2017"),
-    ("v100 on cscs2017", {"instance_type": "p3.2xlarge", "node_profile": "cscs2017"},
-     r"node_profile=cscs2017 does not support instance_type=p3.2xlarge.*use node_profile=current"),
+    (
+        "ssh open to all",
+        {"ssh_cidr": "0.0.0.0/0"},
+        r"ssh_cidr=0.0.0.0/0 opens SSH to the whole internet.*ssh_cidr_allow_anywhere=true",
+    ),
+    (
+        "k80 on current",
+        {"node_profile": "current"},
+        r"node_profile=current does not support instance_type=p2.xlarge.*compute capability >= 5.0.*use node_profile=cscs2017",
+    ),
+    (
+        "v100 on cscs2017",
+        {"instance_type": "p3.2xlarge", "node_profile": "cscs2017"},
+        r"node_profile=cscs2017 does not support instance_type=p3.2xlarge.*use node_profile=current",
+    ),
     ("bad cluster name", {"cluster_name": "My_Cluster"}, r"cluster_name='My_Cluster' is not usable"),
     ("unknown ami", {"ami": "ami-0123456789abcdef0"}, r"ami=ami-0123456789abcdef0 does not exist in us-east-1"),
     # The dollar guard's inputs (the refusal above max_cost_usd: test_cost_guard_refuses_...).
@@ -245,8 +290,10 @@ def test_cost_guard_refuses_above_max_cost_usd_before_anything_exists(aws_env, t
     rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "dear", max_cost_usd=1))
     assert rc != 0
     flat = " ".join(output.split())
-    assert (f"the planned sweep is predicted to cost ${expected.cost_usd:,.2f}, above max_cost_usd=$1.00; "
-            f"raise it (-e max_cost_usd={math.ceil(expected.cost_usd)})") in flat, output[-3000:]
+    assert (
+        f"the planned sweep is predicted to cost ${expected.cost_usd:,.2f}, above max_cost_usd=$1.00; "
+        f"raise it (-e max_cost_usd={math.ceil(expected.cost_usd)})"
+    ) in flat, output[-3000:]
     assert "published p2.xlarge table" in flat and "Traceback" not in output
     ec2 = ec2_client(aws_env)
     assert instances(aws_env, states=("pending", "running", "shutting-down", "terminated", "stopped")) == []
@@ -284,8 +331,12 @@ def _unwritable(tmp_path: Path) -> Path:
 
 def test_failure_after_launch_tears_everything_down(aws_env, tmp_path, tmp_path_factory):
     # The user's public key: nothing is written to output_dir before the instances run.
-    request = cluster_vars(tmp_path, "doomed", output_dir=str(_unwritable(tmp_path)),
-                           public_key_file=str(generate_key(tmp_path_factory.mktemp("key"))))
+    request = cluster_vars(
+        tmp_path,
+        "doomed",
+        output_dir=str(_unwritable(tmp_path)),
+        public_key_file=str(generate_key(tmp_path_factory.mktemp("key"))),
+    )
     rc, output = playbook(PROVISION, aws_env, request)
     assert rc != 0
     flat = " ".join(output.split())
@@ -300,8 +351,13 @@ def test_failure_after_launch_tears_everything_down(aws_env, tmp_path, tmp_path_
 
 
 def test_keep_on_failure_keeps_the_instances(aws_env, tmp_path, tmp_path_factory):
-    request = cluster_vars(tmp_path, "kept", output_dir=str(_unwritable(tmp_path)), keep_on_failure=True,
-                           public_key_file=str(generate_key(tmp_path_factory.mktemp("key"))))
+    request = cluster_vars(
+        tmp_path,
+        "kept",
+        output_dir=str(_unwritable(tmp_path)),
+        keep_on_failure=True,
+        public_key_file=str(generate_key(tmp_path_factory.mktemp("key"))),
+    )
     rc, output = playbook(PROVISION, aws_env, request)
     assert rc != 0
     assert "the cluster was kept (keep_on_failure)" in " ".join(output.split())
@@ -318,8 +374,9 @@ def test_no_secret_in_the_output(aws_env, tmp_path):
     outputs.append(output)
     assert rc == 0, output[-3000:]
     assert len(instances(aws_env, "quiet")) == 1
-    rc, output = playbook(TEARDOWN, env, {"cluster_name": "quiet", "output_dir": str(tmp_path / "quiet"),
-                                          **credentials}, "-vvv")
+    rc, output = playbook(
+        TEARDOWN, env, {"cluster_name": "quiet", "output_dir": str(tmp_path / "quiet"), **credentials}, "-vvv"
+    )
     outputs.append(output)
     assert rc == 0, output[-3000:]
     for output in outputs:

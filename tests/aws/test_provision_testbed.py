@@ -15,11 +15,9 @@ import json
 import subprocess
 
 import pytest
-
 import testbed as tb
-from testbed_fixtures import testbed_factory  # noqa: F401
-
 from test_provision import MOTO_VARS, ROOT, SSH_CIDR, ec2_client, instances, playbook
+from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.ansible]
 
@@ -30,8 +28,15 @@ def provision_onto_testbed(aws_env, bed, tmp_path, cluster_name, **extra):
     Returns the finished ansible-playbook process and its output."""
     # moto has no Ubuntu 22.04 image, the profile's default: any image of its catalogue will do.
     ami = ec2_client(aws_env).describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    request = {"ami": ami, "cluster_name": cluster_name, "instance_type": "g4dn.xlarge", "instance_count": 2,
-               "node_profile": "current", "ssh_cidr": SSH_CIDR, "output_dir": str(tmp_path / cluster_name)}
+    request = {
+        "ami": ami,
+        "cluster_name": cluster_name,
+        "instance_type": "g4dn.xlarge",
+        "instance_count": 2,
+        "node_profile": "current",
+        "ssh_cidr": SSH_CIDR,
+        "output_dir": str(tmp_path / cluster_name),
+    }
 
     # Launch only, to learn the private addresses moto gave the instances.
     rc, output = playbook("provision-aws.yml", aws_env, request)
@@ -43,12 +48,31 @@ def provision_onto_testbed(aws_env, bed, tmp_path, cluster_name, **extra):
     # The test bed's connection settings (root, its key, its known_hosts) as extra variables:
     # they must beat the ubuntu user and EC2 key that provisioning gives the nodes.
     test_bed = tb.connection_vars(bed.state)
-    connection = {key: test_bed[key] for key in ("ansible_user", "ansible_ssh_private_key_file",
-                                                 "ansible_ssh_common_args", "ansible_python_interpreter")}
-    full = dict(request, configure_nodes=True, aws_wait_for_ssh=True,
-                ssh_address_map=dict(zip(private, bed.public_ips)), **connection, **extra)
-    done = subprocess.run(["ansible-playbook", "provision-aws.yml", "-e", json.dumps(dict(MOTO_VARS, **full))],
-                          cwd=ROOT, env=aws_env, capture_output=True, text=True, timeout=900)
+    connection = {
+        key: test_bed[key]
+        for key in (
+            "ansible_user",
+            "ansible_ssh_private_key_file",
+            "ansible_ssh_common_args",
+            "ansible_python_interpreter",
+        )
+    }
+    full = dict(
+        request,
+        configure_nodes=True,
+        aws_wait_for_ssh=True,
+        ssh_address_map=dict(zip(private, bed.public_ips)),
+        **connection,
+        **extra,
+    )
+    done = subprocess.run(
+        ["ansible-playbook", "provision-aws.yml", "-e", json.dumps(dict(MOTO_VARS, **full))],
+        cwd=ROOT,
+        env=aws_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return done, done.stdout + done.stderr
 
 

@@ -8,8 +8,17 @@ from __future__ import annotations
 
 import time
 
-from test_provision import (CLUSTER_TAG, PROVISION, SECRET_ACCESS_KEY, TEARDOWN, cluster_vars,
-                            ec2_client, instances, playbook, recap)
+from test_provision import (
+    CLUSTER_TAG,
+    PROVISION,
+    SECRET_ACCESS_KEY,
+    TEARDOWN,
+    cluster_vars,
+    ec2_client,
+    instances,
+    playbook,
+    recap,
+)
 
 
 def leftovers(env: dict) -> dict:
@@ -18,17 +27,27 @@ def leftovers(env: dict) -> dict:
     return {
         "instances": [i["InstanceId"] for i in instances(env, states=("pending", "running", "stopping", "stopped"))],
         "vpcs": [v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")],
-        "security_groups": [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]
-                            if g["GroupName"] != "default"],
+        "security_groups": [
+            g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"] if g["GroupName"] != "default"
+        ],
         "key_pairs": [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]],
         "launch_templates": [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]],
-        "internet_gateways": [g["InternetGatewayId"] for g in ec2.describe_internet_gateways()["InternetGateways"]
-                              if any(t["Key"] == CLUSTER_TAG for t in g.get("Tags", []))],
+        "internet_gateways": [
+            g["InternetGatewayId"]
+            for g in ec2.describe_internet_gateways()["InternetGateways"]
+            if any(t["Key"] == CLUSTER_TAG for t in g.get("Tags", []))
+        ],
     }
 
 
-NOTHING = {"instances": [], "vpcs": [], "security_groups": [], "key_pairs": [], "launch_templates": [],
-           "internet_gateways": []}
+NOTHING = {
+    "instances": [],
+    "vpcs": [],
+    "security_groups": [],
+    "key_pairs": [],
+    "launch_templates": [],
+    "internet_gateways": [],
+}
 
 
 def test_teardown_leaves_nothing_and_twice_changes_nothing(aws_env, tmp_path):
@@ -64,20 +83,24 @@ def test_given_subnet_and_key_are_left_alone(aws_env, tmp_path):
     assert node["SubnetId"] == subnet and node["KeyName"] == "mine"
     assert node["PrivateIpAddress"].startswith("10.7.1.")
 
-    rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "guest", "key_name": "mine",
-                                              "output_dir": str(tmp_path / "guest")})
+    rc, output = playbook(
+        TEARDOWN, aws_env, {"cluster_name": "guest", "key_name": "mine", "output_dir": str(tmp_path / "guest")}
+    )
     assert rc == 0, output[-3000:]
     assert instances(aws_env, "guest") == []
-    assert [s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["Subnets"]] == [subnet]
+    assert [s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["Subnets"]] == [
+        subnet
+    ]
     assert [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]] == ["mine"]
-    assert [g["GroupName"] for g in ec2.describe_security_groups(
-        Filters=[{"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]] == ["default"]
+    assert [
+        g["GroupName"]
+        for g in ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
+    ] == ["default"]
 
 
 def test_expired_clusters_are_listed_then_removed(aws_env, tmp_path):
     # Expires 1 s after launch.
-    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "old", instance_count=1,
-                                                            expiry_hours=0.0003))
+    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "old", instance_count=1, expiry_hours=0.0003))
     assert rc == 0, output[-3000:]
     time.sleep(1.5)
 
@@ -102,14 +125,17 @@ def test_a_region_other_than_the_recorded_one_is_refused(aws_env, tmp_path):
     out = tmp_path / "elsewhere"
     out.mkdir()
     (out / "elsewhere.aws_ec2.yml").write_text(
-        "# written by provision-aws.yml\nplugin: amazon.aws.aws_ec2\nregions: [eu-west-1]\n")
+        "# written by provision-aws.yml\nplugin: amazon.aws.aws_ec2\nregions: [eu-west-1]\n"
+    )
     (out / "aws_public_ips.txt").write_text("203.0.113.7\n")
 
-    rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "elsewhere", "output_dir": str(out),
-                                              "region": "us-east-1"})
+    rc, output = playbook(
+        TEARDOWN, aws_env, {"cluster_name": "elsewhere", "output_dir": str(out), "region": "us-east-1"}
+    )
     assert rc != 0
-    assert ("region=us-east-1: cluster elsewhere is recorded in region eu-west-1" in " ".join(output.split())
-            and "set region=eu-west-1" in " ".join(output.split())), output[-3000:]
+    assert "region=us-east-1: cluster elsewhere is recorded in region eu-west-1" in " ".join(
+        output.split()
+    ) and "set region=eu-west-1" in " ".join(output.split()), output[-3000:]
     assert sorted(p.name for p in out.iterdir()) == ["aws_public_ips.txt", "elsewhere.aws_ec2.yml"]
 
     rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "elsewhere", "output_dir": str(out)})

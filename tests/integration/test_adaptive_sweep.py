@@ -16,13 +16,31 @@ pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 # No image_size: the model's default, which the plan leaves as None and the store records as 32
 # (the sweep must still find its own runs).
-COMMON = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "repetitions=1",
-          "-e", "warmup_steps=2", "-e", "steps=5", "-e", "num_ps=auto"]
+COMMON = [
+    "-e",
+    "model=trivial",
+    "-e",
+    "batch_size=8",
+    "-e",
+    "repetitions=1",
+    "-e",
+    "warmup_steps=2",
+    "-e",
+    "steps=5",
+    "-e",
+    "num_ps=auto",
+]
 
 
 def _play(project_root, ansible_env, *extra):
-    return subprocess.run(["ansible-playbook", "run-benchmark.yml", *COMMON, *extra], cwd=project_root,
-                          env=ansible_env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        ["ansible-playbook", "run-benchmark.yml", *COMMON, *extra],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def _said_by(task, stdout):
@@ -31,12 +49,12 @@ def _said_by(task, stdout):
     return " ".join(" ".join(p.split()) for p in parts if p.split("]")[0].endswith(task))
 
 
-def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(project_root, ansible_env, tmp_path,
-                                                                             live_processes):
+def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(
+    project_root, ansible_env, tmp_path, live_processes
+):
     sweep_id = f"pytest-adaptive-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
-    first = _play(project_root, ansible_env, "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}",
-                  "-e", "gpus=1,2,4")
+    first = _play(project_root, ansible_env, "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}", "-e", "gpus=1,2,4")
     assert first.returncode == 0, first.stdout[-4000:]
     runs = store.runs(store.connect(db))
     assert {r["status"] for r in runs} == {"ok"}, [r["reason"] for r in runs]
@@ -47,13 +65,27 @@ def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(proje
     steps = sweep_steps.read(db, sweep_id)
     assert [(s["gpus"], s["action"]) for s in steps] == [(1, "full"), (2, "full"), (4, "narrowed")]
     assert steps[2]["detail"]["skipped"] == [["parameter_server", 3], ["parameter_server", 4]]
-    assert "4 GPUs: 2 of 4 configurations (num_ps=auto" in _said_by("Say what the sweep does at this count", first.stdout)
+    assert "4 GPUs: 2 of 4 configurations (num_ps=auto" in _said_by(
+        "Say what the sweep does at this count", first.stdout
+    )
     assert live_processes(sweep_id) == []
 
     # The same sweep, one count more, with stop_below_efficiency=1.0: no CPU run scales perfectly,
     # so it stops before 8 GPUs (1, 2 and 4 are done and not judged again).
-    second = _play(project_root, ansible_env, "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}",
-                   "-e", "gpus=1,2,4,8", "-e", "stop_below_efficiency=1.0", "-e", "sweep_extend=true")
+    second = _play(
+        project_root,
+        ansible_env,
+        "-e",
+        f"sweep_id={sweep_id}",
+        "-e",
+        f"results_db={db}",
+        "-e",
+        "gpus=1,2,4,8",
+        "-e",
+        "stop_below_efficiency=1.0",
+        "-e",
+        "sweep_extend=true",
+    )
     assert second.returncode == 0, second.stdout[-4000:]
     runs = store.runs(store.connect(db))
     assert not [r for r in runs if r["gpus"] == 8]
@@ -61,11 +93,13 @@ def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(proje
     best1 = max(s["images_per_sec"] for s in stats.summarise(runs) if s["gpus"] == 1)
     (stop,) = [s for s in sweep_steps.read(db, sweep_id) if s["action"] == "stopped"]
     assert stop["gpus"] == 8 and stop["detail"]["skipped_counts"] == [8]
-    why = (f"the best configuration at 4 GPUs measured {best4:.1f} images/sec, {best4 / 4 / best1:.0%} efficiency "
-           "(against the 1-GPU rate), below stop_below_efficiency=1")
+    why = (
+        f"the best configuration at 4 GPUs measured {best4:.1f} images/sec, {best4 / 4 / best1:.0%} efficiency "
+        "(against the 1-GPU rate), below stop_below_efficiency=1"
+    )
     assert why in stop["reason"]
     assert why in _said_by("Say what the sweep does at this count", second.stdout)  # said when it stopped,
-    table = _said_by("Show the results", second.stdout)                                # and in the sweep's table
+    table = _said_by("Show the results", second.stdout)  # and in the sweep's table
     assert f"sweep `{sweep_id}`, 8 GPUs, stopped: stopped before 8 GPUs: {why}" in table
     assert "Predicted beside measured" in table
     assert live_processes(sweep_id) == []

@@ -18,8 +18,7 @@ from dtfbench.results import store
 
 pytestmark = [pytest.mark.ansible]
 
-BASE = ["-e", "model=trivial", "-e", "image_size=32", "-e", "warmup_steps=1", "-e", "steps=2",
-        "-e", "repetitions=1"]
+BASE = ["-e", "model=trivial", "-e", "image_size=32", "-e", "warmup_steps=1", "-e", "steps=2", "-e", "repetitions=1"]
 
 
 def run_benchmark(project_root, ansible_env, tmp_path, *args):
@@ -27,31 +26,54 @@ def run_benchmark(project_root, ansible_env, tmp_path, *args):
     db = tmp_path / "results.sqlite"
     run_root = tmp_path / "runs"
     done = subprocess.run(
-        ["ansible-playbook", "run-benchmark.yml", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}",
-         "-e", f"dtfbench_run_root={run_root}", *BASE, *args],
-        cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=300)
+        [
+            "ansible-playbook",
+            "run-benchmark.yml",
+            "-e",
+            f"sweep_id={sweep_id}",
+            "-e",
+            f"results_db={db}",
+            "-e",
+            f"dtfbench_run_root={run_root}",
+            *BASE,
+            *args,
+        ],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return done, db, run_root, sweep_id
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-e", "system=cray9000"], "system=cray9000 is unknown; choose one of"),
-    (["-e", "gpus=1", "-e", "model=resnet9000"], "model='resnet9000' is unknown"),
-    (["-e", "gpus=1", "-e", "variable_update=telepathy"], "variable_update='telepathy' is unknown"),
-    (["-e", "gpus=1,2,64"], "gpus=64"),                       # more than the inventory holds
-    (["-e", "gpus=2", "-e", "num_ps=9"], "num_ps=9"),           # more PSs than the nodes may run
-    (["-e", "gpus=1", "-e", "data=real"], "data=real needs a dataset"),
-    (["-e", "gpus=1", "-e", "data=real", "-e", "data_dir=/nonexistent/imagenet"],
-     "no train-* TFRecord shards in data_dir=/nonexistent/imagenet"),
-    (["-e", "gpus=1", "-e", "sweep_id=x;rm"], "is not a plain name"),
-    # #18: num_ps=auto and the stop rules (dtfbench.adaptive_sweep).
-    (["-e", "gpus=1,2", "-e", "stop_below_efficiency=1.5"],
-     "stop_below_efficiency='1.5': give a number above 0 and at most 1, e.g. stop_below_efficiency=0.5"),
-    (["-e", "gpus=1,2", "-e", "min_doubling_gain=lots"], "min_doubling_gain='lots': give a number >= 0"),
-    (["-e", "gpus=2,1", "-e", "num_ps=auto"], "the sweep must go up in GPU counts"),
-    (["-e", "gpus=1,2", "-e", "num_ps=auto", "-e", "num_ps_auto_keep=0"], "num_ps_auto_keep=0 is below 1"),
-])
-def test_bad_input_is_one_clear_error_before_anything_starts(project_root, ansible_env, tmp_path, live_processes,
-                                                            args, message):
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-e", "system=cray9000"], "system=cray9000 is unknown; choose one of"),
+        (["-e", "gpus=1", "-e", "model=resnet9000"], "model='resnet9000' is unknown"),
+        (["-e", "gpus=1", "-e", "variable_update=telepathy"], "variable_update='telepathy' is unknown"),
+        (["-e", "gpus=1,2,64"], "gpus=64"),  # more than the inventory holds
+        (["-e", "gpus=2", "-e", "num_ps=9"], "num_ps=9"),  # more PSs than the nodes may run
+        (["-e", "gpus=1", "-e", "data=real"], "data=real needs a dataset"),
+        (
+            ["-e", "gpus=1", "-e", "data=real", "-e", "data_dir=/nonexistent/imagenet"],
+            "no train-* TFRecord shards in data_dir=/nonexistent/imagenet",
+        ),
+        (["-e", "gpus=1", "-e", "sweep_id=x;rm"], "is not a plain name"),
+        # #18: num_ps=auto and the stop rules (dtfbench.adaptive_sweep).
+        (
+            ["-e", "gpus=1,2", "-e", "stop_below_efficiency=1.5"],
+            "stop_below_efficiency='1.5': give a number above 0 and at most 1, e.g. stop_below_efficiency=0.5",
+        ),
+        (["-e", "gpus=1,2", "-e", "min_doubling_gain=lots"], "min_doubling_gain='lots': give a number >= 0"),
+        (["-e", "gpus=2,1", "-e", "num_ps=auto"], "the sweep must go up in GPU counts"),
+        (["-e", "gpus=1,2", "-e", "num_ps=auto", "-e", "num_ps_auto_keep=0"], "num_ps_auto_keep=0 is below 1"),
+    ],
+)
+def test_bad_input_is_one_clear_error_before_anything_starts(
+    project_root, ansible_env, tmp_path, live_processes, args, message
+):
     done, db, run_root, sweep_id = run_benchmark(project_root, ansible_env, tmp_path, *args)
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-3000:]
@@ -63,8 +85,9 @@ def test_bad_input_is_one_clear_error_before_anything_starts(project_root, ansib
 
 
 @pytest.mark.parametrize("fail_on_failed_runs", [None, "false"])
-def test_a_port_already_taken_stops_the_run_before_any_task_starts(project_root, ansible_env, tmp_path,
-                                                                  live_processes, fail_on_failed_runs):
+def test_a_port_already_taken_stops_the_run_before_any_task_starts(
+    project_root, ansible_env, tmp_path, live_processes, fail_on_failed_runs
+):
     # Something else listens on the PS port (2230): the run is recorded as failed with the
     # port named, and not one of its tasks was started. A sweep with a failed run ends with a
     # failure (exit 2, the count in the summary), unless fail_on_failed_runs=false.
@@ -73,8 +96,9 @@ def test_a_port_already_taken_stops_the_run_before_any_task_starts(project_root,
         squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squatter.bind(("127.0.0.1", 2230))
         squatter.listen()
-        done, db, run_root, sweep_id = run_benchmark(project_root, ansible_env, tmp_path, "-e", "gpus=1",
-                                                     "-e", "num_ps=1", *extra)
+        done, db, run_root, sweep_id = run_benchmark(
+            project_root, ansible_env, tmp_path, "-e", "gpus=1", "-e", "num_ps=1", *extra
+        )
     output = " ".join(done.stdout.split())
     (run,) = store.runs(store.connect(db))
     assert run["status"] == "failed"

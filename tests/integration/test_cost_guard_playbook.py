@@ -18,8 +18,22 @@ from dtfbench.results import store
 
 pytestmark = [pytest.mark.ansible]
 
-BASE = ["-e", "system=aws", "-e", "gpus=1,2", "-e", "model=trivial", "-e", "image_size=32",
-        "-e", "warmup_steps=1", "-e", "steps=2", "-e", "repetitions=1"]
+BASE = [
+    "-e",
+    "system=aws",
+    "-e",
+    "gpus=1,2",
+    "-e",
+    "model=trivial",
+    "-e",
+    "image_size=32",
+    "-e",
+    "warmup_steps=1",
+    "-e",
+    "steps=2",
+    "-e",
+    "repetitions=1",
+]
 
 
 def run_benchmark(project_root, ansible_env, tmp_path, *args):
@@ -27,9 +41,24 @@ def run_benchmark(project_root, ansible_env, tmp_path, *args):
     db = tmp_path / "results.sqlite"
     run_root = tmp_path / "runs"
     done = subprocess.run(
-        ["ansible-playbook", "run-benchmark.yml", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}",
-         "-e", f"dtfbench_run_root={run_root}", *BASE, *args],
-        cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=300)
+        [
+            "ansible-playbook",
+            "run-benchmark.yml",
+            "-e",
+            f"sweep_id={sweep_id}",
+            "-e",
+            f"results_db={db}",
+            "-e",
+            f"dtfbench_run_root={run_root}",
+            *BASE,
+            *args,
+        ],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     output = done.stdout + done.stderr
     return done.returncode, " ".join(output.split()), db, run_root, sweep_id
 
@@ -40,27 +69,39 @@ def nothing_started(db, run_root, sweep_id, live_processes):
     assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
 
 
-def test_a_sweep_above_max_cost_usd_is_refused_before_the_first_run(project_root, ansible_env, tmp_path,
-                                                                      live_processes):
+def test_a_sweep_above_max_cost_usd_is_refused_before_the_first_run(
+    project_root, ansible_env, tmp_path, live_processes
+):
     rc, output, db, run_root, sweep_id = run_benchmark(
-        project_root, ansible_env, tmp_path, "-e", "instance_type=p2.xlarge", "-e", "max_cost_usd=0.01")
+        project_root, ansible_env, tmp_path, "-e", "instance_type=p2.xlarge", "-e", "max_cost_usd=0.01"
+    )
     assert rc != 0, output[-3000:]
     # 1 node x (2 runs x (60 s overhead + 3 steps)) at $0.90/h: about 3 cents.
-    figure = __import__("re").search(r"predicted to cost \$([0-9.]+), above max_cost_usd=\$0.01; "
-                                     r"raise it \(-e max_cost_usd=(\d+)\)", output)
+    figure = __import__("re").search(
+        r"predicted to cost \$([0-9.]+), above max_cost_usd=\$0.01; "
+        r"raise it \(-e max_cost_usd=(\d+)\)",
+        output,
+    )
     assert figure, output[-3000:]
     assert 0.01 < float(figure.group(1)) < 0.1 and int(figure.group(2)) == math.ceil(float(figure.group(1)))
     assert "1 x p2.xlarge" in output and "published p2.xlarge table" in output and "Traceback" not in output
     nothing_started(db, run_root, sweep_id, live_processes)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-e", "instance_type=g9.xlarge"], "no price for instance type 'g9.xlarge' in the price table"),
-    ([], "the nodes' instance type is not known"),
-    (["-e", "instance_type=p2.xlarge", "-e", "price_usd_per_hour=-1"], "price_usd_per_hour=-1 must be a number >= 0"),
-])
-def test_an_unpriced_type_or_a_negative_price_is_one_clear_error(project_root, ansible_env, tmp_path, live_processes,
-                                                                 args, message):
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-e", "instance_type=g9.xlarge"], "no price for instance type 'g9.xlarge' in the price table"),
+        ([], "the nodes' instance type is not known"),
+        (
+            ["-e", "instance_type=p2.xlarge", "-e", "price_usd_per_hour=-1"],
+            "price_usd_per_hour=-1 must be a number >= 0",
+        ),
+    ],
+)
+def test_an_unpriced_type_or_a_negative_price_is_one_clear_error(
+    project_root, ansible_env, tmp_path, live_processes, args, message
+):
     rc, output, db, run_root, sweep_id = run_benchmark(project_root, ansible_env, tmp_path, *args)
     assert rc != 0 and message in output, output[-3000:]
     assert "Traceback" not in output

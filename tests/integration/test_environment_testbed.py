@@ -11,20 +11,41 @@ import subprocess
 import uuid
 
 import pytest
+from testbed_fixtures import testbed_factory  # noqa: F401
 
 from dtfbench.results import store
 
-from testbed_fixtures import testbed_factory  # noqa: F401
-
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
-SMALL = ["-e", "system=testbed", "-e", "gpus=2", "-e", "model=trivial", "-e", "batch_size=8", "-e", "image_size=32",
-         "-e", "warmup_steps=1", "-e", "steps=2", "-e", "repetitions=1"]
+SMALL = [
+    "-e",
+    "system=testbed",
+    "-e",
+    "gpus=2",
+    "-e",
+    "model=trivial",
+    "-e",
+    "batch_size=8",
+    "-e",
+    "image_size=32",
+    "-e",
+    "warmup_steps=1",
+    "-e",
+    "steps=2",
+    "-e",
+    "repetitions=1",
+]
 
 
 def playbook(project_root, ansible_env, *args, timeout=480):
-    return subprocess.run(["ansible-playbook", "run-benchmark.yml", *args], cwd=project_root, env=ansible_env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["ansible-playbook", "run-benchmark.yml", *args],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def export_on(bed, node, line):
@@ -36,29 +57,45 @@ def export_on(bed, node, line):
         handle.write(line + "\n" + text)
 
 
-def test_hosts_that_differ_are_named_and_refused_under_strict_environment(testbed_factory, project_root,
-                                                                           ansible_env, tmp_path, live_processes):
+def test_hosts_that_differ_are_named_and_refused_under_strict_environment(
+    testbed_factory, project_root, ansible_env, tmp_path, live_processes
+):
     bed = testbed_factory(hosts=2)
     export_on(bed, "node02", "export OMP_NUM_THREADS=3")
     inventory = ["-i", str(bed.dir / "hosts.yml")]
     db = tmp_path / "results.sqlite"
 
     strict_id = f"pytest-envstrict-{uuid.uuid4().hex[:8]}"
-    refused = playbook(project_root, ansible_env, *inventory, *SMALL, "-e", "strict_environment=true",
-                       "-e", f"sweep_id={strict_id}", "-e", f"results_db={db}")
+    refused = playbook(
+        project_root,
+        ansible_env,
+        *inventory,
+        *SMALL,
+        "-e",
+        "strict_environment=true",
+        "-e",
+        f"sweep_id={strict_id}",
+        "-e",
+        f"results_db={db}",
+    )
     text = " ".join(refused.stdout.split())
     assert refused.returncode != 0, refused.stdout[-3000:]
-    assert ("strict_environment=true: the sweep's hosts differ in env.OMP_NUM_THREADS "
-            "(env.OMP_NUM_THREADS: (unset) on node01; 3 on node02)") in text, refused.stdout[-3000:]
+    assert (
+        "strict_environment=true: the sweep's hosts differ in env.OMP_NUM_THREADS "
+        "(env.OMP_NUM_THREADS: (unset) on node01; 3 on node02)"
+    ) in text, refused.stdout[-3000:]
     assert "TASK [tf_cluster" not in refused.stdout and not db.exists()
 
     sweep_id = f"pytest-envwarn-{uuid.uuid4().hex[:8]}"
-    done = playbook(project_root, ansible_env, *inventory, *SMALL, "-e", f"sweep_id={sweep_id}",
-                    "-e", f"results_db={db}")
+    done = playbook(
+        project_root, ansible_env, *inventory, *SMALL, "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}"
+    )
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     text = " ".join(done.stdout.split())
-    warning = ("WARNING: the hosts of this sweep differ in env.OMP_NUM_THREADS (env.OMP_NUM_THREADS: "
-               "(unset) on node01; 3 on node02)")
+    warning = (
+        "WARNING: the hosts of this sweep differ in env.OMP_NUM_THREADS (env.OMP_NUM_THREADS: "
+        "(unset) on node01; 3 on node02)"
+    )
     assert warning in text, done.stdout[-5000:]
     assert text.index(warning) < text.index("TASK [tf_cluster")  # before the first run
 

@@ -20,17 +20,30 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from dtfbench.results import store
-
 import testbed as tb
 from testbed_fixtures import module_testbed
+
+from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 # Short bounds everywhere: a dead peer must be noticed in seconds, not the defaults' minutes.
-FAST = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "image_size=32", "-e", "warmup_steps=2",
-        "-e", "step_timeout=15", "-e", "startup_timeout=30", "-e", "ready_timeout=60"]
+FAST = [
+    "-e",
+    "model=trivial",
+    "-e",
+    "batch_size=8",
+    "-e",
+    "image_size=32",
+    "-e",
+    "warmup_steps=2",
+    "-e",
+    "step_timeout=15",
+    "-e",
+    "startup_timeout=30",
+    "-e",
+    "ready_timeout=60",
+]
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +61,27 @@ class Sweep:
         self.log = open(tmp_path / "playbook.log", "w+")
         env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
         self.process = subprocess.Popen(
-            ["ansible-playbook", "run-benchmark.yml", "-i", bed.inventory, "-e", "system=testbed",
-             "-e", f"sweep_id={self.sweep_id}", "-e", f"results_db={self.db}", *FAST, *args],
-            cwd=project_root, env=env, stdout=self.log, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True)
+            [
+                "ansible-playbook",
+                "run-benchmark.yml",
+                "-i",
+                bed.inventory,
+                "-e",
+                "system=testbed",
+                "-e",
+                f"sweep_id={self.sweep_id}",
+                "-e",
+                f"results_db={self.db}",
+                *FAST,
+                *args,
+            ],
+            cwd=project_root,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
 
     def output(self) -> str:
         self.log.flush()
@@ -79,7 +109,7 @@ class Sweep:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
-            raise AssertionError(f"the sweep did not end in {timeout} s:\n{self.output()[-4000:]}")
+            raise AssertionError(f"the sweep did not end in {timeout} s:\n{self.output()[-4000:]}") from None
         return self.process.returncode
 
     def runs(self) -> list[dict]:
@@ -101,7 +131,12 @@ def task_pids(sweep_id: str, job: str, index: int) -> list[int]:
         except OSError:
             continue
         marker = next((e.decode(errors="replace") for e in environ if e.startswith(b"DTFBENCH_TF_TASK=")), "")
-        if sweep_id in marker and marker.endswith(f"-{job}-{index}") and b"dtfbench.train" in argv and b"tf_task-supervisor" not in argv:
+        if (
+            sweep_id in marker
+            and marker.endswith(f"-{job}-{index}")
+            and b"dtfbench.train" in argv
+            and b"tf_task-supervisor" not in argv
+        ):
             pids.append(int(entry.name))
     return pids
 
@@ -113,8 +148,20 @@ def tf_processes(sweep_id: str, live_processes) -> list[str]:
 def kill_during_measured_steps(bed, project_root, ansible_env, tmp_path, job: str, index: int) -> Sweep:
     """A 2-run sweep (1 PS, a worker per host) whose task `job index` is SIGKILLed in run 1,
     once worker 1 reports its first measured steps."""
-    sweep = Sweep(bed, project_root, ansible_env, tmp_path, "-e", "gpus=2", "-e", "num_ps=1",
-                  "-e", "repetitions=2", "-e", "steps=400")
+    sweep = Sweep(
+        bed,
+        project_root,
+        ansible_env,
+        tmp_path,
+        "-e",
+        "gpus=2",
+        "-e",
+        "num_ps=1",
+        "-e",
+        "repetitions=2",
+        "-e",
+        "steps=400",
+    )
     sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
     victims = task_pids(sweep.sweep_id, job, index)
     assert len(victims) == 1, victims
@@ -166,8 +213,22 @@ def test_killed_ps_fails_its_run_and_the_sweep_goes_on(bed2, project_root, ansib
 
 def test_run_past_its_timeout_is_stopped_and_recorded(bed2, project_root, ansible_env, tmp_path, live_processes):
     # 2 configurations (1 and 2 workers), each far longer than run_timeout allows.
-    sweep = Sweep(bed2, project_root, ansible_env, tmp_path, "-e", "gpus=1,2", "-e", "num_ps=1",
-                  "-e", "repetitions=1", "-e", "steps=1000000", "-e", "run_timeout=20")
+    sweep = Sweep(
+        bed2,
+        project_root,
+        ansible_env,
+        tmp_path,
+        "-e",
+        "gpus=1,2",
+        "-e",
+        "num_ps=1",
+        "-e",
+        "repetitions=1",
+        "-e",
+        "steps=1000000",
+        "-e",
+        "run_timeout=20",
+    )
     rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "timeout=20")
     assert second["status"] == "failed" and "timeout=20" in second["reason"]
     assert rc == 2, out[-3000:]
@@ -182,9 +243,29 @@ def test_task_that_never_listens_fails_after_ready_timeout(bed2, project_root, a
     run_id = f"fault-{uuid.uuid4().hex[:8]}"
     env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
     started = time.monotonic()
-    done = subprocess.run(["ansible-playbook", "launch.yml", "-i", bed2.inventory, "-e", f"script={script}",
-                           "-e", "gpus=2", "-e", "num_ps=1", "-e", f"run_id={run_id}", "-e", "ready_timeout=8"],
-                          cwd=project_root, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            "ansible-playbook",
+            "launch.yml",
+            "-i",
+            bed2.inventory,
+            "-e",
+            f"script={script}",
+            "-e",
+            "gpus=2",
+            "-e",
+            "num_ps=1",
+            "-e",
+            f"run_id={run_id}",
+            "-e",
+            "ready_timeout=8",
+        ],
+        cwd=project_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode != 0
     assert "did not accept connections" in done.stdout and "ready_timeout=8" in done.stdout, done.stdout[-3000:]
     assert "pretending to start" in done.stdout  # the log tail
@@ -193,14 +274,27 @@ def test_task_that_never_listens_fails_after_ready_timeout(bed2, project_root, a
 
 
 # Last in this module on purpose: node02 has no sshd afterwards (the test bed goes down next).
-def test_host_that_goes_away_fails_its_runs_and_leaves_no_task(bed2, project_root, ansible_env, tmp_path,
-                                                                 live_processes):
+def test_host_that_goes_away_fails_its_runs_and_leaves_no_task(
+    bed2, project_root, ansible_env, tmp_path, live_processes
+):
     # node02 disappears in the middle of the first run: its sshd and every SSH session into
     # it are killed and both of its links go down. Nothing can reach its tasks any more;
     # they must end by themselves (the workload's own timeouts, else the supervisors'
     # max_runtime), and the controller must record the runs as failed and go on.
-    sweep = Sweep(bed2, project_root, ansible_env, tmp_path, "-e", "gpus=2", "-e", "num_ps=1",
-                  "-e", "repetitions=2", "-e", "steps=400")
+    sweep = Sweep(
+        bed2,
+        project_root,
+        ansible_env,
+        tmp_path,
+        "-e",
+        "gpus=2",
+        "-e",
+        "num_ps=1",
+        "-e",
+        "repetitions=2",
+        "-e",
+        "steps=400",
+    )
     sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
     node02 = next(n for n in bed2.nodes if n["name"] == "node02")
     inode = tb.netns_inode(node02["netns"])

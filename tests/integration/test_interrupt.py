@@ -26,17 +26,20 @@ import time
 import uuid
 
 import pytest
+from testbed_fixtures import module_testbed
 
 from dtfbench.results import store
-
-from testbed_fixtures import module_testbed
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 BOUND = 15.0  # seconds from the signal to no task of the run on any host
 FAST = ["-e", "model=trivial", "-e", "image_size=32", "-e", "batch_size=8", "-e", "warmup_steps=2"]
-SIGNALS = {"ctrl_c": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, False), "sigkill": (signal.SIGKILL, True),
-           "sighup": (signal.SIGHUP, True)}
+SIGNALS = {
+    "ctrl_c": (signal.SIGINT, True),
+    "sigterm": (signal.SIGTERM, False),
+    "sigkill": (signal.SIGKILL, True),
+    "sighup": (signal.SIGHUP, True),
+}
 
 
 class Sweep:
@@ -46,12 +49,27 @@ class Sweep:
         self.sweep_id = f"intr-{uuid.uuid4().hex[:8]}"
         self.db = tmp_path / "results.sqlite"
         self.run_roots = run_roots
-        self.command = ["ansible-playbook", "run-benchmark.yml", *FAST, *args,
-                        "-e", f"sweep_id={self.sweep_id}", "-e", f"results_db={self.db}"]
+        self.command = [
+            "ansible-playbook",
+            "run-benchmark.yml",
+            *FAST,
+            *args,
+            "-e",
+            f"sweep_id={self.sweep_id}",
+            "-e",
+            f"results_db={self.db}",
+        ]
         self.project_root, self.env = project_root, env
         self.log = open(tmp_path / "playbook.log", "w+")
-        self.process = subprocess.Popen(self.command, cwd=project_root, env=env, stdout=self.log,
-                                        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.process = subprocess.Popen(
+            self.command,
+            cwd=project_root,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
 
     def output(self) -> str:
         self.log.flush()
@@ -116,8 +134,19 @@ def assert_interrupted(sweep: Sweep, took: float, live_processes, earlier: int) 
 
 def local_sweep(project_root, ansible_env, tmp_path, *args) -> Sweep:
     root = tmp_path / "runs"
-    return Sweep(project_root, ansible_env, tmp_path, [root], "-e", "gpus=1", "-e", "num_ps=1",
-                 "-e", f"dtfbench_run_root={root}", *args)
+    return Sweep(
+        project_root,
+        ansible_env,
+        tmp_path,
+        [root],
+        "-e",
+        "gpus=1",
+        "-e",
+        "num_ps=1",
+        "-e",
+        f"dtfbench_run_root={root}",
+        *args,
+    )
 
 
 def test_ctrl_c_stops_records_keeps_and_resumes(project_root, ansible_env, tmp_path, live_processes):
@@ -141,8 +170,9 @@ def test_ctrl_c_stops_records_keeps_and_resumes(project_root, ansible_env, tmp_p
 
 
 @pytest.mark.parametrize("how", ["sigterm", "sigkill", "sighup"])
-def test_sigterm_sigkill_or_sighup_of_the_controller_stops_and_records(how, project_root, ansible_env, tmp_path,
-                                                                live_processes):
+def test_sigterm_sigkill_or_sighup_of_the_controller_stops_and_records(
+    how, project_root, ansible_env, tmp_path, live_processes
+):
     sweep = local_sweep(project_root, ansible_env, tmp_path, "-e", "repetitions=1", "-e", "steps=1000000")
     sweep.wait_until_training(1)
     took = sweep.interrupt(how, live_processes)
@@ -161,9 +191,28 @@ def test_interrupt_on_the_testbed_stops_every_host(how, bed2, project_root, ansi
     # listened, so no call waits there while the worker trains.
     env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
     roots = [bed2.local_ssd(n["name"]) / "dtfbench" / "runs" for n in bed2.nodes]
-    sweep = Sweep(project_root, env, tmp_path, roots, "-i", bed2.inventory, "-e", "system=testbed",
-                  "-e", "gpus=1", "-e", "num_ps=1", "-e", "benchmark_ps_on_worker_nodes=false",
-                  "-e", "repetitions=1", "-e", "steps=1000000", "-e", "step_timeout=60")
+    sweep = Sweep(
+        project_root,
+        env,
+        tmp_path,
+        roots,
+        "-i",
+        bed2.inventory,
+        "-e",
+        "system=testbed",
+        "-e",
+        "gpus=1",
+        "-e",
+        "num_ps=1",
+        "-e",
+        "benchmark_ps_on_worker_nodes=false",
+        "-e",
+        "repetitions=1",
+        "-e",
+        "steps=1000000",
+        "-e",
+        "step_timeout=60",
+    )
     sweep.wait_until_training(1)
     assert [r.name for r in roots[1].glob(f"{sweep.sweep_id}-1-*/*-ps-0.log")], "the PS is not on node02"
     took = sweep.interrupt(how, live_processes)

@@ -27,13 +27,36 @@ pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 def test_killed_sweep_keeps_finished_runs_and_resumes(project_root, ansible_env, tmp_path, live_processes):
     sweep_id = f"killed-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
-    command = ["ansible-playbook", "run-benchmark.yml", "-e", "gpus=1", "-e", "num_ps=1", "-e", "model=trivial",
-               "-e", "image_size=32", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=20",
-               "-e", "repetitions=3", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}",
-               "-e", f"dtfbench_run_root={tmp_path / 'runs'}"]
+    command = [
+        "ansible-playbook",
+        "run-benchmark.yml",
+        "-e",
+        "gpus=1",
+        "-e",
+        "num_ps=1",
+        "-e",
+        "model=trivial",
+        "-e",
+        "image_size=32",
+        "-e",
+        "batch_size=8",
+        "-e",
+        "warmup_steps=2",
+        "-e",
+        "steps=20",
+        "-e",
+        "repetitions=3",
+        "-e",
+        f"sweep_id={sweep_id}",
+        "-e",
+        f"results_db={db}",
+        "-e",
+        f"dtfbench_run_root={tmp_path / 'runs'}",
+    ]
     log = open(tmp_path / "first.log", "w")
-    first = subprocess.Popen(command, cwd=project_root, env=ansible_env, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+    first = subprocess.Popen(
+        command, cwd=project_root, env=ansible_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and first.poll() is None:
         if db.exists() and store.runs(store.connect(db), "sweep_id = ?", (sweep_id,)):

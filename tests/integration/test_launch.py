@@ -9,14 +9,31 @@ pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 
 def launch(project_root, ansible_env, run_id, *args):
-    return subprocess.run(["ansible-playbook", "launch.yml", "-e", f"run_id={run_id}", *args],
-                          cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["ansible-playbook", "launch.yml", "-e", f"run_id={run_id}", *args],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_user_program_runs_on_the_layout_and_is_stopped(project_root, ansible_env, live_processes):
     run_id = f"pytest-launch-{uuid.uuid4().hex[:8]}"
-    done = launch(project_root, ansible_env, run_id, "-e", "script=examples/mnist_distributed.py",
-                  "-e", 'script_args="--steps 12 --batch_size 16"', "-e", "gpus=2", "-e", "num_ps=1")
+    done = launch(
+        project_root,
+        ansible_env,
+        run_id,
+        "-e",
+        "script=examples/mnist_distributed.py",
+        "-e",
+        'script_args="--steps 12 --batch_size 16"',
+        "-e",
+        "gpus=2",
+        "-e",
+        "num_ps=1",
+    )
     assert done.returncode == 0, done.stdout[-3000:]
     run_dir = f"/tmp/dtfbench/runs/{run_id}"
     for index in (0, 1):

@@ -15,7 +15,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.ansible]
@@ -51,8 +50,14 @@ def test_a_run_on_three_hosts_with_two_forks_starts_every_host(testbed_factory, 
     book = tmp_path / "run.yml"
     book.write_text(PLAYBOOK.format(task=TASK))
     env = dict(ansible_env, ANSIBLE_FORKS="2")
-    done = subprocess.run(["ansible-playbook", "-i", str(bed.inventory), str(book)], cwd=project_root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["ansible-playbook", "-i", str(bed.inventory), str(book)],
+        cwd=project_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
     assert "start barrier" not in out

@@ -15,25 +15,44 @@ def fixture_store(db):
     conn = store.connect(db)
     runs = [(1, 1, 40.0), (1, 2, 42.0), (2, 1, 75.0), (2, 2, 77.0), (2, 3, None)]
     for n, (gpus, rep, ips) in enumerate(runs):
-        store.add_run(conn, {
-            "run_id": f"pb-{n}", "sweep_id": "pb", "system": "local", "gpus": gpus, "num_workers": gpus,
-            "num_ps": 1, "variable_update": "parameter_server", "data": "synthetic", "model": "small_cnn",
-            "batch_size": 32, "repetition": rep, "images_per_sec": ips,
-            "status": "ok" if ips else "failed", "reason": None if ips else "worker 1: peer ps:0 died"})
+        store.add_run(
+            conn,
+            {
+                "run_id": f"pb-{n}",
+                "sweep_id": "pb",
+                "system": "local",
+                "gpus": gpus,
+                "num_workers": gpus,
+                "num_ps": 1,
+                "variable_update": "parameter_server",
+                "data": "synthetic",
+                "model": "small_cnn",
+                "batch_size": 32,
+                "repetition": rep,
+                "images_per_sec": ips,
+                "status": "ok" if ips else "failed",
+                "reason": None if ips else "worker 1: peer ps:0 died",
+            },
+        )
     conn.close()
 
 
 def playbook(project_root, ansible_env, *args):
-    return subprocess.run(["ansible-playbook", "report.yml", *args], cwd=project_root, env=ansible_env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["ansible-playbook", "report.yml", *args],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_report_playbook_builds_then_changes_nothing(project_root, ansible_env, tmp_path):
     db = tmp_path / "results.sqlite"
     out = tmp_path / "report"
     fixture_store(db)
-    args = ["-e", f"results_db={db}", "-e", f"report_dir={out}", "-e", "sweep_id=pb",
-            "-e", "report_formats=png"]
+    args = ["-e", f"results_db={db}", "-e", f"report_dir={out}", "-e", "sweep_id=pb", "-e", "report_formats=png"]
 
     first = playbook(project_root, ansible_env, *args)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
@@ -45,8 +64,10 @@ def test_report_playbook_builds_then_changes_nothing(project_root, ansible_env, 
     assert "plots/speedup-local-small_cnn-bs32.png" in manifest["files"]
     with open(out / "best_configurations.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [(r["gpus"], r["images_per_sec"], r["efficiency"]) for r in rows] == [("1", "41.0", "1.0"),
-                                                                                 ("2", "76.0", "0.926829")]
+    assert [(r["gpus"], r["images_per_sec"], r["efficiency"]) for r in rows] == [
+        ("1", "41.0", "1.0"),
+        ("2", "76.0", "0.926829"),
+    ]
 
     again = playbook(project_root, ansible_env, *args)
     assert again.returncode == 0, again.stdout[-4000:]
@@ -56,24 +77,36 @@ def test_report_playbook_builds_then_changes_nothing(project_root, ansible_env, 
 def test_report_playbook_refuses_a_bad_reference(project_root, ansible_env, tmp_path):
     db = tmp_path / "results.sqlite"
     fixture_store(db)
-    result = playbook(project_root, ansible_env, "-e", f"results_db={db}", "-e", f"report_dir={tmp_path / 'r'}",
-                      "-e", "reference=google")
+    result = playbook(
+        project_root,
+        ansible_env,
+        "-e",
+        f"results_db={db}",
+        "-e",
+        f"report_dir={tmp_path / 'r'}",
+        "-e",
+        "reference=google",
+    )
     assert result.returncode != 0
     assert "reference=google is unknown" in result.stdout
     assert not (tmp_path / "r").exists()
 
 
 def test_report_playbook_without_a_store(project_root, ansible_env, tmp_path):
-    result = playbook(project_root, ansible_env, "-e", f"results_db={tmp_path / 'none.sqlite'}",
-                      "-e", f"report_dir={tmp_path / 'r'}")
+    result = playbook(
+        project_root, ansible_env, "-e", f"results_db={tmp_path / 'none.sqlite'}", "-e", f"report_dir={tmp_path / 'r'}"
+    )
     assert result.returncode != 0
     assert "no results store" in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("content, message", [
-    ("gpus,images_per_sec\n1,40.5\n" * 200, "not an SQLite database (file is not a database)"),
-    ("", "an empty file, not a results store"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("gpus,images_per_sec\n1,40.5\n" * 200, "not an SQLite database (file is not a database)"),
+        ("", "an empty file, not a results store"),
+    ],
+)
 def test_report_playbook_on_a_file_that_is_not_a_store(project_root, ansible_env, tmp_path, content, message):
     # One line naming the file and the problem, no traceback; the file is left as it was (a
     # 0-byte file used to become a 24 KB database).

@@ -14,18 +14,32 @@ import uuid
 from pathlib import Path
 
 import pytest
+from slurm_testcluster import missing_prerequisites, slurm_test_cluster  # noqa: F401
 
 from dtfbench.results import store
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from slurm_testcluster import missing_prerequisites, slurm_test_cluster  # noqa: F401
+pytestmark = [
+    pytest.mark.tf,
+    pytest.mark.ansible,
+    pytest.mark.skipif(bool(missing_prerequisites()), reason=missing_prerequisites() or "ok"),
+]
 
-pytestmark = [pytest.mark.tf, pytest.mark.ansible,
-              pytest.mark.skipif(bool(missing_prerequisites()), reason=missing_prerequisites() or "ok")]
-
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "image_size=32",
-         "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
+SMALL = [
+    "-e",
+    "model=trivial",
+    "-e",
+    "batch_size=8",
+    "-e",
+    "image_size=32",
+    "-e",
+    "warmup_steps=2",
+    "-e",
+    "steps=5",
+    "-e",
+    "repetitions=1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +50,9 @@ def slurm_env(ansible_env, slurm_test_cluster):
 
 
 def playbook(env, *args, timeout=600, name="run-benchmark.yml"):
-    return subprocess.run(["ansible-playbook", name, *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["ansible-playbook", name, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def slurm(env, *argv):
@@ -62,8 +77,19 @@ def test_sweep_runs_as_slurm_jobs_into_the_store(slurm_env, slurm_test_cluster, 
     """1 PS + 3 workers over 3 nodes (the PS on a worker node), recorded like an SSH run."""
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    args = ["-e", "system=slurm-test", "-e", "gpus=3", "-e", "num_ps=1", "-e", f"sweep_id={sweep_id}",
-            "-e", f"results_db={db}", *SMALL]
+    args = [
+        "-e",
+        "system=slurm-test",
+        "-e",
+        "gpus=3",
+        "-e",
+        "num_ps=1",
+        "-e",
+        f"sweep_id={sweep_id}",
+        "-e",
+        f"results_db={db}",
+        *SMALL,
+    ]
     done = playbook(slurm_env, *args)
     assert done.returncode == 0, output(done)
 
@@ -71,8 +97,7 @@ def test_sweep_runs_as_slurm_jobs_into_the_store(slurm_env, slurm_test_cluster, 
     assert run["status"] == "ok", run["reason"]
     assert run["system"] == "slurm-test" and run["num_workers"] == 3 and run["num_ps"] == 1
     assert run["hosts"] == ["node1", "node2", "node3"]
-    assert run["cluster_spec"] == {"ps": ["node1:2230"],
-                                   "worker": ["node1:2220", "node2:2220", "node3:2220"]}
+    assert run["cluster_spec"] == {"ps": ["node1:2230"], "worker": ["node1:2220", "node2:2220", "node3:2220"]}
     assert len(run["images_per_sec_per_worker"]) == 3 and min(run["images_per_sec_per_worker"]) > 0
     assert run["images_per_sec"] == pytest.approx(sum(run["images_per_sec_per_worker"]))
     # The job id and node list travel with every worker's result.
@@ -97,9 +122,22 @@ def test_sweep_runs_as_slurm_jobs_into_the_store(slurm_env, slurm_test_cluster, 
 def test_parameter_servers_on_nodes_of_their_own(slurm_env, slurm_test_cluster, tmp_path, live_processes):
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    done = playbook(slurm_env, "-e", "system=slurm-test", "-e", "gpus=2", "-e", "num_ps=1",
-                    "-e", '{"benchmark_ps_on_worker_nodes": false}', "-e", f"sweep_id={sweep_id}",
-                    "-e", f"results_db={db}", *SMALL)
+    done = playbook(
+        slurm_env,
+        "-e",
+        "system=slurm-test",
+        "-e",
+        "gpus=2",
+        "-e",
+        "num_ps=1",
+        "-e",
+        '{"benchmark_ps_on_worker_nodes": false}',
+        "-e",
+        f"sweep_id={sweep_id}",
+        "-e",
+        f"results_db={db}",
+        *SMALL,
+    )
     assert done.returncode == 0, output(done)
     (run,) = store.runs(store.connect(db))
     assert run["status"] == "ok", run["reason"]
@@ -115,9 +153,21 @@ def test_too_few_nodes_is_an_error_before_anything_is_submitted(slurm_env, tmp_p
     before = job_ids(slurm_env)
     db = tmp_path / "results.sqlite"
     # 4 workers and a PS of its own need 5 nodes; the partition has 4.
-    done = playbook(slurm_env, "-e", "system=slurm-test", "-e", "gpus=4", "-e", "num_ps=1",
-                    "-e", '{"benchmark_ps_on_worker_nodes": false}', "-e", f"results_db={db}", *SMALL,
-                    timeout=180)
+    done = playbook(
+        slurm_env,
+        "-e",
+        "system=slurm-test",
+        "-e",
+        "gpus=4",
+        "-e",
+        "num_ps=1",
+        "-e",
+        '{"benchmark_ps_on_worker_nodes": false}',
+        "-e",
+        f"results_db={db}",
+        *SMALL,
+        timeout=180,
+    )
     assert done.returncode != 0
     text = done.stdout + done.stderr
     assert "not enough" in text and "4 hosts offer 4 devices" in text, output(done)
@@ -128,7 +178,8 @@ def test_the_role_checks_the_partition_before_submitting(slurm_env, slurm_test_c
     """The role on its own (no sweep plan before it): its own check, naming the partition."""
     before = job_ids(slurm_env)
     play = tmp_path / "too-big.yml"
-    play.write_text(textwrap.dedent(f"""\
+    play.write_text(
+        textwrap.dedent(f"""\
         - name: A job bigger than the partition
           hosts: localhost
           gather_facts: false
@@ -140,7 +191,8 @@ def test_the_role_checks_the_partition_before_submitting(slurm_env, slurm_test_c
               vars:
                 slurm_cluster_run_id: pytest-too-big-{uuid.uuid4().hex[:6]}
                 slurm_cluster_gpus: 5
-        """))
+        """)
+    )
     done = playbook(slurm_env, str(play), name=str(play), timeout=180)
     assert done.returncode != 0
     text = " ".join((done.stdout + done.stderr).split())
@@ -148,14 +200,26 @@ def test_the_role_checks_the_partition_before_submitting(slurm_env, slurm_test_c
     assert job_ids(slurm_env) == before
 
 
-def test_a_failed_job_is_recorded_as_failed_with_the_reason(slurm_env, slurm_test_cluster, tmp_path,
-                                                           live_processes):
+def test_a_failed_job_is_recorded_as_failed_with_the_reason(slurm_env, slurm_test_cluster, tmp_path, live_processes):
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
     # Every task refuses the flag: the workers exit 2, the job fails.
-    done = playbook(slurm_env, "-e", "system=slurm-test", "-e", "gpus=2", "-e", f"sweep_id={sweep_id}",
-                    "-e", '{"benchmark_extra_args": ["--no_such_flag", "1"]}', "-e", f"results_db={db}",
-                    "-e", "fail_on_failed_runs=false", *SMALL)
+    done = playbook(
+        slurm_env,
+        "-e",
+        "system=slurm-test",
+        "-e",
+        "gpus=2",
+        "-e",
+        f"sweep_id={sweep_id}",
+        "-e",
+        '{"benchmark_extra_args": ["--no_such_flag", "1"]}',
+        "-e",
+        f"results_db={db}",
+        "-e",
+        "fail_on_failed_runs=false",
+        *SMALL,
+    )
     # A failed run is recorded and the sweep goes on; fail_on_failed_runs=false: the play ends
     # with success all the same (the default fails it at the end: tests/integration/test_bad_input.py).
     assert done.returncode == 0, output(done)
@@ -172,8 +236,21 @@ def test_submit_false_only_writes_the_scripts(slurm_env, slurm_test_cluster, tmp
     before = job_ids(slurm_env)
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    done = playbook(slurm_env, "-e", "system=slurm-test", "-e", "gpus=2", "-e", "submit=false",
-                    "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}", *SMALL, timeout=300)
+    done = playbook(
+        slurm_env,
+        "-e",
+        "system=slurm-test",
+        "-e",
+        "gpus=2",
+        "-e",
+        "submit=false",
+        "-e",
+        f"sweep_id={sweep_id}",
+        "-e",
+        f"results_db={db}",
+        *SMALL,
+        timeout=300,
+    )
     assert done.returncode == 0, output(done)
     # The run id is the sweep id, the run's index and a digest of its configuration.
     (directory,) = (Path(slurm_test_cluster["dir"]) / "work" / "runs").glob(f"{sweep_id}-1-*")

@@ -23,20 +23,27 @@ from dtfbench.results import store
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.tf, pytest.mark.ansible,
-              pytest.mark.skipif(bool(missing_prerequisites()), reason=missing_prerequisites() or "ok")]
+pytestmark = [
+    pytest.mark.tf,
+    pytest.mark.ansible,
+    pytest.mark.skipif(bool(missing_prerequisites()), reason=missing_prerequisites() or "ok"),
+]
 
 STUDY_COMMIT = "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741"
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5",
-         "-e", "repetitions=1"]
+SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
 
 
 def daint_on_the_test_cluster(cluster) -> dict:
     """system=daint's machine values swapped for the test cluster's; its modules and workload kept."""
-    return {"slurm_cluster_partition": "debug", "slurm_cluster_device_type": "cpu",
-            "slurm_cluster_max_nodes": 4, "slurm_cluster_module_paths": [f"{cluster['dir']}/modulefiles"],
-            "slurm_cluster_environment": {"SLURM_CONF": cluster["environment"]["SLURM_CONF"]},
-            "slurm_cluster_poll_interval": 0.5, "slurm_cluster_wait_timeout": 600}
+    return {
+        "slurm_cluster_partition": "debug",
+        "slurm_cluster_device_type": "cpu",
+        "slurm_cluster_max_nodes": 4,
+        "slurm_cluster_module_paths": [f"{cluster['dir']}/modulefiles"],
+        "slurm_cluster_environment": {"SLURM_CONF": cluster["environment"]["SLURM_CONF"]},
+        "slurm_cluster_poll_interval": 0.5,
+        "slurm_cluster_wait_timeout": 600,
+    }
 
 
 @pytest.fixture
@@ -48,11 +55,27 @@ def daint(ansible_env, slurm_test_cluster, tmp_path):
 
     def play(*args, timeout=600):
         return subprocess.run(
-            ["ansible-playbook", "run-benchmark.yml", "-e", "system=daint",
-             "-e", json.dumps(daint_on_the_test_cluster(slurm_test_cluster)),
-             "-e", f"results_db={tmp_path / 'results.sqlite'}",
-             "-e", f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}", *SMALL, *args],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+            [
+                "ansible-playbook",
+                "run-benchmark.yml",
+                "-e",
+                "system=daint",
+                "-e",
+                json.dumps(daint_on_the_test_cluster(slurm_test_cluster)),
+                "-e",
+                f"results_db={tmp_path / 'results.sqlite'}",
+                "-e",
+                f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}",
+                *SMALL,
+                *args,
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
     return play
 
 
@@ -71,18 +94,24 @@ def output(done):
 
 
 def test_daint_defaults_run_the_studys_program_on_its_tf_1_1_module(
-        daint, slurm_test_cluster, slurm_tf1_module, tmp_path, mirror_bundle, live_processes, study_extraction):
+    daint, slurm_test_cluster, slurm_tf1_module, tmp_path, mirror_bundle, live_processes, study_extraction
+):
     bundle = mirror_bundle("distributed-tensorflow-benchmarks.bundle")
     sweep_id = f"study-slurm-{uuid.uuid4().hex[:6]}"
-    done = daint("-e", "gpus=2", "-e", "num_ps=1", "-e", f"sweep_id={sweep_id}",
-                 "-e", f"tf_cnn_benchmarks_repo={bundle}")
+    done = daint(
+        "-e", "gpus=2", "-e", "num_ps=1", "-e", f"sweep_id={sweep_id}", "-e", f"tf_cnn_benchmarks_repo={bundle}"
+    )
     assert done.returncode == 0, output(done)
     assert f"workload cscs2017: commit {STUDY_COMMIT} of {bundle}" in " ".join(done.stdout.split())
 
     (run,) = store.runs(store.connect(tmp_path / "results.sqlite"))
     assert run["status"] == "ok", run["reason"]
     assert (run["system"], run["workload"], run["workload_ref"], run["workload_commit"]) == (
-        "daint", "cscs2017", STUDY_COMMIT, STUDY_COMMIT)
+        "daint",
+        "cscs2017",
+        STUDY_COMMIT,
+        STUDY_COMMIT,
+    )
     assert run["tf_version"] == "1.1" and run["images_per_sec"] > 0
     # 1 PS + 2 workers over 2 nodes, the PS beside worker 0: the layout the job computed.
     assert run["hosts"] == ["node1", "node2"]
@@ -94,7 +123,8 @@ def test_daint_defaults_run_the_studys_program_on_its_tf_1_1_module(
     for worker in run["worker_results"]:
         # The study's script from its repository, unpacked where the compute nodes see it.
         assert worker["workload"]["script"] == str(
-            scratch / "tf_cnn_benchmarks" / STUDY_COMMIT / "google-benchmarks/tf_cnn_benchmarks/tf_cnn_benchmarks.py")
+            scratch / "tf_cnn_benchmarks" / STUDY_COMMIT / "google-benchmarks/tf_cnn_benchmarks/tf_cnn_benchmarks.py"
+        )
         # The study's own extraction reads each worker's log as the job wrote it.
         log = job_dir / f"worker-{worker['task_index']}.log"
         assert study_extraction(log) == f"{worker['total_images_per_sec']:.2f}", log.read_text()[-1000:]
@@ -105,24 +135,40 @@ def test_daint_defaults_run_the_studys_program_on_its_tf_1_1_module(
     assert not (scratch / "venv").exists() and not (scratch / "wheels").exists()
     script = (scratch / "runs" / run["run_id"] / "job.sbatch").read_text()
     assert f"LAYOUT=(python3 {scratch}/dtfbench_layout.py" in script
-    assert (scratch / "dtfbench_layout.py").read_text() == (ROOT / "src" / "dtfbench" / "plan" / "layout.py").read_text()
+    assert (scratch / "dtfbench_layout.py").read_text() == (
+        ROOT / "src" / "dtfbench" / "plan" / "layout.py"
+    ).read_text()
     assert "-m dtfbench" not in (scratch / "runs" / run["run_id"] / "node.sh").read_text()
 
     assert live_processes(sweep_id) == []
     assert slurm(slurm_test_cluster, "squeue", "--noheader").strip() == ""
 
 
-@pytest.mark.parametrize("args, names", [
-    (["-e", "workload=ours"],
-     ["workload=ours (python -m dtfbench.train, TensorFlow 2 code) cannot run on the module "
-      f"{TF1_MODULE} (TensorFlow 1.1): use workload=cscs2017", "load a TensorFlow 2 module (-e tf_module="]),
-    (["-e", "workload=cscs2017", "-e", "tf_module=TensorFlow/2.4.0-CrayGNU-21.09"],
-     ["workload=cscs2017 (the study's tf_cnn_benchmarks of 2017, TensorFlow 1.x code) cannot run on the "
-      "module TensorFlow/2.4.0-CrayGNU-21.09 (TensorFlow 2.4): use workload=ours with this module",
-      "leave tf_module out for the study's TensorFlow/1.1.0 module"]),
-], ids=["ours-on-tf1", "study-on-tf2"])
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (
+            ["-e", "workload=ours"],
+            [
+                "workload=ours (python -m dtfbench.train, TensorFlow 2 code) cannot run on the module "
+                f"{TF1_MODULE} (TensorFlow 1.1): use workload=cscs2017",
+                "load a TensorFlow 2 module (-e tf_module=",
+            ],
+        ),
+        (
+            ["-e", "workload=cscs2017", "-e", "tf_module=TensorFlow/2.4.0-CrayGNU-21.09"],
+            [
+                "workload=cscs2017 (the study's tf_cnn_benchmarks of 2017, TensorFlow 1.x code) cannot run on the "
+                "module TensorFlow/2.4.0-CrayGNU-21.09 (TensorFlow 2.4): use workload=ours with this module",
+                "leave tf_module out for the study's TensorFlow/1.1.0 module",
+            ],
+        ),
+    ],
+    ids=["ours-on-tf1", "study-on-tf2"],
+)
 def test_a_workload_on_the_wrong_tensorflow_module_is_refused_before_anything_is_submitted(
-        daint, slurm_test_cluster, tmp_path, args, names):
+    daint, slurm_test_cluster, tmp_path, args, names
+):
     before = job_ids(slurm_test_cluster)
     done = daint("-e", "gpus=2", *args, timeout=180)
     assert done.returncode != 0
@@ -137,8 +183,17 @@ def test_a_workload_on_the_wrong_tensorflow_module_is_refused_before_anything_is
 def test_a_tf_2_module_runs_ours_by_default(daint, tmp_path):
     """-e tf_module=<a TF 2 module> alone switches system=daint to our workload (scripts only)."""
     sweep_id = f"ours-daint-{uuid.uuid4().hex[:6]}"
-    done = daint("-e", "tf_module=TensorFlow/2.4.0-CrayGNU-21.09", "-e", "gpus=2", "-e", "submit=false",
-                 "-e", f"sweep_id={sweep_id}", timeout=300)
+    done = daint(
+        "-e",
+        "tf_module=TensorFlow/2.4.0-CrayGNU-21.09",
+        "-e",
+        "gpus=2",
+        "-e",
+        "submit=false",
+        "-e",
+        f"sweep_id={sweep_id}",
+        timeout=300,
+    )
     assert done.returncode == 0, output(done)
     scratch = tmp_path / "scratch" / "dtfbench"
     (run_dir,) = (scratch / "runs").glob(f"{sweep_id}-*")

@@ -19,18 +19,41 @@ from dtfbench.results import store
 
 pytestmark = [pytest.mark.ansible]
 
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "image_size=32", "-e", "warmup_steps=1",
-         "-e", "steps=3", "-e", "num_ps=1"]
+SMALL = [
+    "-e",
+    "model=trivial",
+    "-e",
+    "batch_size=8",
+    "-e",
+    "image_size=32",
+    "-e",
+    "warmup_steps=1",
+    "-e",
+    "steps=3",
+    "-e",
+    "num_ps=1",
+]
 
 
 def command(db: Path, run_root: Path, sweep_id: str, *args: str) -> list[str]:
-    return ["ansible-playbook", "run-benchmark.yml", "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}",
-            "-e", f"dtfbench_run_root={run_root}", *SMALL, *args]
+    return [
+        "ansible-playbook",
+        "run-benchmark.yml",
+        "-e",
+        f"sweep_id={sweep_id}",
+        "-e",
+        f"results_db={db}",
+        "-e",
+        f"dtfbench_run_root={run_root}",
+        *SMALL,
+        *args,
+    ]
 
 
 def playbook(project_root, ansible_env, *argv, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run(list(argv), cwd=project_root, env=ansible_env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        list(argv), cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def flat(done: subprocess.CompletedProcess) -> str:
@@ -52,9 +75,21 @@ def fill(folder: Path, leave: int = 0) -> None:
 def truncated_store(path: Path) -> None:
     conn = store.connect(path)
     for n in range(100):
-        store.add_run(conn, {"run_id": f"t-{n}", "sweep_id": "t", "system": "local", "gpus": 1, "num_ps": 1,
-                             "variable_update": "parameter_server", "data": "synthetic", "repetition": 1,
-                             "status": "ok", "worker_results": [{"pad": "x" * 500}]})
+        store.add_run(
+            conn,
+            {
+                "run_id": f"t-{n}",
+                "sweep_id": "t",
+                "system": "local",
+                "gpus": 1,
+                "num_ps": 1,
+                "variable_update": "parameter_server",
+                "data": "synthetic",
+                "repetition": 1,
+                "status": "ok",
+                "worker_results": [{"pad": "x" * 500}],
+            },
+        )
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     path.write_bytes(path.read_bytes()[:20000])
@@ -62,7 +97,8 @@ def truncated_store(path: Path) -> None:
 
 @pytest.mark.parametrize("case", ["unwritable", "full disk", "not sqlite", "truncated"])
 def test_a_store_that_cannot_take_the_results_is_refused_before_anything_starts(
-        project_root, ansible_env, tmp_path, small_tmpfs, live_processes, case):
+    project_root, ansible_env, tmp_path, small_tmpfs, live_processes, case
+):
     if case == "unwritable":
         db, message = Path("/proc/x/r.sqlite"), "results_db=/proc/x/r.sqlite: cannot create its folder /proc/x"
     elif case == "full disk":
@@ -91,15 +127,22 @@ def test_a_store_that_cannot_take_the_results_is_refused_before_anything_starts(
 
 @pytest.mark.tf
 def test_a_disk_that_fills_up_mid_sweep_keeps_the_run_and_stops_the_sweep(
-        project_root, ansible_env, tmp_path, small_tmpfs, live_processes):
+    project_root, ansible_env, tmp_path, small_tmpfs, live_processes
+):
     disk = small_tmpfs("2m")
     db = disk / "results.sqlite"
     run_root = tmp_path / "runs"
     sweep_id = f"full-{uuid.uuid4().hex[:8]}"
     log = open(tmp_path / "playbook.log", "w+")
-    sweep = subprocess.Popen(command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "repetitions=2"),
-                             cwd=project_root, env=ansible_env, stdout=log, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
+    sweep = subprocess.Popen(
+        command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "repetitions=2"),
+        cwd=project_root,
+        env=ansible_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         # The plan found room; the disk fills up once the first run has started.
         deadline = time.monotonic() + 240
@@ -132,28 +175,49 @@ def test_a_sweep_means_what_it_says(project_root, ansible_env, tmp_path, live_pr
     sweep_id = f"means-{uuid.uuid4().hex[:8]}"
 
     # A repeated value runs once, with a note.
-    first = playbook(project_root, ansible_env,
-                     *command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "model=trivial,trivial",
-                              "-e", "repetitions=1"))
+    first = playbook(
+        project_root,
+        ansible_env,
+        *command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "model=trivial,trivial", "-e", "repetitions=1"),
+    )
     assert first.returncode == 0, first.stdout[-3000:]
     assert "1 of 1 runs to do" in flat(first)
     assert "Note: model=trivial,trivial repeats trivial: each configuration runs once per repetition" in flat(first)
-    assert [(r["model"], r["repetition"], r["status"]) for r in store.runs(store.connect(db))] == [
-        ("trivial", 1, "ok")]
+    assert [(r["model"], r["repetition"], r["status"]) for r in store.runs(store.connect(db))] == [("trivial", 1, "ok")]
 
     # The same sweep_id with another configuration: refused before anything starts, both shown.
-    other = playbook(project_root, ansible_env,
-                     *command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "repetitions=1", "-e", "batch_size=16"))
+    other = playbook(
+        project_root,
+        ansible_env,
+        *command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "repetitions=1", "-e", "batch_size=16"),
+    )
     assert other.returncode == 2, other.stdout[-3000:]
     text = flat(other)
-    assert f"sweep_id={sweep_id} is a sweep of another configuration (it differs in batch_size): recorded: batch_size=8 " in text
+    assert (
+        f"sweep_id={sweep_id} is a sweep of another configuration (it differs in batch_size): recorded: batch_size=8 "
+        in text
+    )
     assert "asked now: batch_size=16 " in text and "-e sweep_extend=true" in text
     assert len(store.runs(store.connect(db))) == 1
 
     # With sweep_extend=true the new configuration joins the sweep.
-    extended = playbook(project_root, ansible_env,
-                        *command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "repetitions=1", "-e", "batch_size=16",
-                                 "-e", "sweep_extend=true"))
+    extended = playbook(
+        project_root,
+        ansible_env,
+        *command(
+            db,
+            run_root,
+            sweep_id,
+            "-e",
+            "gpus=1",
+            "-e",
+            "repetitions=1",
+            "-e",
+            "batch_size=16",
+            "-e",
+            "sweep_extend=true",
+        ),
+    )
     assert extended.returncode == 0, extended.stdout[-3000:]
     assert [(r["batch_size"], r["status"]) for r in store.runs(store.connect(db))] == [(8, "ok"), (16, "ok")]
     assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []

@@ -20,46 +20,90 @@ import uuid
 from pathlib import Path
 
 import pytest
+from testbed_fixtures import testbed_factory  # noqa: F401
 
 from dtfbench.results import store
-
-from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 TF1_VENV = "/mnt/local_ssd/dtfbench/tf1-venv"
 STUDY_LABEL = "cscs2017@a0d3d61f4f89"
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5",
-         "-e", "repetitions=1", "-e", "gpus=1,2", "-e", "system=testbed"]
+SMALL = [
+    "-e",
+    "model=trivial",
+    "-e",
+    "batch_size=8",
+    "-e",
+    "warmup_steps=2",
+    "-e",
+    "steps=5",
+    "-e",
+    "repetitions=1",
+    "-e",
+    "gpus=1,2",
+    "-e",
+    "system=testbed",
+]
 
 
 def ansible(project_root, ansible_env, playbook, *args, timeout=900):
     env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
-    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), playbook, *args],
-                          cwd=project_root, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), playbook, *args],
+        cwd=project_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def tf1_wheelhouse(project_root, tf1_python):
     """The wheels of requirements/tf1.1-cpu.txt, pip 21 and boto3 for Python 3.6, downloaded here once."""
     folder = project_root / ".cache" / "wheelhouse-cp36-tf1.1"
     folder.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([tf1_python, "-m", "pip", "download", "--quiet", "--dest", str(folder),
-                           "-r", str(project_root / "requirements" / "tf1.1-cpu.txt"), "pip>=21,<22", "boto3"],
-                          capture_output=True, text=True, timeout=1200)
+    done = subprocess.run(
+        [
+            tf1_python,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--dest",
+            str(folder),
+            "-r",
+            str(project_root / "requirements" / "tf1.1-cpu.txt"),
+            "pip>=21,<22",
+            "boto3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return folder
 
 
-def test_the_studys_stack_on_two_hosts_beside_ours(testbed_factory, project_root, ansible_env, tmp_path,
-                                                   tf1_python, mirror_bundle, live_processes):
+def test_the_studys_stack_on_two_hosts_beside_ours(
+    testbed_factory, project_root, ansible_env, tmp_path, tf1_python, mirror_bundle, live_processes
+):
     bundle = mirror_bundle("distributed-tensorflow-benchmarks.bundle")
     wheelhouse = tf1_wheelhouse(project_root, tf1_python)
     bed = testbed_factory(hosts=2)
 
     # 1. The nodes: TF 1.1.0 in a virtualenv of an old Python on each host's own disk.
-    configure = ["-i", bed.inventory, "-e", "node_profile=cscs2017", "-e", "nvidia_stack_install=never",
-                 "-e", f"tf_virtualenv_path={TF1_VENV}",
-                 "-e", json.dumps({"tf_virtualenv_pip_extra_args": f"--no-index --find-links {wheelhouse}"})]
+    configure = [
+        "-i",
+        bed.inventory,
+        "-e",
+        "node_profile=cscs2017",
+        "-e",
+        "nvidia_stack_install=never",
+        "-e",
+        f"tf_virtualenv_path={TF1_VENV}",
+        "-e",
+        json.dumps({"tf_virtualenv_pip_extra_args": f"--no-index --find-links {wheelhouse}"}),
+    ]
     first = ansible(project_root, ansible_env, "configure-nodes.yml", *configure)
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
     said = " ".join(first.stdout.split())
@@ -75,19 +119,48 @@ def test_the_studys_stack_on_two_hosts_beside_ours(testbed_factory, project_root
     # 2. The study's program on the hosts' TF 1.1, then ours on TF 2.x, into one store.
     db = tmp_path / "results.sqlite"
     sweep = f"study-bed-{uuid.uuid4().hex[:6]}"
-    study = ansible(project_root, ansible_env, "run-benchmark.yml", "-i", bed.inventory, *SMALL,
-                    "-e", "workload=cscs2017", "-e", f"tf_cnn_benchmarks_repo={bundle}",
-                    "-e", f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}", "-e", f"dtfbench_python={TF1_VENV}/bin/python",
-                    "-e", f"results_db={db}", "-e", f"sweep_id={sweep}-a")
+    study = ansible(
+        project_root,
+        ansible_env,
+        "run-benchmark.yml",
+        "-i",
+        bed.inventory,
+        *SMALL,
+        "-e",
+        "workload=cscs2017",
+        "-e",
+        f"tf_cnn_benchmarks_repo={bundle}",
+        "-e",
+        f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}",
+        "-e",
+        f"dtfbench_python={TF1_VENV}/bin/python",
+        "-e",
+        f"results_db={db}",
+        "-e",
+        f"sweep_id={sweep}-a",
+    )
     assert study.returncode == 0, study.stdout[-6000:] + study.stderr[-2000:]
-    ours = ansible(project_root, ansible_env, "run-benchmark.yml", "-i", bed.inventory, *SMALL,
-                   "-e", f"results_db={db}", "-e", f"sweep_id={sweep}-b")
+    ours = ansible(
+        project_root,
+        ansible_env,
+        "run-benchmark.yml",
+        "-i",
+        bed.inventory,
+        *SMALL,
+        "-e",
+        f"results_db={db}",
+        "-e",
+        f"sweep_id={sweep}-b",
+    )
     assert ours.returncode == 0, ours.stdout[-6000:] + ours.stderr[-2000:]
 
     runs = store.runs(store.connect(db))
     assert [(r["workload"], r["gpus"], r["status"]) for r in runs] == [
-        ("cscs2017", 1, "ok"), ("cscs2017", 2, "ok"), ("ours", 1, "ok"), ("ours", 2, "ok")], \
-        [r["reason"] for r in runs]
+        ("cscs2017", 1, "ok"),
+        ("cscs2017", 2, "ok"),
+        ("ours", 1, "ok"),
+        ("ours", 2, "ok"),
+    ], [r["reason"] for r in runs]
     private = {n["name"]: n["private_ip"] for n in bed.nodes}
     for run in runs:
         theirs = run["workload"] == "cscs2017"
@@ -98,19 +171,35 @@ def test_the_studys_stack_on_two_hosts_beside_ours(testbed_factory, project_root
     assert two["hosts"] == ["node01", "node02"]
     assert two["cluster_spec"]["worker"] == [f"{private['node01']}:2220", f"{private['node02']}:2220"]
     assert two["cluster_spec"]["ps"] == [f"{private['node01']}:2230"]
-    assert [w["workload"]["script"].startswith(f"/mnt/local_ssd/dtfbench/runs/_tf_cnn_benchmarks/")
-            for w in two["worker_results"]] == [True, True]
+    assert [
+        w["workload"]["script"].startswith("/mnt/local_ssd/dtfbench/runs/_tf_cnn_benchmarks/")
+        for w in two["worker_results"]
+    ] == [True, True]
 
     # 3. The report: both programs, each with its TensorFlow, never averaged together.
     out = tmp_path / "report"
-    report = ansible(project_root, ansible_env, "report.yml", "-e", f"results_db={db}", "-e", f"report_dir={out}",
-                     "-e", "report_formats=svg", timeout=300)
+    report = ansible(
+        project_root,
+        ansible_env,
+        "report.yml",
+        "-e",
+        f"results_db={db}",
+        "-e",
+        f"report_dir={out}",
+        "-e",
+        "report_formats=svg",
+        timeout=300,
+    )
     assert report.returncode == 0, report.stdout[-4000:] + report.stderr[-2000:]
     with open(out / "best_configurations.csv", newline="") as handle:
         best = [(r["workload"], r["tf_version"], r["gpus"]) for r in csv.DictReader(handle)]
     ours_tf = runs[2]["tf_version"]
-    assert best == [("ours", ours_tf, "1"), ("ours", ours_tf, "2"),
-                    (STUDY_LABEL, "1.1", "1"), (STUDY_LABEL, "1.1", "2")]
+    assert best == [
+        ("ours", ours_tf, "1"),
+        ("ours", ours_tf, "2"),
+        (STUDY_LABEL, "1.1", "1"),
+        (STUDY_LABEL, "1.1", "2"),
+    ]
     md = (out / "best_configurations.md").read_text()
     assert "## testbed: trivial, batch 8 per GPU\n" in md
     assert f"## testbed: trivial, batch 8 per GPU, measured with {STUDY_LABEL}\n" in md

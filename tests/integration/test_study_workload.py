@@ -22,30 +22,51 @@ pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 STUDY_COMMIT = "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741"
 UPSTREAM_COMMIT = "9a318c001bdac484d53020a2b50f85710733a9cb"
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5",
-         "-e", "repetitions=1"]
+SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
 
 
 def playbook(project_root, ansible_env, tmp_path, tf1_python, repo, *args, timeout=600):
     # Ports of its own (other tests and benchmarks may use the default 2220/2230).
     base = 20000 + (int(hashlib.sha1(str(tmp_path).encode()).hexdigest(), 16) % 600) * 20
     return subprocess.run(
-        ["ansible-playbook", "run-benchmark.yml", "-e", f"tf_cnn_benchmarks_repo={repo}",
-         "-e", f"dtfbench_python={tf1_python}",
-         "-e", f"tf_cluster_worker_port_base={base}", "-e", f"tf_cluster_ps_port_base={base + 10}",
-         "-e", f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}", "-e", f"dtfbench_run_root={tmp_path / 'runs'}",
-         "-e", f"results_db={tmp_path / 'results.sqlite'}", *SMALL, *args],
-        cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=timeout)
+        [
+            "ansible-playbook",
+            "run-benchmark.yml",
+            "-e",
+            f"tf_cnn_benchmarks_repo={repo}",
+            "-e",
+            f"dtfbench_python={tf1_python}",
+            "-e",
+            f"tf_cluster_worker_port_base={base}",
+            "-e",
+            f"tf_cluster_ps_port_base={base + 10}",
+            "-e",
+            f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}",
+            "-e",
+            f"dtfbench_run_root={tmp_path / 'runs'}",
+            "-e",
+            f"results_db={tmp_path / 'results.sqlite'}",
+            *SMALL,
+            *args,
+        ],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def worker_logs(tmp_path, run):
-    return {int(re.search(r"-worker-(\d+)\.log$", path.name).group(1)): path
-            for path in (tmp_path / "runs" / run["run_id"]).glob("*-worker-*.log")}
+    return {
+        int(re.search(r"-worker-(\d+)\.log$", path.name).group(1)): path
+        for path in (tmp_path / "runs" / run["run_id"]).glob("*-worker-*.log")
+    }
 
 
 def test_the_studys_program_runs_on_tf_1_1_and_the_studys_tools_read_its_logs(
-        project_root, ansible_env, tmp_path, tf1_python, mirror_bundle, live_processes,
-        study_extraction, perfkit_total):
+    project_root, ansible_env, tmp_path, tf1_python, mirror_bundle, live_processes, study_extraction, perfkit_total
+):
     bundle = mirror_bundle("distributed-tensorflow-benchmarks.bundle")
     sweep_id = f"study-{uuid.uuid4().hex[:8]}"
     args = ["-e", "workload=cscs2017", "-e", "gpus=1,2", "-e", f"sweep_id={sweep_id}"]
@@ -56,8 +77,11 @@ def test_the_studys_program_runs_on_tf_1_1_and_the_studys_tools_read_its_logs(
     runs = store.runs(store.connect(tmp_path / "results.sqlite"))
     assert [(r["gpus"], r["status"]) for r in runs] == [(1, "ok"), (2, "ok")], [r["reason"] for r in runs]
     for run in runs:
-        assert (run["workload"], run["workload_ref"], run["workload_commit"]) == ("cscs2017", STUDY_COMMIT,
-                                                                                  STUDY_COMMIT)
+        assert (run["workload"], run["workload_ref"], run["workload_commit"]) == (
+            "cscs2017",
+            STUDY_COMMIT,
+            STUDY_COMMIT,
+        )
         assert run["tf_version"] == "1.1" and run["images_per_sec"] > 0
         # The node's environment (#20), through the adapter, as TF 1.1 on Python 3.6 exposes it.
         environment = run["environment"]["localhost"]
@@ -68,7 +92,8 @@ def test_the_studys_program_runs_on_tf_1_1_and_the_studys_tools_read_its_logs(
         # The study's script, from its repository's directory, ran.
         for worker in run["worker_results"]:
             assert worker["workload"]["script"].endswith(
-                f"{STUDY_COMMIT}/google-benchmarks/tf_cnn_benchmarks/tf_cnn_benchmarks.py")
+                f"{STUDY_COMMIT}/google-benchmarks/tf_cnn_benchmarks/tf_cnn_benchmarks.py"
+            )
             assert worker["devices"] == [f"/job:worker/task:{worker['task_index']}/cpu:0"]
         # Each worker's log, as the project writes it, read by the study's own extraction and
         # by PerfKitBenchmarker: the figure that worker printed ('total images/sec').
@@ -90,20 +115,36 @@ def test_the_studys_program_runs_on_tf_1_1_and_the_studys_tools_read_its_logs(
 
 
 def test_tensorflow_benchmarks_at_the_studys_commit_fails_on_tf_1_1_as_the_study_found(
-        project_root, ansible_env, tmp_path, tf1_python, mirror_bundle, live_processes):
+    project_root, ansible_env, tmp_path, tf1_python, mirror_bundle, live_processes
+):
     """The study commented out one line of 9a318c0 because TF 1.1 lacks the option: the
     unpatched commit, fetched by its short sha from tensorflow/benchmarks, fails, and the run is
     recorded as failed with the script's own error."""
     bundle = mirror_bundle("tensorflow-benchmarks.bundle")
     sweep_id = f"upstream-{uuid.uuid4().hex[:8]}"
-    done = playbook(project_root, ansible_env, tmp_path, tf1_python, bundle,
-                    "-e", "workload=tf_cnn_benchmarks@9a318c0", "-e", "gpus=1", "-e", f"sweep_id={sweep_id}")
+    done = playbook(
+        project_root,
+        ansible_env,
+        tmp_path,
+        tf1_python,
+        bundle,
+        "-e",
+        "workload=tf_cnn_benchmarks@9a318c0",
+        "-e",
+        "gpus=1",
+        "-e",
+        f"sweep_id={sweep_id}",
+    )
     # A sweep whose runs failed says how many and exits 2 (fail_on_failed_runs, #21).
     assert done.returncode == 2, done.stdout[-5000:] + done.stderr[-2000:]
     assert f"sweep {sweep_id}: 1 of 1 runs failed" in " ".join(done.stdout.split()), done.stdout[-3000:]
     (run,) = store.runs(store.connect(tmp_path / "results.sqlite"))
     assert (run["status"], run["workload"], run["workload_ref"], run["workload_commit"]) == (
-        "failed", "tf_cnn_benchmarks", "9a318c0", UPSTREAM_COMMIT)
+        "failed",
+        "tf_cnn_benchmarks",
+        "9a318c0",
+        UPSTREAM_COMMIT,
+    )
     assert "AttributeError: 'GPUOptions' object has no attribute 'force_gpu_compatible'" in run["reason"]
     assert f"{UPSTREAM_COMMIT}/scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py" in run["reason"]
     assert live_processes(sweep_id) == []

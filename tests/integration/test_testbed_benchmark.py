@@ -14,31 +14,49 @@ import uuid
 from pathlib import Path
 
 import pytest
+from testbed_fixtures import testbed_factory  # noqa: F401
 
 from dtfbench.report import analysis
-
 from dtfbench.results import store
-
-from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "image_size=32",
-         "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
+SMALL = [
+    "-e",
+    "model=trivial",
+    "-e",
+    "batch_size=8",
+    "-e",
+    "image_size=32",
+    "-e",
+    "warmup_steps=2",
+    "-e",
+    "steps=5",
+    "-e",
+    "repetitions=1",
+]
 
 
 def playbook(project_root, ansible_env, *args, timeout=480):
     env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
-    return subprocess.run(["ansible-playbook", "run-benchmark.yml", *args], cwd=project_root, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["ansible-playbook", "run-benchmark.yml", *args],
+        cwd=project_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # Round 1 through the test bed's YAML inventory with 1 PS, round 2 through the ip_pairs
 # plugin and the IP files with 2 PSs (on node01 and node02), as EC2 nodes launched by hand
 # (system=aws, each host's instance_type set as the aws_ec2 inventory sets it): recorded as
 # system aws-p2.xlarge, the name the report maps to the study's published p2.xlarge series.
-ROUNDS = [("hosts.yml", 1, ["-e", "system=testbed"], "testbed"),
-          ("testbed.ip_pairs.yml", 2, ["-e", "system=aws", "-e", "instance_type=p2.xlarge"], "aws-p2.xlarge")]
+ROUNDS = [
+    ("hosts.yml", 1, ["-e", "system=testbed"], "testbed"),
+    ("testbed.ip_pairs.yml", 2, ["-e", "system=aws", "-e", "instance_type=p2.xlarge"], "aws-p2.xlarge"),
+]
 
 
 def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansible_env, tmp_path, live_processes):
@@ -48,9 +66,22 @@ def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansibl
         sweep_id = f"pytest-testbed-{uuid.uuid4().hex[:8]}"
         db = tmp_path / f"results-{round_no}.sqlite"
 
-        done = playbook(project_root, ansible_env, "-i", str(bed.dir / inventory_file), *system_args,
-                        "-e", "gpus=4", "-e", f"num_ps={num_ps}", "-e", f"sweep_id={sweep_id}",
-                        "-e", f"results_db={db}", *SMALL)
+        done = playbook(
+            project_root,
+            ansible_env,
+            "-i",
+            str(bed.dir / inventory_file),
+            *system_args,
+            "-e",
+            "gpus=4",
+            "-e",
+            f"num_ps={num_ps}",
+            "-e",
+            f"sweep_id={sweep_id}",
+            "-e",
+            f"results_db={db}",
+            *SMALL,
+        )
         assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
 
         runs = store.runs(store.connect(db))
@@ -58,8 +89,9 @@ def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansibl
         run = runs[0]
         assert run["status"] == "ok", run["reason"]
         assert run["system"] == recorded_system and run["sweep_id"] == sweep_id
-        assert analysis.analyse(runs).ref_system(recorded_system) == (None if recorded_system == "testbed"
-                                                                    else "aws-p2.xlarge")
+        assert analysis.analyse(runs).ref_system(recorded_system) == (
+            None if recorded_system == "testbed" else "aws-p2.xlarge"
+        )
         assert run["hosts"] == ["node01", "node02", "node03", "node04"]
         assert run["num_workers"] == 4 and run["num_ps"] == num_ps
         assert len(run["images_per_sec_per_worker"]) == 4 and all(r > 0 for r in run["images_per_sec_per_worker"])
@@ -87,8 +119,10 @@ def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansibl
             run_dir = bed.local_ssd(node) / "dtfbench" / "runs" / run["run_id"]
             assert (run_dir / f"worker-{index}.json").is_file(), sorted(p.name for p in run_dir.parent.rglob("*"))
             others = [f"node0{i + 1}" for i in range(4) if i != index]
-            assert not any((bed.local_ssd(o) / "dtfbench" / "runs" / run["run_id"] / f"worker-{index}.json").exists()
-                           for o in others)
+            assert not any(
+                (bed.local_ssd(o) / "dtfbench" / "runs" / run["run_id"] / f"worker-{index}.json").exists()
+                for o in others
+            )
         assert not (Path("/tmp/dtfbench/runs") / run["run_id"]).exists()
         assert "img/s total" in done.stdout
 

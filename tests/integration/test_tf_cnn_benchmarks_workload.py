@@ -94,8 +94,7 @@ print("total images/sec: %.2f" % (rate * workers))
 print("-" * 64)
 '''
 CNN_UTIL = "VERSION = '1.1'\nRATE = 37.5\nIMPORT_SECONDS = 4\nSTEP_SECONDS = 1.0\n"
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5",
-         "-e", "repetitions=1"]
+SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
 
 
 def git(repo, *args):
@@ -123,11 +122,30 @@ def playbook(project_root, ansible_env, tmp_path, repo, *args, timeout=600):
     # 2230), and below the ephemeral range (32768-), whose ports outgoing connections take.
     base = 20000 + (int(hashlib.sha1(str(tmp_path).encode()).hexdigest(), 16) % 600) * 20
     return subprocess.run(
-        ["ansible-playbook", "run-benchmark.yml", "-e", f"tf_cnn_benchmarks_repo=file://{repo}",
-         "-e", f"tf_cluster_worker_port_base={base}", "-e", f"tf_cluster_ps_port_base={base + 10}",
-         "-e", f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}", "-e", f"dtfbench_run_root={tmp_path / 'runs'}",
-         "-e", f"results_db={tmp_path / 'results.sqlite'}", *SMALL, *args],
-        cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=timeout)
+        [
+            "ansible-playbook",
+            "run-benchmark.yml",
+            "-e",
+            f"tf_cnn_benchmarks_repo=file://{repo}",
+            "-e",
+            f"tf_cluster_worker_port_base={base}",
+            "-e",
+            f"tf_cluster_ps_port_base={base + 10}",
+            "-e",
+            f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}",
+            "-e",
+            f"dtfbench_run_root={tmp_path / 'runs'}",
+            "-e",
+            f"results_db={tmp_path / 'results.sqlite'}",
+            *SMALL,
+            *args,
+        ],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def statuses(output, task_prefix):
@@ -141,7 +159,8 @@ def statuses(output, task_prefix):
 
 
 def test_tf_cnn_benchmarks_at_a_ref_runs_records_and_changes_nothing_the_second_time(
-        project_root, ansible_env, tmp_path, benchmarks_repo, live_processes):
+    project_root, ansible_env, tmp_path, benchmarks_repo, live_processes
+):
     repo, commit = benchmarks_repo
     sweep_id = f"tfcnn-{uuid.uuid4().hex[:8]}"
     args = ["-e", "workload=tf_cnn_benchmarks@study-2017", "-e", "gpus=1,2", "-e", f"sweep_id={sweep_id}"]
@@ -157,15 +176,19 @@ def test_tf_cnn_benchmarks_at_a_ref_runs_records_and_changes_nothing_the_second_
     assert two["images_per_sec_per_worker"] == pytest.approx([37.5, 37.5])
     for run in runs:
         assert (run["workload"], run["workload_ref"], run["workload_commit"]) == (
-            "tf_cnn_benchmarks", "study-2017", commit)
+            "tf_cnn_benchmarks",
+            "study-2017",
+            commit,
+        )
         assert run["tf_version"] == "1.1" and run["sweep_id"] == sweep_id
     worker = two["worker_results"][1]
     assert worker["workload"]["commit"] == commit and worker["workload"]["exit_code"] == 0
     # The run's flags as tf_cnn_benchmarks got them: CPU workers here, and no option of ours.
     assert worker["config"]["device"] == "cpu" and worker["config"]["data_format"] == "NHWC"
     assert worker["config"]["num_intra_threads"] == "1"  # the system profile's extra_args
-    assert not {"step_timeout", "startup_timeout", "image_size"} & {k for k, v in worker["config"].items()
-                                                                    if v not in (None, "")}
+    assert not {"step_timeout", "startup_timeout", "image_size"} & {
+        k for k, v in worker["config"].items() if v not in (None, "")
+    }
     # The node's copy: the commit's directory (with its sibling module) and the adapter.
     node_dir = tmp_path / "runs" / "_tf_cnn_benchmarks"
     assert (node_dir / commit / "scripts" / "tf_cnn_benchmarks" / "cnn_util.py").is_file()
@@ -184,12 +207,28 @@ def test_tf_cnn_benchmarks_at_a_ref_runs_records_and_changes_nothing_the_second_
     assert [r["id"] for r in store.runs(store.connect(tmp_path / "results.sqlite"))] == [one["id"], two["id"]]
 
     # A new sweep at the same ref: the clone, pack and node copies are there already.
-    third = playbook(project_root, ansible_env, tmp_path, repo, "-e", "workload=tf_cnn_benchmarks@study-2017",
-                     "-e", "gpus=1", "-e", f"sweep_id={sweep_id}-b")
+    third = playbook(
+        project_root,
+        ansible_env,
+        tmp_path,
+        repo,
+        "-e",
+        "workload=tf_cnn_benchmarks@study-2017",
+        "-e",
+        "gpus=1",
+        "-e",
+        f"sweep_id={sweep_id}-b",
+    )
     assert third.returncode == 0, third.stdout[-3000:]
     assert statuses(third.stdout, "Fetch tf_cnn_benchmarks on the controller") == ["ok"]
-    for task in ("Make the controller's cache", "Pack the script", "Make the commit's", "Unpack the script",
-                 "Mark the unpacked", "Copy the adapter"):
+    for task in (
+        "Make the controller's cache",
+        "Pack the script",
+        "Make the commit's",
+        "Unpack the script",
+        "Mark the unpacked",
+        "Copy the adapter",
+    ):
         # (A task skipped on every host, as the unpacking is, prints nothing here.)
         assert "changed" not in statuses(third.stdout, task), task
     (new,) = store.runs(store.connect(tmp_path / "results.sqlite"), "sweep_id = ?", [f"{sweep_id}-b"])
@@ -198,20 +237,40 @@ def test_tf_cnn_benchmarks_at_a_ref_runs_records_and_changes_nothing_the_second_
     assert json.dumps(new["cluster_spec"]) and live_processes(sweep_id) == []
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-e", "workload=tf_cnn_benchmarks@no-such-ref"],
-     "workload=tf_cnn_benchmarks@no-such-ref: cannot fetch no-such-ref from file://"),
-    (["-e", "workload=tf_cnn_benchmarks@..", "-e", "gpus=1"], "the git ref '..' contains '..'"),
-    (["-e", "workload=tf_cnn_benchmarks@master", "-e", "model=small_cnn"],
-     "model=small_cnn is dtfbench's own test model; tf_cnn_benchmarks has no such model"),
-    (["-e", "workload=tf_cnn_benchmarks@master", "-e", "image_size=32"],
-     "image_size=32: tf_cnn_benchmarks has no --image_size"),
-])
-def test_a_bad_workload_is_one_clear_error_before_anything_starts(project_root, ansible_env, tmp_path,
-                                                                  benchmarks_repo, args, message):
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["-e", "workload=tf_cnn_benchmarks@no-such-ref"],
+            "workload=tf_cnn_benchmarks@no-such-ref: cannot fetch no-such-ref from file://",
+        ),
+        (["-e", "workload=tf_cnn_benchmarks@..", "-e", "gpus=1"], "the git ref '..' contains '..'"),
+        (
+            ["-e", "workload=tf_cnn_benchmarks@master", "-e", "model=small_cnn"],
+            "model=small_cnn is dtfbench's own test model; tf_cnn_benchmarks has no such model",
+        ),
+        (
+            ["-e", "workload=tf_cnn_benchmarks@master", "-e", "image_size=32"],
+            "image_size=32: tf_cnn_benchmarks has no --image_size",
+        ),
+    ],
+)
+def test_a_bad_workload_is_one_clear_error_before_anything_starts(
+    project_root, ansible_env, tmp_path, benchmarks_repo, args, message
+):
     repo, _ = benchmarks_repo
-    done = playbook(project_root, ansible_env, tmp_path, repo, "-e", "gpus=1", "-e", f"sweep_id=bad-{uuid.uuid4().hex[:6]}",
-                    *args, timeout=300)
+    done = playbook(
+        project_root,
+        ansible_env,
+        tmp_path,
+        repo,
+        "-e",
+        "gpus=1",
+        "-e",
+        f"sweep_id=bad-{uuid.uuid4().hex[:6]}",
+        *args,
+        timeout=300,
+    )
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-3000:]
     assert message in " ".join(output.split()), output[-3000:]

@@ -30,10 +30,17 @@ def ansible_tool(name):
 
 def adhoc_env():
     env = dict(os.environ)
-    env.update(ANSIBLE_MODULE_UTILS=MODULE_UTILS, ANSIBLE_LIBRARY=LIBRARY, ANSIBLE_NOCOLOR="1",
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_LOAD_CALLBACK_PLUGINS="false",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-               ANSIBLE_DEPRECATION_WARNINGS="false", ANSIBLE_RETRY_FILES_ENABLED="false")
+    env.update(
+        ANSIBLE_MODULE_UTILS=MODULE_UTILS,
+        ANSIBLE_LIBRARY=LIBRARY,
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="false",
+        ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        ANSIBLE_DEPRECATION_WARNINGS="false",
+        ANSIBLE_RETRY_FILES_ENABLED="false",
+    )
     env.pop("ANSIBLE_CONFIG", None)
     return env
 
@@ -48,21 +55,35 @@ def adhoc():
 @pytest.fixture
 def run_module(tmp_path):
     """run_module(name, args, check=False, extra_args=()) -> (rc, result) via ``ansible -m``."""
+
     def run(module, args, check=False, timeout=180, extra_args=()):
-        cmd = [ansible_tool("ansible"), "localhost", "-i", "localhost,", "-c", "local",
-               "-M", LIBRARY, "-m", module, "-a", json.dumps(args),
-               "-e", "ansible_python_interpreter=%s" % sys.executable]
+        cmd = [
+            ansible_tool("ansible"),
+            "localhost",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-M",
+            LIBRARY,
+            "-m",
+            module,
+            "-a",
+            json.dumps(args),
+            "-e",
+            "ansible_python_interpreter=%s" % sys.executable,
+        ]
         if check:
             cmd.append("--check")
         cmd.extend(extra_args)
         # cwd: a directory without ansible.cfg, so the test does not depend on the project's.
-        proc = subprocess.run(cmd, cwd=str(tmp_path), env=adhoc_env(), capture_output=True,
-                              text=True, timeout=timeout)
+        proc = subprocess.run(cmd, cwd=str(tmp_path), env=adhoc_env(), capture_output=True, text=True, timeout=timeout)
         # The ad-hoc (minimal) callback prints "localhost | CHANGED => {json}".
         match = RESULT_RE.search(proc.stdout)
         if not match:
-            raise AssertionError("ansible gave no result (rc %d):\n%s\n%s"
-                                 % (proc.returncode, proc.stdout, proc.stderr))
+            raise AssertionError(
+                "ansible gave no result (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
+            )
         result, _ = json.JSONDecoder().raw_decode(proc.stdout, match.end() - 1)
         return proc.returncode, result
 

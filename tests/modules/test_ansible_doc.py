@@ -12,19 +12,24 @@ pytestmark = pytest.mark.ansible
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIBRARY = os.path.join(REPO, "library")
-MODULES = sorted(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(LIBRARY, "*.py"))
-                 if not os.path.basename(path).startswith("_"))
+MODULES = sorted(
+    os.path.basename(path)[:-3]
+    for path in glob.glob(os.path.join(LIBRARY, "*.py"))
+    if not os.path.basename(path).startswith("_")
+)
 
 
 def ansible_doc(*args):
     tool = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
     if not os.path.exists(tool):
         pytest.skip("ansible-doc is not installed next to %s" % sys.executable)
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_DOC_FRAGMENT_PLUGINS=os.path.join(
-        REPO, "plugins", "doc_fragments"))
+    env = dict(
+        os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_DOC_FRAGMENT_PLUGINS=os.path.join(REPO, "plugins", "doc_fragments")
+    )
     env.pop("ANSIBLE_CONFIG", None)
-    return subprocess.run([tool, "-M", LIBRARY] + list(args), cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [tool, "-M", LIBRARY] + list(args), cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_project_modules_are_there():

@@ -17,23 +17,42 @@ pytestmark = pytest.mark.ansible
 
 def sweep_args(tmp_path, **overrides):
     hosts = [{"name": "node1", "address": "127.0.0.1", "devices": 2, "device_type": "cpu", "max_ps": 2}]
-    args = dict(hosts=hosts, gpus="1,2", num_ps=1, model="small_cnn", repetitions=2, sweep_id="actions-test",
-                results_db=str(tmp_path / "results.sqlite"))
+    args = dict(
+        hosts=hosts,
+        gpus="1,2",
+        num_ps=1,
+        model="small_cnn",
+        repetitions=2,
+        sweep_id="actions-test",
+        results_db=str(tmp_path / "results.sqlite"),
+    )
     args.update(overrides)
     return args
 
 
 def aws_args(tmp_path, **overrides):
-    args = dict(state="present", cluster_name="study", instance_type="p2.xlarge", instance_count=2,
-                ssh_cidr="203.0.113.7/32", region="us-east-1", owner="alice", output_dir=str(tmp_path / "out"))
+    args = dict(
+        state="present",
+        cluster_name="study",
+        instance_type="p2.xlarge",
+        instance_count=2,
+        ssh_cidr="203.0.113.7/32",
+        region="us-east-1",
+        owner="alice",
+        output_dir=str(tmp_path / "out"),
+    )
     args.update(overrides)
     return args
 
 
 CASES = {
     # module name, arguments, what to compare (the AWS plan's expiry is "now + hours": it moves)
-    "benchmark_plan": (sweep_args, lambda r: {k: r[k] for k in ("sweep_id", "runs", "total_runs", "pending_runs",
-                                                                 "workload", "sweep_config", "notes")}),
+    "benchmark_plan": (
+        sweep_args,
+        lambda r: {
+            k: r[k] for k in ("sweep_id", "runs", "total_runs", "pending_runs", "workload", "sweep_config", "notes")
+        },
+    ),
     "aws_cluster_plan": (aws_args, lambda r: {k: v for k, v in r["plan"].items() if k not in ("expiry", "tags")}),
 }
 
@@ -43,11 +62,31 @@ def run(adhoc, tmp_path, module, args, plugin):
     if plugin:
         env["ANSIBLE_ACTION_PLUGINS"] = ACTIONS
     done = subprocess.run(
-        [adhoc.tool("ansible"), "localhost", "-i", "localhost,", "-c", "local", "-M", adhoc.library, "-vvv",
-         "-m", module, "-a", json.dumps(args), "-e", "ansible_python_interpreter=%s" % sys.executable],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=180)
+        [
+            adhoc.tool("ansible"),
+            "localhost",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-M",
+            adhoc.library,
+            "-vvv",
+            "-m",
+            module,
+            "-a",
+            json.dumps(args),
+            "-e",
+            "ansible_python_interpreter=%s" % sys.executable,
+        ],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     text = done.stdout
-    result = json.loads(text[text.index("=> {") + 3:text.rindex("}") + 1])
+    result = json.loads(text[text.index("=> {") + 3 : text.rindex("}") + 1])
     return done.returncode, result, ("AnsiballZ_%s" % module) in text
 
 
@@ -62,12 +101,15 @@ def test_the_action_plugin_plans_what_the_module_plans(tmp_path, adhoc, module):
     assert by_plugin["changed"] is False
 
 
-@pytest.mark.parametrize("module, bad, words", [
-    ("benchmark_plan", {"gpus": "0"}, "gpus"),
-    ("benchmark_plan", {"launcher": "pbs"}, "launcher"),
-    ("aws_cluster_plan", {"ssh_cidr": "0.0.0.0/0"}, "whole internet"),
-    ("aws_cluster_plan", {"region": None}, "region"),
-])
+@pytest.mark.parametrize(
+    "module, bad, words",
+    [
+        ("benchmark_plan", {"gpus": "0"}, "gpus"),
+        ("benchmark_plan", {"launcher": "pbs"}, "launcher"),
+        ("aws_cluster_plan", {"ssh_cidr": "0.0.0.0/0"}, "whole internet"),
+        ("aws_cluster_plan", {"region": None}, "region"),
+    ],
+)
 def test_the_action_plugin_refuses_what_the_module_refuses(tmp_path, adhoc, module, bad, words):
     make_args = CASES[module][0]
     args = {k: v for k, v in make_args(tmp_path, **bad).items() if v is not None}

@@ -20,8 +20,17 @@ pytestmark = pytest.mark.ansible
 NODES = Path(__file__).resolve().parents[1] / "nodes"
 OUTPUTS = NODES / "nvidia_smi_outputs"
 FAKE_DIR = NODES / "fake_nvidia_smi"
-KEYS = {"gpu_present", "gpu_count", "gpus", "driver_version", "nvidia_smi", "pci_devices",
-        "compute_capabilities", "profile_supported", "profile_problem"}
+KEYS = {
+    "gpu_present",
+    "gpu_count",
+    "gpus",
+    "driver_version",
+    "nvidia_smi",
+    "pci_devices",
+    "compute_capabilities",
+    "profile_supported",
+    "profile_problem",
+}
 
 
 @pytest.fixture
@@ -29,6 +38,7 @@ def with_recorded(monkeypatch):
     def use(case):
         monkeypatch.setenv("PATH", f"{FAKE_DIR}{os.pathsep}{os.environ['PATH']}")
         monkeypatch.setenv("DTFBENCH_FAKE_NVIDIA_SMI", str(OUTPUTS / case))
+
     return use
 
 
@@ -58,13 +68,21 @@ def test_k80_node_and_the_current_profile(run_module, with_recorded):
     assert result["gpu_present"] is True and result["gpu_count"] == 8
     assert result["nvidia_smi"] == {"status": "ok", "reason": None}
     assert result["driver_version"] == "470.182.03"
-    assert result["gpus"][0] == {"index": 0, "name": "Tesla K80", "memory_mib": 11441, "compute_capability": "3.7",
-                                 "uuid": "GPU-3a5c2e9b-8d1f-6c4e-2b7a-91f0d3e6c852",
-                                 "pci_bus_id": "00000000:00:17.0", "errors": []}
+    assert result["gpus"][0] == {
+        "index": 0,
+        "name": "Tesla K80",
+        "memory_mib": 11441,
+        "compute_capability": "3.7",
+        "uuid": "GPU-3a5c2e9b-8d1f-6c4e-2b7a-91f0d3e6c852",
+        "pci_bus_id": "00000000:00:17.0",
+        "errors": [],
+    }
     assert result["compute_capabilities"] == ["3.7"]
     assert result["profile_supported"] is False
     problem = result["profile_problem"]
-    assert problem.startswith("node_profile=current cannot drive the Tesla K80 GPUs of this node (compute capability 3.7)")
+    assert problem.startswith(
+        "node_profile=current cannot drive the Tesla K80 GPUs of this node (compute capability 3.7)"
+    )
     assert "use node_profile=cscs2017" in problem
 
     rc, result = run_module("gpu_info", {"node_profile": "cscs2017"})
@@ -83,8 +101,15 @@ def test_a100_node(run_module, with_recorded):
     assert "use node_profile=current" in result["profile_problem"]
 
 
-@pytest.mark.parametrize("case,status", [("no_driver", "no_driver"), ("driver_mismatch", "no_driver"),
-                                         ("no_devices", "no_devices"), ("v100_unknown_error", "degraded")])
+@pytest.mark.parametrize(
+    "case,status",
+    [
+        ("no_driver", "no_driver"),
+        ("driver_mismatch", "no_driver"),
+        ("no_devices", "no_devices"),
+        ("v100_unknown_error", "degraded"),
+    ],
+)
 def test_failures_are_facts_not_failures(run_module, with_recorded, case, status):
     with_recorded(case)
     rc, result = run_module("gpu_info", {"timeout": 20})

@@ -40,10 +40,29 @@ def test_the_action_plugin_runs_in_place_of_the_module(tmp_path, adhoc, plugin):
     if plugin:
         env["ANSIBLE_ACTION_PLUGINS"] = os.path.join(REPO, "plugins", "action")
     done = subprocess.run(
-        [adhoc.tool("ansible"), "localhost", "-i", "localhost,", "-c", "local", "-M", adhoc.library, "-vvv",
-         "-m", "tf_cluster_spec", "-a", json.dumps(dict(hosts=HOSTS, gpus=2, num_ps=1)),
-         "-e", "ansible_python_interpreter=%s" % sys.executable],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=180)
+        [
+            adhoc.tool("ansible"),
+            "localhost",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-M",
+            adhoc.library,
+            "-vvv",
+            "-m",
+            "tf_cluster_spec",
+            "-a",
+            json.dumps(dict(hosts=HOSTS, gpus=2, num_ps=1)),
+            "-e",
+            "ansible_python_interpreter=%s" % sys.executable,
+        ],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"10.0.0.1:2220"' in done.stdout
     assert ("AnsiballZ_tf_cluster_spec" in done.stdout) is not plugin
@@ -66,14 +85,14 @@ def test_layout_matches_compute_layout(run_layout, check):
     assert {key: result[key] for key in KEYS} == expected
     assert result["cluster_spec"] == {
         "ps": ["10.0.0.3:2230"],
-        "worker": ["10.0.0.1:2220", "10.0.0.1:2221", "10.0.0.2:2220", "10.0.0.2:2221"]}
+        "worker": ["10.0.0.1:2220", "10.0.0.1:2221", "10.0.0.2:2220", "10.0.0.2:2221"],
+    }
 
 
 def test_defaults_and_type_conversion(run_layout):
     # INI inventories give strings; address and device_type have defaults.
     hosts = [{"name": "a", "devices": "8"}, {"name": "b", "devices": "8"}]
-    rc, result = run_layout(dict(hosts=hosts, gpus="16", num_ps="2",
-                                                    devices_per_worker="8"))
+    rc, result = run_layout(dict(hosts=hosts, gpus="16", num_ps="2", devices_per_worker="8"))
     assert rc == 0, result
     assert result["cluster_spec"] == {"ps": ["a:2230", "b:2230"], "worker": ["a:2220", "b:2220"]}
     eight = "0,1,2,3,4,5,6,7"
@@ -88,8 +107,7 @@ def test_layout_error_is_the_failure_message(run_layout):
 
 
 def test_argument_validation(run_layout):
-    rc, result = run_layout(dict(
-        hosts=[{"name": "a", "devices": 1, "device_type": "tpu"}], gpus=1, num_ps=0))
+    rc, result = run_layout(dict(hosts=[{"name": "a", "devices": 1, "device_type": "tpu"}], gpus=1, num_ps=0))
     assert rc != 0 and "device_type" in result["msg"] and "tpu" in result["msg"]
     rc, result = run_layout(dict(hosts=[{"name": "a", "devices": 1}], gpus=1))
     assert rc != 0 and "num_ps" in result["msg"]
@@ -98,17 +116,49 @@ def test_argument_validation(run_layout):
 def test_the_action_plugins_failure_obeys_failed_when(tmp_path, adhoc):
     """As a module's would: the Slurm role reads the message of a layout that does not fit."""
     play = tmp_path / "play.yml"
-    play.write_text(json.dumps([{
-        "hosts": "localhost", "gather_facts": False,
-        "tasks": [
-            {"tf_cluster_spec": {"hosts": [{"name": "a", "devices": 1}], "gpus": 5, "num_ps": 1},
-             "register": "layout", "failed_when": False},
-            {"ansible.builtin.assert": {"that": ["layout.msg is search('not enough for 5 workers')",
-                                                 "layout.cluster_spec is not defined"]}},
-        ]}]))
+    play.write_text(
+        json.dumps(
+            [
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "tf_cluster_spec": {"hosts": [{"name": "a", "devices": 1}], "gpus": 5, "num_ps": 1},
+                            "register": "layout",
+                            "failed_when": False,
+                        },
+                        {
+                            "ansible.builtin.assert": {
+                                "that": [
+                                    "layout.msg is search('not enough for 5 workers')",
+                                    "layout.cluster_spec is not defined",
+                                ]
+                            }
+                        },
+                    ],
+                }
+            ]
+        )
+    )
     env = dict(adhoc.env(), ANSIBLE_ACTION_PLUGINS=os.path.join(REPO, "plugins", "action"))
     done = subprocess.run(
-        [adhoc.tool("ansible-playbook"), "-i", "localhost,", "-c", "local", "-M", adhoc.library, str(play),
-         "-e", "ansible_python_interpreter=%s" % sys.executable],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=180)
+        [
+            adhoc.tool("ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-M",
+            adhoc.library,
+            str(play),
+            "-e",
+            "ansible_python_interpreter=%s" % sys.executable,
+        ],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

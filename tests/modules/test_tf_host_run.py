@@ -17,10 +17,10 @@ import time
 
 import pytest
 
-from dtfbench.linux import procfs
-
 # no_leftovers: an autouse fixture, active in this module by being imported.
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
+
+from dtfbench.linux import procfs
 
 pytestmark = pytest.mark.ansible
 
@@ -33,7 +33,7 @@ RUN_ID = "run"
 #   rc: the exit code; value: put in the worker's result file.
 # Without run/until it runs until a signal ends it. It records its argv, pid, environment,
 # start and listen times in <record-dir>/<job>-<index>.json (atomically).
-PROGRAM = textwrap.dedent(r'''
+PROGRAM = textwrap.dedent(r"""
     import json, os, socket, sys, time
 
     args = sys.argv[1:]
@@ -82,7 +82,7 @@ PROGRAM = textwrap.dedent(r'''
                        "reason": plan.get("reason")}, handle)
     print("%s done, rc %d" % (me, plan.get("rc", 0)), flush=True)
     sys.exit(plan.get("rc", 0))
-''')
+""")
 
 
 def free_ports(count):
@@ -111,7 +111,7 @@ def port_open(port):
         return False
 
 
-class Host(object):
+class Host:
     """One host's part of a run on 127.0.0.1: 1 PS and 2 workers (by default) on free ports."""
 
     def __init__(self, tmp_path, run_module, monkeypatch, num_ps=1, num_workers=2):
@@ -126,26 +126,50 @@ class Host(object):
         monkeypatch.setenv("DTFBENCH_HOSTRUN_TEST", str(tmp_path))
         ports = free_ports(num_ps + num_workers)
         self.ps_ports, self.worker_ports = ports[:num_ps], ports[num_ps:]
-        self.cluster_spec = {"ps": ["127.0.0.1:%d" % p for p in self.ps_ports],
-                             "worker": ["127.0.0.1:%d" % p for p in self.worker_ports]}
+        self.cluster_spec = {
+            "ps": ["127.0.0.1:%d" % p for p in self.ps_ports],
+            "worker": ["127.0.0.1:%d" % p for p in self.worker_ports],
+        }
         # As tf_cluster_spec returns them (with its unused keys), workers first: the module
         # orders them itself.
-        self.tasks = [dict(host="localhost", job="worker", task_index=i, address="127.0.0.1",
-                           port=p, endpoint="127.0.0.1:%d" % p, cuda_visible_devices=str(i),
-                           num_devices=1, device_type="gpu")
-                      for i, p in enumerate(self.worker_ports)]
-        self.tasks += [dict(host="localhost", job="ps", task_index=i, address="127.0.0.1", port=p,
-                            endpoint="127.0.0.1:%d" % p, cuda_visible_devices="",
-                            num_devices=0, device_type="cpu")
-                       for i, p in enumerate(self.ps_ports)]
+        self.tasks = [
+            dict(
+                host="localhost",
+                job="worker",
+                task_index=i,
+                address="127.0.0.1",
+                port=p,
+                endpoint="127.0.0.1:%d" % p,
+                cuda_visible_devices=str(i),
+                num_devices=1,
+                device_type="gpu",
+            )
+            for i, p in enumerate(self.worker_ports)
+        ]
+        self.tasks += [
+            dict(
+                host="localhost",
+                job="ps",
+                task_index=i,
+                address="127.0.0.1",
+                port=p,
+                endpoint="127.0.0.1:%d" % p,
+                cuda_visible_devices="",
+                num_devices=0,
+                device_type="cpu",
+            )
+            for i, p in enumerate(self.ps_ports)
+        ]
 
     def __call__(self, state, plan=None, check=False, **options):
         args = dict(state=state, run_id=RUN_ID, run_dir=str(self.run_dir), tasks=self.tasks)
         if state in ("started", "finished") and plan is not None:
-            args.update(cluster_spec=self.cluster_spec, result_flag="--result_file",
-                        program=[sys.executable, str(self.program)],
-                        program_args=["--plan", json.dumps(plan),
-                                      "--record-dir", str(self.records)])
+            args.update(
+                cluster_spec=self.cluster_spec,
+                result_flag="--result_file",
+                program=[sys.executable, str(self.program)],
+                program_args=["--plan", json.dumps(plan), "--record-dir", str(self.records)],
+            )
         args.update(options)
         return self.run_module("tf_host_run", args, check=check)
 
@@ -160,9 +184,16 @@ class Host(object):
         return int((self.run_dir / (name + ".pid")).read_text())
 
     def expected_argv(self, job, index, plan):
-        argv = ["--job_name", job, "--task_index", str(index),
-                "--worker_hosts", ",".join(self.cluster_spec["worker"]),
-                "--ps_hosts", ",".join(self.cluster_spec["ps"])]
+        argv = [
+            "--job_name",
+            job,
+            "--task_index",
+            str(index),
+            "--worker_hosts",
+            ",".join(self.cluster_spec["worker"]),
+            "--ps_hosts",
+            ",".join(self.cluster_spec["ps"]),
+        ]
         if job == "worker":
             argv += ["--result_file", str(self.run_dir / ("worker-%d.json" % index))]
         return argv + ["--plan", json.dumps(plan), "--record-dir", str(self.records)]
@@ -202,11 +233,15 @@ def in_background(action):
 def module_running(tmp_path):
     """True while a tf_host_run module process of this test runs (seen in /proc)."""
     entry = ("DTFBENCH_HOSTRUN_TEST=%s" % tmp_path).encode()
-    return any(entry in procfs.environ(pid) for pid in procfs.pids()
-               if any("AnsiballZ_tf_host_run" in part for part in procfs.cmdline(pid)))
+    return any(
+        entry in procfs.environ(pid)
+        for pid in procfs.pids()
+        if any("AnsiballZ_tf_host_run" in part for part in procfs.cmdline(pid))
+    )
 
 
 # ---- checked ------------------------------------------------------------------------------
+
 
 def test_checked_fresh_run_dir_then_a_busy_port(host):
     rc, fresh = host("checked")
@@ -226,20 +261,21 @@ def test_checked_fresh_run_dir_then_a_busy_port(host):
     assert (entry["job"], entry["task_index"]) == ("worker", 1)
     assert (entry["address"], entry["port"]) == ("127.0.0.1", host.worker_ports[1])
     assert os.getpid() in entry["pids"]
-    assert entry["msg"].startswith("port %d on 127.0.0.1, wanted by worker 1, is already in use"
-                                   % host.worker_ports[1])
+    assert entry["msg"].startswith("port %d on 127.0.0.1, wanted by worker 1, is already in use" % host.worker_ports[1])
     assert str(os.getpid()) in entry["msg"]
 
 
 # ---- started ------------------------------------------------------------------------------
+
 
 def test_started_starts_all_at_once_with_cluster_flags_and_devices(host):
     # Every task listens only 3 s after it starts: one started after the previous listened
     # would start after that one's listen time.
     plan = dict((me, {"listen_delay": 3.0}) for me in ("ps-0", "worker-0", "worker-1"))
     host.tasks[-1]["cuda_visible_devices"] = "5"  # given to the PS by mistake: it takes no GPU
-    rc, started = host("started", plan, environment={"DTFBENCH_HOSTRUN_TEST": "from-options",
-                                                     "CUDA_VISIBLE_DEVICES": "7"})
+    rc, started = host(
+        "started", plan, environment={"DTFBENCH_HOSTRUN_TEST": "from-options", "CUDA_VISIBLE_DEVICES": "7"}
+    )
     assert rc == 0, started
     assert started["changed"] is True
     assert [t["name"] for t in started["tasks"]] == ["run-ps-0", "run-worker-0", "run-worker-1"]
@@ -248,8 +284,7 @@ def test_started_starts_all_at_once_with_cluster_flags_and_devices(host):
     for port in host.ps_ports + host.worker_ports:
         assert port_open(port), port
     records = dict((me, host.record(me)) for me in plan)
-    assert max(r["started"] for r in records.values()) \
-        < min(r["listening"] for r in records.values())
+    assert max(r["started"] for r in records.values()) < min(r["listening"] for r in records.values())
     # PSs first (the supervisors' start times, in clock ticks).
     starts = [proc_starttime(t["pid"]) for t in started["tasks"]]
     assert starts == sorted(starts), starts
@@ -283,10 +318,12 @@ def test_started_fails_fast_when_a_task_exits_before_its_port_is_ready(host):
     rc, result = host("started", plan, ready_timeout=120)
     assert rc != 0
     assert result["elapsed"] < 30  # not ready_timeout
-    assert result["msg"].startswith("task run-worker-1 exited with rc 3 before port %d was ready"
-                                    % host.worker_ports[1]), result["msg"]
-    assert "worker-1 (pid %d) starting cannot bind: boom" % host.record("worker-1")["pid"] \
-        in result["msg"]  # the log tail
+    assert result["msg"].startswith(
+        "task run-worker-1 exited with rc 3 before port %d was ready" % host.worker_ports[1]
+    ), result["msg"]
+    assert (
+        "worker-1 (pid %d) starting cannot bind: boom" % host.record("worker-1")["pid"] in result["msg"]
+    )  # the log tail
     ended = host.exit_record("run-worker-1")["ended"]
     assert result["failed_at"] == ended and began < ended < time.time()
 
@@ -313,8 +350,8 @@ def test_started_fails_after_ready_timeout_naming_the_task_that_never_listens(ho
     assert rc != 0
     assert 2 <= result["elapsed"] < 30
     assert result["msg"].startswith(
-        "worker 0 on 127.0.0.1:%d did not accept connections within ready_timeout=2.0 s"
-        % host.worker_ports[0]), result["msg"]
+        "worker 0 on 127.0.0.1:%d did not accept connections within ready_timeout=2.0 s" % host.worker_ports[0]
+    ), result["msg"]
     assert "stuck loading the model" in result["msg"]  # its log tail
     assert "ps 0" not in result["msg"] and "worker 1" not in result["msg"]
     assert result["failed_at"] <= time.time()
@@ -324,21 +361,24 @@ def test_started_fails_after_ready_timeout_naming_the_task_that_never_listens(ho
 
 # ---- finished, stopped, checked: a whole run ------------------------------------------------
 
+
 def test_a_whole_run_finished_stopped_then_checked_complete(host):
     # The PS exits 0 by itself while the workers still run: no failure. (Every task runs a
     # second or more after it listens: one that ended before the module's readiness poll saw
     # its port would be a task that exited before it was ready.)
-    plan = {"ps-0": {"run": 1.5},
-            "worker-0": {"run": 3.0, "value": 10.5},
-            "worker-1": {"run": 2.0, "value": 20.25}}
+    plan = {"ps-0": {"run": 1.5}, "worker-0": {"run": 3.0, "value": 10.5}, "worker-1": {"run": 2.0, "value": 20.25}}
     rc, finished = host("finished", plan, timeout=60)
     assert rc == 0, finished
     assert finished["changed"] is True
     assert [w["task_index"] for w in finished["workers"]] == [0, 1]
     for index, worker in enumerate(finished["workers"]):
         assert worker["rc"] == 0 and worker["signal_name"] is None and worker["runtime"] > 0
-        assert worker["result"] == {"task_index": index, "status": "ok", "reason": None,
-                                    "value": plan["worker-%d" % index]["value"]}
+        assert worker["result"] == {
+            "task_index": index,
+            "status": "ok",
+            "reason": None,
+            "value": plan["worker-%d" % index]["value"],
+        }
         assert "worker-%d done, rc 0" % index in "\n".join(worker["log_tail"])
     ps0 = host.exit_record("run-ps-0")
     assert ps0["rc"] == 0 and ps0["ended"] < host.exit_record("run-worker-1")["ended"]
@@ -367,14 +407,15 @@ def test_a_whole_run_finished_stopped_then_checked_complete(host):
 
 def test_finished_fails_fast_on_a_failing_worker_while_another_runs(host, tmp_path):
     go = tmp_path / "go"
-    plan = {"ps-0": {"until": str(go)},
-            "worker-0": {"until": str(go)},
-            "worker-1": {"run": 1.5, "rc": 4, "reason": "loss is NaN"}}
+    plan = {
+        "ps-0": {"until": str(go)},
+        "worker-0": {"until": str(go)},
+        "worker-1": {"run": 1.5, "rc": 4, "reason": "loss is NaN"},
+    }
     rc, result = host("finished", plan, timeout=120)
     assert rc != 0
     assert result["elapsed"] < 30  # did not wait for worker 0 (or the timeout)
-    assert result["msg"].startswith("task run-worker-1 exited with rc 4: loss is NaN"), \
-        result["msg"]
+    assert result["msg"].startswith("task run-worker-1 exited with rc 4: loss is NaN"), result["msg"]
     assert "worker-1 done, rc 4" in result["msg"]  # the log tail
     assert result["failed_at"] == host.exit_record("run-worker-1")["ended"]
     assert result["workers"] == []
@@ -433,6 +474,7 @@ def test_finished_timeout_names_the_workers_still_running(host):
 
 
 # ---- stopped ------------------------------------------------------------------------------
+
 
 def test_stopped_reports_a_task_that_died_by_itself_not_those_it_stopped(host, tmp_path):
     rc, started = host("started", {})
@@ -509,6 +551,7 @@ def test_stopped_waits_up_to_ps_exit_timeout_for_the_ps(tmp_path, run_module, mo
 
 # ---- check mode, bad input -----------------------------------------------------------------
 
+
 def test_check_mode_starts_and_stops_nothing(host, tmp_path):
     plan = {"worker-0": {}, "worker-1": {}}
     for state in ("started", "finished"):
@@ -533,8 +576,7 @@ def test_check_mode_starts_and_stops_nothing(host, tmp_path):
     rc, result = host("stopped", check=True, complete_results=[{"x": 1}])
     assert rc == 0, result
     assert result["changed"] is True
-    assert all(t["changed"] is True and t["msg"].startswith("check mode: would stop")
-               for t in result["tasks"])
+    assert all(t["changed"] is True and t["msg"].startswith("check mode: would stop") for t in result["tasks"])
     assert sorted(processes_of(tmp_path)) == pids
     assert not (host.run_dir / "complete").exists()
 

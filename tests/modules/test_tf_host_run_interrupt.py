@@ -18,11 +18,10 @@ import sys
 import time
 
 import pytest
-
-from dtfbench.linux import procfs
-
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
 from test_tf_host_run import RUN_ID, Host, port_open
+
+from dtfbench.linux import procfs
 
 pytestmark = pytest.mark.ansible
 
@@ -41,15 +40,37 @@ def _ppid(pid):
 def start_finished(host, adhoc, tmp_path):
     """tf_host_run state=finished in the background, every task running until stopped."""
     plan = {"worker-0": {}, "worker-1": {}}
-    args = dict(state="finished", run_id=RUN_ID, run_dir=str(host.run_dir), tasks=host.tasks,
-                cluster_spec=host.cluster_spec, result_flag="--result_file", grace_period=5,
-                program=[sys.executable, str(host.program)],
-                program_args=["--plan", json.dumps(plan), "--record-dir", str(host.records)])
-    cmd = [adhoc.tool("ansible"), "localhost", "-i", "localhost,", "-c", "local", "-M", adhoc.library,
-           "-m", "tf_host_run", "-a", json.dumps(args), "-e", "ansible_python_interpreter=%s" % sys.executable]
+    args = dict(
+        state="finished",
+        run_id=RUN_ID,
+        run_dir=str(host.run_dir),
+        tasks=host.tasks,
+        cluster_spec=host.cluster_spec,
+        result_flag="--result_file",
+        grace_period=5,
+        program=[sys.executable, str(host.program)],
+        program_args=["--plan", json.dumps(plan), "--record-dir", str(host.records)],
+    )
+    cmd = [
+        adhoc.tool("ansible"),
+        "localhost",
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-M",
+        adhoc.library,
+        "-m",
+        "tf_host_run",
+        "-a",
+        json.dumps(args),
+        "-e",
+        "ansible_python_interpreter=%s" % sys.executable,
+    ]
     log = open(str(tmp_path / "ansible.log"), "w+")
-    process = subprocess.Popen(cmd, cwd=str(tmp_path), env=adhoc.env(), stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        cmd, cwd=str(tmp_path), env=adhoc.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     assert wait_for(lambda: all(port_open(p) for p in host.ps_ports + host.worker_ports), 60), _output(log)
     time.sleep(1.0)  # the module is waiting for its workers by now
     return process, log
@@ -71,7 +92,7 @@ def assert_stopped_within_bound(host, pids, since, log):
     assert took <= BOUND, "the tasks took %.1f s to stop" % took
     # Each stop left its exit record: the module stopped them (SIGTERM), not the test.
     for name in ("run-ps-0", "run-worker-0", "run-worker-1"):
-        assert wait_for(lambda: (host.run_dir / (name + ".exit")).exists(), 5), name
+        assert wait_for(lambda name=name: (host.run_dir / (name + ".exit")).exists(), 5), name
         record = host.exit_record(name)
         assert record["signal_name"] == "SIGTERM", record
 
@@ -91,8 +112,11 @@ def test_a_lost_connection_stops_the_hosts_tasks(tmp_path, run_module, monkeypat
     host = Host(tmp_path, run_module, monkeypatch)
     process, log = start_finished(host, adhoc, tmp_path)
     pids = task_pids(host)
-    modules = [p for p in procfs.pids()
-               if _cmdline(p).startswith(sys.executable + " ") and "AnsiballZ_tf_host_run" in _cmdline(p)]
+    modules = [
+        p
+        for p in procfs.pids()
+        if _cmdline(p).startswith(sys.executable + " ") and "AnsiballZ_tf_host_run" in _cmdline(p)
+    ]
     assert len(modules) == 1, [_cmdline(p) for p in modules]
     # The reader of the module's output: the Ansible worker above the module (and its shell).
     worker = _ppid(modules[0])

@@ -22,9 +22,7 @@ def host(tmp_path, run_module, monkeypatch):
 
 
 def test_wait_only_collects_a_worker_that_ended_between_the_calls_and_starts_nothing(host):
-    plan = {"ps-0": {"run": 30},
-            "worker-0": {"run": 1.0, "value": 1.5},
-            "worker-1": {"run": 4.0, "value": 2.5}}
+    plan = {"ps-0": {"run": 30}, "worker-0": {"run": 1.0, "value": 1.5}, "worker-1": {"run": 4.0, "value": 2.5}}
     rc, started = host("started", plan, ready_timeout=30)
     assert rc == 0, started
     first_pid = host.record("worker-0")["pid"]

@@ -13,17 +13,17 @@ import time
 
 import pytest
 
-from dtfbench.linux import procfs
-
 # no_leftovers: an autouse fixture, active in this module by being imported.
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
+
+from dtfbench.linux import procfs
 
 pytestmark = pytest.mark.ansible
 
 
 # A stand-in for a PS/worker: optionally listens, runs until a file appears, a time passes or
 # a signal arrives, writes a JSON result, exits with a chosen code, spawns children.
-PROGRAM = textwrap.dedent(r'''
+PROGRAM = textwrap.dedent(r"""
     import argparse, json, os, signal, socket, subprocess, sys, time
 
     parser = argparse.ArgumentParser()
@@ -76,7 +76,7 @@ PROGRAM = textwrap.dedent(r'''
             json.dump(result, handle)
     print("program done, rc %d" % args.rc, flush=True)
     sys.exit(args.rc)
-''')
+""")
 
 
 def free_port():
@@ -106,11 +106,24 @@ def task(tmp_path, run_module):
 def test_start_ready_idempotent_finish_with_result(task, tmp_path):
     port = free_port()
     go = tmp_path / "go"
-    program_args = ["--port", port, "--listen-delay", "0.5", "--until-file", go,
-                    "--result", "result.json", "--say", "hello"]
-    rc, started = task("t-ok", program_args=program_args, port=port,
-                       environment={"CUDA_VISIBLE_DEVICES": "", "DTFBENCH_TEST": 42,
-                                    "HOME": None})
+    program_args = [
+        "--port",
+        port,
+        "--listen-delay",
+        "0.5",
+        "--until-file",
+        go,
+        "--result",
+        "result.json",
+        "--say",
+        "hello",
+    ]
+    rc, started = task(
+        "t-ok",
+        program_args=program_args,
+        port=port,
+        environment={"CUDA_VISIBLE_DEVICES": "", "DTFBENCH_TEST": 42, "HOME": None},
+    )
     assert rc == 0, started
     assert started["changed"] is True and started["ready"] is True and started["running"]
     pid = started["pid"]
@@ -149,12 +162,12 @@ def test_start_ready_idempotent_finish_with_result(task, tmp_path):
 
 
 def test_nonzero_exit_reports_rc_reason_and_log_tail(task):
-    rc, started = task("t-fail", program_args=["--run", "0.2", "--rc", "3", "--result",
-                                               "r.json", "--reason", "bad flag --foo",
-                                               "--say", "boom"])
+    rc, started = task(
+        "t-fail",
+        program_args=["--run", "0.2", "--rc", "3", "--result", "r.json", "--reason", "bad flag --foo", "--say", "boom"],
+    )
     assert rc == 0 and started["changed"] is True and started["ready"] is True
-    rc, done = task("t-fail", state="finished", result_file="r.json", timeout=30,
-                    log_tail_lines=5)
+    rc, done = task("t-fail", state="finished", result_file="r.json", timeout=30, log_tail_lines=5)
     assert rc != 0
     assert done["rc"] == 3 and done["signal"] is None
     assert "exited with rc 3: bad flag --foo" in done["msg"]
@@ -167,12 +180,12 @@ def test_never_listening_fails_after_ready_timeout_and_leaves_nothing(task, tmp_
     port = free_port()
     pids_file = tmp_path / "pids.json"
     started_at = time.time()
-    rc, result = task("t-deaf", program_args=["--children", "--pids-file", pids_file],
-                      port=port, ready_timeout=1.5, grace_period=0.5)
+    rc, result = task(
+        "t-deaf", program_args=["--children", "--pids-file", pids_file], port=port, ready_timeout=1.5, grace_period=0.5
+    )
     took = time.time() - started_at
     assert rc != 0
-    assert "did not accept connections on 127.0.0.1:%d within ready_timeout=1.5" % port \
-        in result["msg"]
+    assert "did not accept connections on 127.0.0.1:%d within ready_timeout=1.5" % port in result["msg"]
     assert "stopped its process group" in result["msg"]
     assert result["running"] is False and result["ready"] is False
     assert 1.5 <= result["elapsed"] < 10 and took < 30
@@ -183,9 +196,12 @@ def test_never_listening_fails_after_ready_timeout_and_leaves_nothing(task, tmp_
 
 
 def test_exit_before_ready_fails_fast_with_log_tail(task):
-    rc, result = task("t-early", program_args=["--run", "0", "--rc", "2", "--say",
-                                               "cannot bind: address in use"],
-                      port=free_port(), ready_timeout=120)
+    rc, result = task(
+        "t-early",
+        program_args=["--run", "0", "--rc", "2", "--say", "cannot bind: address in use"],
+        port=free_port(),
+        ready_timeout=120,
+    )
     assert rc != 0
     assert result["elapsed"] < 10
     assert "exited with rc 2 before port" in result["msg"]
@@ -194,8 +210,9 @@ def test_exit_before_ready_fails_fast_with_log_tail(task):
 
 
 def test_missing_program_fails_before_starting(run_module, tmp_path):
-    rc, result = run_module("tf_task", dict(name="t-missing", run_dir=str(tmp_path / "run"),
-                                            argv=["no-such-program-dtfbench", "--x"]))
+    rc, result = run_module(
+        "tf_task", dict(name="t-missing", run_dir=str(tmp_path / "run"), argv=["no-such-program-dtfbench", "--x"])
+    )
     assert rc != 0 and "not found in the task's PATH" in result["msg"]
     assert not (tmp_path / "run" / "t-missing.pid").exists()
 
@@ -203,9 +220,9 @@ def test_missing_program_fails_before_starting(run_module, tmp_path):
 def test_stop_kills_a_term_ignoring_group_and_children(task, tmp_path):
     port = free_port()
     pids_file = tmp_path / "pids.json"
-    rc, started = task("t-stubborn", program_args=["--port", port, "--ignore-term",
-                                                   "--children", "--pids-file", pids_file],
-                       port=port)
+    rc, started = task(
+        "t-stubborn", program_args=["--port", port, "--ignore-term", "--children", "--pids-file", pids_file], port=port
+    )
     assert rc == 0, started
     pids = json.loads(pids_file.read_text())  # program, child in group, child in own session
     assert all(alive(p) for p in pids)
@@ -270,8 +287,7 @@ def test_finished_timeout_then_stop_on_timeout(task):
     assert "still runs after timeout=1.0 s" in result["msg"] and "left running" in result["msg"]
     assert 1 <= result["elapsed"] < 10
     assert alive(started["pid"])
-    rc, result = task("t-slow", state="finished", timeout=0.5, stop_on_timeout=True,
-                      grace_period=5)
+    rc, result = task("t-slow", state="finished", timeout=0.5, stop_on_timeout=True, grace_period=5)
     assert rc != 0 and result["timed_out"] is True and "stopped it" in result["msg"]
     assert result["running"] is False and not alive(started["pid"])
 
@@ -304,10 +320,16 @@ def test_async_start_as_the_role_does(task, tmp_path, run_module):
     """roles/tf_cluster starts tasks with async/poll 0: the task must outlive the wrapper."""
     port = free_port()
     program = str(tmp_path / "program.py")
-    rc, launched = run_module("tf_task", dict(
-        name="t-async", run_dir=str(task.run_dir), port=port,
-        argv=[sys.executable, program, "--port", str(port), "--listen-delay", "0.5"]),
-        extra_args=["-B", "60", "-P", "0"])
+    rc, launched = run_module(
+        "tf_task",
+        dict(
+            name="t-async",
+            run_dir=str(task.run_dir),
+            port=port,
+            argv=[sys.executable, program, "--port", str(port), "--listen-delay", "0.5"],
+        ),
+        extra_args=["-B", "60", "-P", "0"],
+    )
     assert rc == 0 and launched["ansible_job_id"], launched
     deadline = time.time() + 60
     while True:
@@ -351,9 +373,12 @@ def test_max_runtime_kills_the_whole_group_that_ignores_sigterm(task, tmp_path):
     # supervisor SIGKILLs its whole group, not only the program. (A child that left the group
     # is beyond it: state=stopped finds that one by the task's marker.)
     pids_file = tmp_path / "pids.json"
-    rc, started = task("t-deadline-group", program_args=["--run", "600", "--ignore-term", "--children",
-                                                         "--pids-file", pids_file],
-                       max_runtime=2, grace_period=2)
+    rc, started = task(
+        "t-deadline-group",
+        program_args=["--run", "600", "--ignore-term", "--children", "--pids-file", pids_file],
+        max_runtime=2,
+        grace_period=2,
+    )
     assert rc == 0, started
     assert wait_for(pids_file.exists)
     program, same_group, other_session = json.loads(pids_file.read_text())
@@ -363,4 +388,3 @@ def test_max_runtime_kills_the_whole_group_that_ignores_sigterm(task, tmp_path):
     assert rc != 0 and "killed by SIGKILL after running past its max_runtime" in result["msg"], result["msg"]
     rc, stopped = task("t-deadline-group", state="stopped", grace_period=1)
     assert rc == 0 and other_session in stopped["killed"], stopped
-

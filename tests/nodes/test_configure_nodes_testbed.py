@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.ansible, pytest.mark.tf]
@@ -29,9 +28,14 @@ VENV = "/mnt/local_ssd/dtfbench/venv"
 
 
 def configure(project_root, ansible_env, inventory, extra, timeout=1200):
-    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "configure-nodes.yml",
-                           "-i", inventory, *extra], cwd=project_root, env=ansible_env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "configure-nodes.yml", "-i", inventory, *extra],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def locked(project_root, name):
@@ -41,20 +45,36 @@ def locked(project_root, name):
 
 def wheelhouse_for_nodes(project_root, python):
     """The wheels of the lock's tensorflow-cpu and boto3 for the nodes' python, downloaded here."""
-    tag = subprocess.run([python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"], capture_output=True,
-                         text=True, check=True).stdout.strip()
+    tag = subprocess.run(
+        [python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     folder = project_root / ".cache" / f"wheelhouse-{tag}"
     folder.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([python, "-m", "pip", "download", "--quiet", "--dest", str(folder),
-                           f"tensorflow-cpu=={locked(project_root, 'tensorflow[-_]cpu')}",
-                           f"boto3=={locked(project_root, 'boto3')}"], capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--dest",
+            str(folder),
+            f"tensorflow-cpu=={locked(project_root, 'tensorflow[-_]cpu')}",
+            f"boto3=={locked(project_root, 'boto3')}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return folder
 
 
 def recap(stdout):
-    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", rest)}
-            for host, rest in re.findall(r"^(node\d+)\s+:\s+(.*)$", stdout, re.MULTILINE)}
+    return {
+        host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", rest)}
+        for host, rest in re.findall(r"^(node\d+)\s+:\s+(.*)$", stdout, re.MULTILINE)
+    }
 
 
 def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, tmp_path):
@@ -67,10 +87,20 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
         shutil.copy2(project_root / name, snapshot / name)
     shutil.copytree(project_root / "src", snapshot / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     wheelhouse = wheelhouse_for_nodes(project_root, bed.state["python"])
-    extra = ["-e", "node_profile=current", "-e", f"tf_virtualenv_path={VENV}",
-             "-e", json.dumps({"tf_virtualenv_pip_extra_args": f"--no-index --find-links {wheelhouse}"}),
-             "-e", f"tf_virtualenv_python={bed.state['python']}",
-             "-e", f"tf_virtualenv_project_dir={snapshot}", "-e", f"tf_virtualenv_wheel_dir={tmp_path / 'wheels'}"]
+    extra = [
+        "-e",
+        "node_profile=current",
+        "-e",
+        f"tf_virtualenv_path={VENV}",
+        "-e",
+        json.dumps({"tf_virtualenv_pip_extra_args": f"--no-index --find-links {wheelhouse}"}),
+        "-e",
+        f"tf_virtualenv_python={bed.state['python']}",
+        "-e",
+        f"tf_virtualenv_project_dir={snapshot}",
+        "-e",
+        f"tf_virtualenv_wheel_dir={tmp_path / 'wheels'}",
+    ]
 
     first = configure(project_root, ansible_env, bed.inventory, extra)
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
@@ -79,7 +109,10 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
     said = " ".join(first.stdout.split())  # the YAML callback wraps long messages
     for node in ("node01", "node02"):
         assert f"no NVIDIA GPU on {node} (nvidia-smi: absent): nothing to install" in said
-        assert f"{node}: dtfbench_python={VENV}/bin/python (TensorFlow {locked(project_root, 'tensorflow[-_]cpu')})" in said
+        assert (
+            f"{node}: dtfbench_python={VENV}/bin/python (TensorFlow {locked(project_root, 'tensorflow[-_]cpu')})"
+            in said
+        )
         # Each host's own virtualenv, on its own disk.
         python = bed.local_ssd(node) / "dtfbench" / "venv" / "bin" / "python"
         assert python.exists(), sorted(str(p) for p in bed.local_ssd(node).rglob("*"))[:20]
@@ -90,9 +123,22 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
     # Over SSH, on the node: the workload from its virtualenv, with its TF.
     node = bed.nodes[0]
     probe = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible"), "-i", bed.inventory, node["name"], "-m", "ansible.builtin.command",
-         "-a", f"{VENV}/bin/python -c 'import dtfbench.layout, tensorflow as tf; print(tf.__version__, dtfbench.layout.__file__)'"],
-        cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=300)
+        [
+            str(Path(sys.executable).parent / "ansible"),
+            "-i",
+            bed.inventory,
+            node["name"],
+            "-m",
+            "ansible.builtin.command",
+            "-a",
+            f"{VENV}/bin/python -c 'import dtfbench.layout, tensorflow as tf; print(tf.__version__, dtfbench.layout.__file__)'",
+        ],
+        cwd=project_root,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert probe.returncode == 0, probe.stdout + probe.stderr
     assert f"{VENV}/lib/" in probe.stdout
 

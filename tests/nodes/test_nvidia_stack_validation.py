@@ -9,7 +9,6 @@ facts of an Ubuntu 16.04 node (as setup would there) before the role runs; the K
 import re
 
 import pytest
-
 from node_helpers import recorded_nvidia_smi_env
 
 pytestmark = pytest.mark.ansible
@@ -49,6 +48,7 @@ def on_xenial(run_playbook, project_root, tmp_path):
 
     def run(*args):
         return run_playbook(XENIAL_PLAY, *args, env={"ANSIBLE_LIBRARY": f"{library}:{project_root / 'library'}"})
+
     return run
 
 
@@ -93,8 +93,10 @@ def test_cscs2017_with_install_never_needs_neither_its_os_nor_cudnn(run_playbook
 def test_k80_with_the_current_profile_names_cscs2017(run_playbook):
     proc = run_playbook(PLAY, "-e", "node_profile=current", env=recorded_nvidia_smi_env("k80_p2_8xlarge"))
     text = failed_message(proc)
-    assert ("localhost: node_profile=current cannot drive the Tesla K80 GPUs of this node (compute capability 3.7): "
-            "its CUDA 12 needs compute capability >= 5.0; use node_profile=cscs2017") in text
+    assert (
+        "localhost: node_profile=current cannot drive the Tesla K80 GPUs of this node (compute capability 3.7): "
+        "its CUDA 12 needs compute capability >= 5.0; use node_profile=cscs2017"
+    ) in text
 
 
 def test_unknown_profile(run_playbook):
@@ -105,9 +107,25 @@ def test_unknown_profile(run_playbook):
 def test_v100_with_the_current_profile_installs_only_with_gpus(run_playbook):
     # A V100 node, driver already there (recorded output): the check passes; install=never
     # so nothing is installed on this machine, and the expected count is verified.
-    proc = run_playbook(PLAY, "-e", "node_profile=current", "-e", "nvidia_stack_install=never",
-                        "-e", "nvidia_stack_expect_gpus=4", env=recorded_nvidia_smi_env("v100_p3_8xlarge"))
+    proc = run_playbook(
+        PLAY,
+        "-e",
+        "node_profile=current",
+        "-e",
+        "nvidia_stack_install=never",
+        "-e",
+        "nvidia_stack_expect_gpus=4",
+        env=recorded_nvidia_smi_env("v100_p3_8xlarge"),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
-    proc = run_playbook(PLAY, "-e", "node_profile=current", "-e", "nvidia_stack_install=never",
-                        "-e", "nvidia_stack_expect_gpus=8", env=recorded_nvidia_smi_env("v100_p3_8xlarge"))
+    proc = run_playbook(
+        PLAY,
+        "-e",
+        "node_profile=current",
+        "-e",
+        "nvidia_stack_install=never",
+        "-e",
+        "nvidia_stack_expect_gpus=8",
+        env=recorded_nvidia_smi_env("v100_p3_8xlarge"),
+    )
     assert "expected 8 GPU(s), nvidia-smi lists 4 (status ok)" in failed_message(proc)

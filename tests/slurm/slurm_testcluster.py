@@ -90,11 +90,32 @@ PARTITION = "debug"
 FEATURE = "gpu"
 SLURMD_PORT = 6818
 CTLD_PORTS = range(16817, 17817)
-DAEMONS = {"slurmctld", "slurmd", "slurmstepd", "munged", "srun", "sbatch", "salloc", "scontrol",
-           "squeue", "sinfo", "scancel"}
-TOOLS = {"ip": "iproute2", "nsenter": "util-linux", "unshare": "util-linux", "setsid": "util-linux",
-         "slurmctld": "slurmctld", "slurmd": "slurmd", "sbatch": "slurm-client", "sinfo": "slurm-client",
-         "scontrol": "slurm-client", "munged": "munge", "mungekey": "munge"}
+DAEMONS = {
+    "slurmctld",
+    "slurmd",
+    "slurmstepd",
+    "munged",
+    "srun",
+    "sbatch",
+    "salloc",
+    "scontrol",
+    "squeue",
+    "sinfo",
+    "scancel",
+}
+TOOLS = {
+    "ip": "iproute2",
+    "nsenter": "util-linux",
+    "unshare": "util-linux",
+    "setsid": "util-linux",
+    "slurmctld": "slurmctld",
+    "slurmd": "slurmd",
+    "sbatch": "slurm-client",
+    "sinfo": "slurm-client",
+    "scontrol": "slurm-client",
+    "munged": "munge",
+    "mungekey": "munge",
+}
 MODULES_INIT = "/usr/share/modules/init/bash"
 
 
@@ -105,12 +126,18 @@ ClusterError = HarnessError
 
 # --------------------------------------------------------------------------- helpers
 
+
 def missing_prerequisites() -> str:
     """Why the test cluster cannot come up here; empty when it can."""
     if os.geteuid() != 0:
         return "the Slurm test cluster needs root (network namespaces, a bridge, bind mounts, slurmd)"
-    missing = sorted({pkg for tool, pkg in TOOLS.items() if shutil.which(tool) is None
-                      and not os.access(f"/usr/sbin/{tool}", os.X_OK)})
+    missing = sorted(
+        {
+            pkg
+            for tool, pkg in TOOLS.items()
+            if shutil.which(tool) is None and not os.access(f"/usr/sbin/{tool}", os.X_OK)
+        }
+    )
     if not os.path.exists(MODULES_INIT):
         missing.append("environment-modules")
     if missing:
@@ -135,6 +162,7 @@ def tool(name: str) -> str:
 
 
 # --------------------------------------------------------------------------- processes
+
 
 def pids_of_cluster(directory: Path, munge_dir: str = "") -> list[int]:
     """Slurm and munge processes (daemons and clients) whose command line names the cluster's
@@ -187,14 +215,15 @@ def tf_stand_in() -> dict:
     .venv's base interpreter and the .venv's site-packages (where TensorFlow is)."""
     root = Path(__file__).resolve().parents[2]
     venv_python = root / ".venv" / "bin" / "python"
-    probe = ("import json, sys, sysconfig; print(json.dumps({'python': getattr(sys, '_base_executable', "
-             "sys.executable), 'site': sysconfig.get_paths()['purelib']}))")
+    probe = (
+        "import json, sys, sysconfig; print(json.dumps({'python': getattr(sys, '_base_executable', "
+        "sys.executable), 'site': sysconfig.get_paths()['purelib']}))"
+    )
     python = str(venv_python) if venv_python.exists() else sys.executable
     try:
         info = json.loads(run(python, "-c", probe).stdout)
     except (ClusterError, ValueError):
-        info = {"python": getattr(sys, "_base_executable", sys.executable),
-                "site": sysconfig.get_paths()["purelib"]}
+        info = {"python": getattr(sys, "_base_executable", sys.executable), "site": sysconfig.get_paths()["purelib"]}
     return {"python": os.path.realpath(info["python"]), "site": info["site"]}
 
 
@@ -213,9 +242,16 @@ def plan(directory: Path, nodes: int, x: int) -> dict:
         "controller": socket.gethostname().split(".")[0],
         "ctld_port": None,
         "partition": PARTITION,
-        "nodes": [{"name": f"node{i}", "netns": f"{prefix}-n{i}", "veth": f"{prefix}-v{i}",
-                   "ip": f"10.215.{x}.{10 + i}", "dir": str(directory / "nodes" / f"node{i}")}
-                  for i in range(1, nodes + 1)],
+        "nodes": [
+            {
+                "name": f"node{i}",
+                "netns": f"{prefix}-n{i}",
+                "veth": f"{prefix}-v{i}",
+                "ip": f"10.215.{x}.{10 + i}",
+                "dir": str(directory / "nodes" / f"node{i}"),
+            }
+            for i in range(1, nodes + 1)
+        ],
         # munged wants every directory above its socket open to all, and a socket path of
         # at most 107 bytes: its own short directory under /tmp, not one under <dir>.
         "munge_dir": f"/tmp/dtfbench-slurm-{prefix}-munge",
@@ -230,16 +266,17 @@ def nodelist(state: dict) -> str:
 
 # --------------------------------------------------------------------------- state
 
+
 def load_state(directory: Path) -> dict | None:
-    return nh.load_state(directory, f"remove the cluster's namespaces and links ({PREFIX}<N>-*) and its "
-                                    "processes by hand")
+    return nh.load_state(
+        directory, f"remove the cluster's namespaces and links ({PREFIX}<N>-*) and its processes by hand"
+    )
 
 
 def environment(state: dict) -> dict:
     """What a client (sbatch, the role's tasks, the profile) needs to use the cluster."""
     directory = Path(state["dir"])
-    return {"SLURM_CONF": str(directory / "etc" / "slurm.conf"),
-            "DTFBENCH_SLURM_TEST_DIR": str(directory)}
+    return {"SLURM_CONF": str(directory / "etc" / "slurm.conf"), "DTFBENCH_SLURM_TEST_DIR": str(directory)}
 
 
 def client_env(state: dict) -> dict:
@@ -250,8 +287,10 @@ def client_env(state: dict) -> dict:
 
 # --------------------------------------------------------------------------- up
 
-def up(directory: Path = DEFAULT_DIR, nodes: int = DEFAULT_NODES, ready_timeout: float = 60.0,
-       watch_pid: int | None = None) -> dict:
+
+def up(
+    directory: Path = DEFAULT_DIR, nodes: int = DEFAULT_NODES, ready_timeout: float = 60.0, watch_pid: int | None = None
+) -> dict:
     """Bring the cluster up; returns its state. On any failure everything created is undone."""
     if not 1 <= nodes <= MAX_NODES:
         raise ClusterError(f"--nodes {nodes}: choose 1 to {MAX_NODES}")
@@ -259,8 +298,10 @@ def up(directory: Path = DEFAULT_DIR, nodes: int = DEFAULT_NODES, ready_timeout:
     directory = Path(directory).resolve()
     existing = load_state(directory) if directory.exists() else None
     if existing is not None:
-        raise ClusterError(f"{directory} already holds a Slurm test cluster ({existing['prefix']}, "
-                           f"{len(existing['nodes'])} nodes): run `down --dir {directory}` first")
+        raise ClusterError(
+            f"{directory} already holds a Slurm test cluster ({existing['prefix']}, "
+            f"{len(existing['nodes'])} nodes): run `down --dir {directory}` first"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o755)
 
@@ -286,8 +327,13 @@ def up(directory: Path = DEFAULT_DIR, nodes: int = DEFAULT_NODES, ready_timeout:
 
 
 def claim(directory: Path, nodes: int) -> dict:
-    state = nh.claim_range(CANDIDATES, lambda x: f"{PREFIX}{x}-", lambda x: [NET.format(x=x)],
-                           lambda x: plan(directory, nodes, x), "bridge")
+    state = nh.claim_range(
+        CANDIDATES,
+        lambda x: f"{PREFIX}{x}-",
+        lambda x: [NET.format(x=x)],
+        lambda x: plan(directory, nodes, x),
+        "bridge",
+    )
     if state is None:
         raise ClusterError("no free address range 10.215.X.0/24 left on this machine")
     return state
@@ -319,8 +365,11 @@ def write_config(state: dict) -> None:
     for node in state["nodes"]:
         (Path(node["dir"]) / "spool").mkdir(parents=True, exist_ok=True)
 
-    hosts = ["127.0.0.1 localhost", "::1 localhost ip6-localhost ip6-loopback",
-             f"{state['host_ip']} {state['controller']}"]
+    hosts = [
+        "127.0.0.1 localhost",
+        "::1 localhost ip6-localhost ip6-loopback",
+        f"{state['host_ip']} {state['controller']}",
+    ]
     hosts += [f"{node['ip']} {node['name']}" for node in state["nodes"]]
     write_atomic(d / "etc" / "hosts", "\n".join(hosts) + "\n")
 
@@ -367,8 +416,10 @@ def write_config(state: dict) -> None:
         "TreeWidth=16",
     ]
     for node in state["nodes"]:
-        conf.append(f"NodeName={node['name']} NodeAddr={node['ip']} NodeHostname={node['name']} "
-                    f"CPUs=1 RealMemory=1000 Feature={FEATURE} State=UNKNOWN")
+        conf.append(
+            f"NodeName={node['name']} NodeAddr={node['ip']} NodeHostname={node['name']} "
+            f"CPUs=1 RealMemory=1000 Feature={FEATURE} State=UNKNOWN"
+        )
     conf.append(f"PartitionName={PARTITION} Nodes={nodelist(state)} Default=YES MaxTime=INFINITE State=UP")
     write_atomic(d / "etc" / "slurm.conf", "\n".join(conf) + "\n")
     write_atomic(d / "etc" / "cgroup.conf", "CgroupPlugin=autodetect\nIgnoreSystemd=yes\n")
@@ -383,16 +434,20 @@ def write_modulefiles(state: dict) -> None:
     bin_dir = d / "modules" / "tensorflow" / "bin"
     # A wrapper, not a link: a venv made by it records the real interpreter as its home.
     for name in ("python3", "python"):
-        write_atomic(bin_dir / name, f"#!/bin/sh\nexec {stand_in['python']} \"$@\"\n", 0o755)
-    write_atomic(d / "modulefiles" / "daint-gpu",
-                 "#%Module1.0\n## Stand-in for Piz Daint's daint-gpu (tests/slurm/slurm_testcluster.py)\n"
-                 "setenv DTFBENCH_TEST_DAINT_GPU 1\n")
-    write_atomic(d / "modulefiles" / "TensorFlow" / "venv-python3",
-                 "#%Module1.0\n## Stand-in for a site's TensorFlow module: a Python on PATH and\n"
-                 "## TensorFlow on PYTHONPATH (tests/slurm/slurm_testcluster.py)\n"
-                 f"prepend-path PATH {bin_dir}\n"
-                 f"prepend-path PYTHONPATH {stand_in['site']}\n"
-                 "setenv TF_CPP_MIN_LOG_LEVEL 2\n")
+        write_atomic(bin_dir / name, f'#!/bin/sh\nexec {stand_in["python"]} "$@"\n', 0o755)
+    write_atomic(
+        d / "modulefiles" / "daint-gpu",
+        "#%Module1.0\n## Stand-in for Piz Daint's daint-gpu (tests/slurm/slurm_testcluster.py)\n"
+        "setenv DTFBENCH_TEST_DAINT_GPU 1\n",
+    )
+    write_atomic(
+        d / "modulefiles" / "TensorFlow" / "venv-python3",
+        "#%Module1.0\n## Stand-in for a site's TensorFlow module: a Python on PATH and\n"
+        "## TensorFlow on PYTHONPATH (tests/slurm/slurm_testcluster.py)\n"
+        f"prepend-path PATH {bin_dir}\n"
+        f"prepend-path PYTHONPATH {stand_in['site']}\n"
+        "setenv TF_CPP_MIN_LOG_LEVEL 2\n",
+    )
     save_state(state)
 
 
@@ -402,9 +457,15 @@ def start_munge(state: dict) -> None:
     if not key.exists():
         run(tool("mungekey"), "--create", f"--keyfile={key}")
     os.chmod(key, 0o600)
-    run(tool("munged"), f"--socket={d / 'munge.socket.2'}", f"--key-file={key}",
-        f"--pid-file={d / 'munged.pid'}", f"--log-file={d / 'munged.log'}",
-        f"--seed-file={d / 'munged.seed'}", "--num-threads=4")
+    run(
+        tool("munged"),
+        f"--socket={d / 'munge.socket.2'}",
+        f"--key-file={key}",
+        f"--pid-file={d / 'munged.pid'}",
+        f"--log-file={d / 'munged.log'}",
+        f"--seed-file={d / 'munged.seed'}",
+        "--num-threads=4",
+    )
     state["pids"]["munged"] = wait_for_pidfile(d / "munged.pid", "munged", d / "munged.log")
     save_state(state)
 
@@ -413,25 +474,42 @@ def start_slurmctld(state: dict) -> None:
     d = Path(state["dir"])
     conf = d / "etc" / "slurm.conf"
     run("setsid", "--fork", tool("slurmctld"), "-i", "-f", str(conf), env=client_env(state))
-    state["pids"]["slurmctld"] = wait_for_pidfile(d / "ctld" / "slurmctld.pid", "slurmctld",
-                                                  d / "ctld" / "slurmctld.log")
+    state["pids"]["slurmctld"] = wait_for_pidfile(
+        d / "ctld" / "slurmctld.pid", "slurmctld", d / "ctld" / "slurmctld.log"
+    )
     save_state(state)
 
 
 def start_slurmd(state: dict, node: dict) -> None:
     d = Path(state["dir"])
     ndir = Path(node["dir"])
-    script = ('set -e; echo "$1" > /proc/sys/kernel/hostname; mount --bind "$2" /etc/hosts; '
-              'exec "$3" -D -N "$1" -f "$4"')
-    argv = ["setsid", "--fork", "nsenter", f"--net={NETNS_DIR / node['netns']}",
-            "unshare", "--uts", "--mount", "--propagation", "private",
-            "/bin/sh", "-c", script, "dtfbench-slurm-node",
-            node["name"], str(d / "etc" / "hosts"), tool("slurmd"), str(d / "etc" / "slurm.conf")]
+    script = 'set -e; echo "$1" > /proc/sys/kernel/hostname; mount --bind "$2" /etc/hosts; exec "$3" -D -N "$1" -f "$4"'
+    argv = [
+        "setsid",
+        "--fork",
+        "nsenter",
+        f"--net={NETNS_DIR / node['netns']}",
+        "unshare",
+        "--uts",
+        "--mount",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        script,
+        "dtfbench-slurm-node",
+        node["name"],
+        str(d / "etc" / "hosts"),
+        tool("slurmd"),
+        str(d / "etc" / "slurm.conf"),
+    ]
     with open(ndir / "start.log", "ab") as log:
-        subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, check=True,
-                       close_fds=True, env=client_env(state))
-    state["pids"][node["name"]] = wait_for_pidfile(ndir / "slurmd.pid", f"slurmd of {node['name']}",
-                                                   ndir / "slurmd.log", ndir / "start.log")
+        subprocess.run(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, check=True, close_fds=True, env=client_env(state)
+        )
+    state["pids"][node["name"]] = wait_for_pidfile(
+        ndir / "slurmd.pid", f"slurmd of {node['name']}", ndir / "slurmd.log", ndir / "start.log"
+    )
     save_state(state)
 
 
@@ -450,8 +528,7 @@ def wait_for_pidfile(pidfile: Path, what: str, *logs: Path, timeout: float = 15)
 
 
 def node_states(state: dict) -> dict[str, str]:
-    done = run("sinfo", "--noheader", "--Node", "--format=%N %T", env=client_env(state), check=False,
-               timeout=15)
+    done = run("sinfo", "--noheader", "--Node", "--format=%N %T", env=client_env(state), check=False, timeout=15)
     states = {}
     for line in done.stdout.splitlines():
         parts = line.split()
@@ -469,8 +546,11 @@ def wait_until_idle(state: dict, timeout: float) -> None:
             return
         for name, pid in state["pids"].items():
             if not alive(pid):
-                log = (Path(state["dir"]) / "nodes" / name / "slurmd.log" if name.startswith("node")
-                       else Path(state["dir"]) / "ctld" / "slurmctld.log")
+                log = (
+                    Path(state["dir"]) / "nodes" / name / "slurmd.log"
+                    if name.startswith("node")
+                    else Path(state["dir"]) / "ctld" / "slurmctld.log"
+                )
                 tail = log.read_text(errors="replace")[-1500:] if log.exists() else "no log"
                 raise ClusterError(f"{name} exited while the cluster came up; {log}: {tail}")
         if time.monotonic() > deadline:
@@ -479,8 +559,17 @@ def wait_until_idle(state: dict, timeout: float) -> None:
 
 
 def start_watchdog(state: dict, watch_pid: int) -> None:
-    argv = ["setsid", "--fork", sys.executable, str(Path(__file__).resolve()), "watch",
-            "--dir", state["dir"], "--pid", str(watch_pid)]
+    argv = [
+        "setsid",
+        "--fork",
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "watch",
+        "--dir",
+        state["dir"],
+        "--pid",
+        str(watch_pid),
+    ]
     log = Path(state["dir"]) / "watchdog.log"
     with open(log, "ab") as out:
         subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, check=True, close_fds=True)
@@ -509,6 +598,7 @@ def watch(directory: Path, pid: int, interval: float = 0.5) -> int:
 
 # --------------------------------------------------------------------------- down
 
+
 def down(directory: Path = DEFAULT_DIR) -> bool:
     """Remove everything the cluster in `directory` created. Idempotent; True if it found one."""
     directory = Path(directory).resolve()
@@ -526,7 +616,7 @@ def down(directory: Path = DEFAULT_DIR) -> bool:
     # 2. slurmctld, munged, clients of this cluster and the watchdog (not the caller).
     munge_dir = state.get("munge_dir", "")
     kill_all(lambda: pids_of_cluster(directory, munge_dir) + children_of(state.get("pids", {}).values()))
-    for name, pid in state.get("pids", {}).items():
+    for _name, pid in state.get("pids", {}).items():
         argv = cmdline(pid) if pid else []
         ours = any(str(directory) in a or (munge_dir and munge_dir in a) for a in argv)
         if pid and alive(pid) and pid not in ancestors() and ours:
@@ -540,8 +630,7 @@ def down(directory: Path = DEFAULT_DIR) -> bool:
     return True
 
 
-OUR_ENTRIES = ("etc", "ctld", "nodes", "modulefiles", "modules", "work", "env.sh",
-               "watchdog.log")
+OUR_ENTRIES = ("etc", "ctld", "nodes", "modulefiles", "modules", "work", "env.sh", "watchdog.log")
 
 
 def remove_files(directory: Path) -> None:
@@ -563,6 +652,7 @@ def remove_files(directory: Path) -> None:
 
 
 # --------------------------------------------------------------------------- leftovers
+
 
 def leftovers(state: dict) -> list[str]:
     """What of a cluster still exists (empty when it is fully down). For tests."""
@@ -604,6 +694,7 @@ except ImportError:  # pragma: no cover - the CLI needs no pytest
     pytest = None
 
 if pytest is not None:
+
     @pytest.fixture(scope="session")
     def slurm_test_cluster(tmp_path_factory):
         """A Slurm test cluster of 4 nodes for the session: its state (``environment``: what
@@ -621,19 +712,26 @@ if pytest is not None:
 
 # --------------------------------------------------------------------------- CLI
 
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="slurm_testcluster.py", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="slurm_testcluster.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_up = sub.add_parser("up", help="bring the cluster up and print how to use it")
     p_up.add_argument("--nodes", type=int, default=DEFAULT_NODES, help=f"1 to {MAX_NODES} (default {DEFAULT_NODES})")
     p_up.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"state and files (default {DEFAULT_DIR})")
     p_up.add_argument("--watch-pid", type=int, help="take the cluster down when this process dies")
-    p_up.add_argument("--replace", action="store_true", help="take down a cluster found in --dir first "
-                                                            "(one left by a crash)")
-    for name, text in (("down", "remove everything of the cluster (idempotent)"),
-                       ("status", "print the cluster's state as JSON"),
-                       ("env", "print the shell exports a client needs")):
+    p_up.add_argument(
+        "--replace", action="store_true", help="take down a cluster found in --dir first (one left by a crash)"
+    )
+    for name, text in (
+        ("down", "remove everything of the cluster (idempotent)"),
+        ("status", "print the cluster's state as JSON"),
+        ("env", "print the shell exports a client needs"),
+    ):
         sub.add_parser(name, help=text).add_argument("--dir", type=Path, default=DEFAULT_DIR)
     p_watch = sub.add_parser("watch", help=argparse.SUPPRESS)
     p_watch.add_argument("--dir", type=Path, required=True)
@@ -645,9 +743,11 @@ def main(argv: list[str] | None = None) -> int:
                 down(args.dir)
             start = time.monotonic()
             state = up(args.dir, args.nodes, watch_pid=args.watch_pid)
-            print(f"Slurm test cluster {state['prefix']} up in {time.monotonic() - start:.1f}s: "
-                  f"{len(state['nodes'])} nodes {nodelist(state)} in partition {state['partition']}, "
-                  f"net {state['net']}, slurmctld {state['host_ip']}:{state['ctld_port']}")
+            print(
+                f"Slurm test cluster {state['prefix']} up in {time.monotonic() - start:.1f}s: "
+                f"{len(state['nodes'])} nodes {nodelist(state)} in partition {state['partition']}, "
+                f"net {state['net']}, slurmctld {state['host_ip']}:{state['ctld_port']}"
+            )
             print(f"environment: . {Path(state['dir']) / 'env.sh'}")
         elif args.command == "down":
             found = down(args.dir)

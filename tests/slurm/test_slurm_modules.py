@@ -23,10 +23,18 @@ slurm_job = load("slurm_job")
 
 
 def test_usable_nodes_respond_are_not_down_and_have_the_feature():
-    text = "\n".join([
-        "nid00001|idle|gpu,startx", "nid00002|allocated|gpu", "nid00003|drained|gpu",
-        "nid00004|down*|gpu", "nid00005|mixed|mc", "nid00006|idle~|gpu", "nid00001|idle|gpu", "",
-    ])
+    text = "\n".join(
+        [
+            "nid00001|idle|gpu,startx",
+            "nid00002|allocated|gpu",
+            "nid00003|drained|gpu",
+            "nid00004|down*|gpu",
+            "nid00005|mixed|mc",
+            "nid00006|idle~|gpu",
+            "nid00001|idle|gpu",
+            "",
+        ]
+    )
     names, excluded = slurm_nodes.parse_sinfo(text, "gpu")
     assert names == ["nid00001", "nid00002", "nid00006"]
     assert excluded == ["nid00003: drained", "nid00004: down*", "nid00005: no feature gpu (has mc)"]
@@ -34,14 +42,28 @@ def test_usable_nodes_respond_are_not_down_and_have_the_feature():
     assert slurm_nodes.parse_sinfo(text, "gpu&startx")[0] == ["nid00001", "nid00002", "nid00005", "nid00006"]
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("JobId=12 JobName=dtfbench-x UserId=root(0) JobState=FAILED Reason=NonZeroExitCode Dependency=(null) "
-     "ExitCode=2:0 NodeList=nid0[0001-0003] StdOut=/scratch/a b/job-12.out Power=",
-     {"JobId": "12", "JobState": "FAILED", "Reason": "NonZeroExitCode", "ExitCode": "2:0",
-      "NodeList": "nid0[0001-0003]", "StdOut": "/scratch/a b/job-12.out", "Power": ""}),
-    ("JobId=7 JobState=PENDING Reason=Resources NodeList=(null)",
-     {"JobId": "7", "JobState": "PENDING", "Reason": "Resources", "NodeList": "(null)"}),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (
+            "JobId=12 JobName=dtfbench-x UserId=root(0) JobState=FAILED Reason=NonZeroExitCode Dependency=(null) "
+            "ExitCode=2:0 NodeList=nid0[0001-0003] StdOut=/scratch/a b/job-12.out Power=",
+            {
+                "JobId": "12",
+                "JobState": "FAILED",
+                "Reason": "NonZeroExitCode",
+                "ExitCode": "2:0",
+                "NodeList": "nid0[0001-0003]",
+                "StdOut": "/scratch/a b/job-12.out",
+                "Power": "",
+            },
+        ),
+        (
+            "JobId=7 JobState=PENDING Reason=Resources NodeList=(null)",
+            {"JobId": "7", "JobState": "PENDING", "Reason": "Resources", "NodeList": "(null)"},
+        ),
+    ],
+)
 def test_scontrol_show_job_one_line(line, expected):
     fields = slurm_job.parse_show_job(line + "\n")
     assert {k: fields[k] for k in expected} == expected
@@ -55,8 +77,7 @@ def test_ansible_doc_renders(module):
         pytest.skip(f"ansible-doc is not installed next to {sys.executable}")
     env = dict(os.environ, ANSIBLE_NOCOLOR="1")
     env.pop("ANSIBLE_CONFIG", None)
-    proc = subprocess.run([str(tool), "-M", str(LIBRARY), module], env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([str(tool), "-M", str(LIBRARY), module], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "[WARNING]" not in proc.stderr and "[ERROR]" not in proc.stderr, proc.stderr
     for section in ("OPTIONS", "RETURN VALUES", "EXAMPLES"):

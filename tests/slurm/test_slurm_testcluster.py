@@ -6,8 +6,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-
 import slurm_testcluster as tc
 
 pytestmark = pytest.mark.skipif(bool(tc.missing_prerequisites()), reason=tc.missing_prerequisites() or "ok")
@@ -27,15 +25,26 @@ def test_a_job_spans_nodes_that_reach_each_other_by_name(tmp_path):
     try:
         env = tc.client_env(state)
         script = tmp_path / "job.sh"
-        script.write_text("#!/bin/bash -l\n#SBATCH --nodes=2\n#SBATCH --export=NONE\n"
-                          f"#SBATCH --output={tmp_path}/job.out\n#SBATCH --constraint=gpu\n"
-                          "module use \"$1\" && module load daint-gpu TensorFlow/venv-python3\n"
-                          "srun --export=ALL --ntasks-per-node=1 bash -c "
-                          "'echo \"$(hostname) $(getent hosts node2 | cut -d\" \" -f1) $(python3 -c \"import sys; print(sys.version_info[0])\")\"'\n")
-        job = subprocess.run(["sbatch", "--parsable", str(script), str(Path(state["dir"]) / "modulefiles")],
-                             env=env, capture_output=True, text=True, check=True).stdout.strip()
-        assert wait_for(lambda: "COMPLETED" in subprocess.run(
-            ["scontrol", "show", "job", job], env=env, capture_output=True, text=True).stdout)
+        script.write_text(
+            "#!/bin/bash -l\n#SBATCH --nodes=2\n#SBATCH --export=NONE\n"
+            f"#SBATCH --output={tmp_path}/job.out\n#SBATCH --constraint=gpu\n"
+            'module use "$1" && module load daint-gpu TensorFlow/venv-python3\n'
+            "srun --export=ALL --ntasks-per-node=1 bash -c "
+            '\'echo "$(hostname) $(getent hosts node2 | cut -d" " -f1) $(python3 -c "import sys; print(sys.version_info[0])")"\'\n'
+        )
+        job = subprocess.run(
+            ["sbatch", "--parsable", str(script), str(Path(state["dir"]) / "modulefiles")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        assert wait_for(
+            lambda: (
+                "COMPLETED"
+                in subprocess.run(["scontrol", "show", "job", job], env=env, capture_output=True, text=True).stdout
+            )
+        )
         lines = sorted((tmp_path / "job.out").read_text().split("\n"))
         node2 = state["nodes"][1]["ip"]
         assert [line for line in lines if line] == [f"node1 {node2} 3", f"node2 {node2} 3"]

@@ -39,11 +39,13 @@ def write_tf1_modulefile(cluster_dir: str | os.PathLike, venv: str | os.PathLike
     if not (venv / "bin" / "python3").exists():
         raise FileNotFoundError(f"{venv} holds no bin/python3: give the TF 1.1 virtualenv (scripts/tf1-venv.sh)")
     path = Path(cluster_dir) / "modulefiles" / TF1_MODULE
-    text = ("#%Module1.0\n"
-            "## Stand-in for Piz Daint's TensorFlow 1.1 module of the study: Python 3.6 and TensorFlow 1.1.0\n"
-            "## first on PATH, from scripts/tf1-venv.sh's virtualenv (tests/slurm/tf1_module.py)\n"
-            f"prepend-path PATH {venv / 'bin'}\n"
-            "setenv TF_CPP_MIN_LOG_LEVEL 2\n")
+    text = (
+        "#%Module1.0\n"
+        "## Stand-in for Piz Daint's TensorFlow 1.1 module of the study: Python 3.6 and TensorFlow 1.1.0\n"
+        "## first on PATH, from scripts/tf1-venv.sh's virtualenv (tests/slurm/tf1_module.py)\n"
+        f"prepend-path PATH {venv / 'bin'}\n"
+        "setenv TF_CPP_MIN_LOG_LEVEL 2\n"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, prefix=".tmp-") as handle:
         handle.write(text)
@@ -58,6 +60,7 @@ except ImportError:  # pragma: no cover - the CLI needs no pytest
     pytest = None
 
 if pytest is not None:
+
     @pytest.fixture(scope="session")
     def slurm_tf1_module(slurm_test_cluster, tf1_python):
         """The session cluster's TF 1.1 module (its name), for the study's TF 1.1 virtualenv."""

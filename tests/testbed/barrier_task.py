@@ -87,8 +87,12 @@ def main(argv: list[str] | None = None) -> int:
         count = ask(chief_ps, f"up {args.task_index}")
         while count is None or count < workers:
             if time.monotonic() > deadline:
-                print(f"worker {args.task_index}: start barrier: {count or 0} of {workers} workers up after "
-                      f"{args.barrier_timeout:g} s", file=sys.stderr, flush=True)
+                print(
+                    f"worker {args.task_index}: start barrier: {count or 0} of {workers} workers up after "
+                    f"{args.barrier_timeout:g} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return 1
             time.sleep(0.2)
             count = ask(chief_ps, f"up {args.task_index}" if count is None else "count")

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from testbed_fixtures import ansible_command
 
 pytestmark = pytest.mark.ansible
@@ -18,9 +17,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def env():
-    e = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-             ANSIBLE_INVENTORY_UNPARSED_FAILED="true", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-             ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    e = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_INVENTORY_UNPARSED_FAILED="true",
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+    )
     e["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{e.get('PATH', '')}"
     return e
 
@@ -42,7 +46,8 @@ def config(testbed4, tmp_path_factory):
     public = os.path.relpath(testbed4.dir / "aws_public_ips.txt", here)
     private = os.path.relpath(testbed4.dir / "aws_private_ips.txt", here)
     (here / "testbed.ip_pairs.yml").write_text(
-        f"plugin: ip_pairs\npublic_ips_file: {public}\nprivate_ips_file: {private}\ntf_devices: 1\ntf_device_type: cpu\n")
+        f"plugin: ip_pairs\npublic_ips_file: {public}\nprivate_ips_file: {private}\ntf_devices: 1\ntf_device_type: cpu\n"
+    )
     # Connection settings: group_vars next to the config, as a user would keep them.
     shutil.copytree(testbed4.dir / "group_vars", here / "group_vars")
     return here / "testbed.ip_pairs.yml"
@@ -55,14 +60,23 @@ def test_the_test_bed_writes_matching_ip_files(testbed4):
 
 
 def test_inventory_from_the_ip_files(config, testbed4):
-    done = subprocess.run([ansible_command("ansible-inventory"), "-i", str(config), "--list"], cwd=ROOT, env=env(),
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [ansible_command("ansible-inventory"), "-i", str(config), "--list"],
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["tf_nodes"]["hosts"] == ["node01", "node02", "node03", "node04"]
     for node in testbed4.nodes:
         hv = data["_meta"]["hostvars"][node["name"]]
-        unwrap = (lambda v: v["__ansible_unsafe"] if isinstance(v, dict) else v)
+
+        def unwrap(v):
+            return v["__ansible_unsafe"] if isinstance(v, dict) else v
+
         assert unwrap(hv["ansible_host"]) == node["public_ip"]
         assert unwrap(hv["private_ip"]) == node["private_ip"]
         assert hv["tf_devices"] == 1 and hv["tf_device_type"] == "cpu"

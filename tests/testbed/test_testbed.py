@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 import testbed as tb
 from testbed_fixtures import unavailable
 
@@ -44,7 +43,9 @@ def test_cli_up_status_down_twice(tmp_path):
         assert private.subnet_of(ipaddress.ip_network("10.214.0.0/16"))
         assert (directory / "aws_public_ips.txt").read_text().split() == [n["public_ip"] for n in state["nodes"]]
         assert (directory / "aws_private_ips.txt").read_text().split() == [n["private_ip"] for n in state["nodes"]]
-        assert {"hosts.yml", "testbed.ip_pairs.yml", "id_ed25519", "known_hosts"} <= {p.name for p in directory.iterdir()}
+        assert {"hosts.yml", "testbed.ip_pairs.yml", "id_ed25519", "known_hosts"} <= {
+            p.name for p in directory.iterdir()
+        }
         assert os.stat(directory / "id_ed25519").st_mode & 0o077 == 0
 
         status = cli("status", "--dir", str(directory))
@@ -61,13 +62,32 @@ def test_cli_up_status_down_twice(tmp_path):
         node = state["nodes"][0]
         with socket.create_connection((node["public_ip"], 22), timeout=5) as conn:
             assert conn.recv(16).startswith(b"SSH-2.0")
-        controller_nets = {ipaddress.ip_interface(f"{a['local']}/{a['prefixlen']}").network
-                           for link in tb.ip_json("-4", "addr", "show") for a in link.get("addr_info", [])}
+        controller_nets = {
+            ipaddress.ip_interface(f"{a['local']}/{a['prefixlen']}").network
+            for link in tb.ip_json("-4", "addr", "show")
+            for a in link.get("addr_info", [])
+        }
         assert public in controller_nets and private not in controller_nets
         refused = subprocess.run(
-            ["ssh", "-o", "BatchMode=yes", "-o", "PubkeyAuthentication=no", "-o", "PreferredAuthentications=password",
-             "-o", f"UserKnownHostsFile={directory / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
-             f"root@{node['public_ip']}", "true"], capture_output=True, text=True, timeout=30)
+            [
+                "ssh",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "PubkeyAuthentication=no",
+                "-o",
+                "PreferredAuthentications=password",
+                "-o",
+                f"UserKnownHostsFile={directory / 'known_hosts'}",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                f"root@{node['public_ip']}",
+                "true",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert refused.returncode == 255 and "Permission denied (publickey)" in refused.stderr
 
         # A node's ~/.bashrc is its own, as on a fresh host, not this machine's: bash reads it
@@ -75,9 +95,23 @@ def test_cli_up_status_down_twice(tmp_path):
         if tb.LOGIN_BASHRC.is_file():
             own = (Path(node["dir"]) / "bashrc").read_text()
             seen = subprocess.run(
-                ["ssh", "-i", str(directory / "id_ed25519"), "-o", "BatchMode=yes",
-                 "-o", f"UserKnownHostsFile={directory / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
-                 f"root@{node['public_ip']}", "cat ~/.bashrc"], capture_output=True, text=True, timeout=30)
+                [
+                    "ssh",
+                    "-i",
+                    str(directory / "id_ed25519"),
+                    "-o",
+                    "BatchMode=yes",
+                    "-o",
+                    f"UserKnownHostsFile={directory / 'known_hosts'}",
+                    "-o",
+                    "StrictHostKeyChecking=yes",
+                    f"root@{node['public_ip']}",
+                    "cat ~/.bashrc",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             assert seen.returncode == 0 and seen.stdout == own
     finally:
         first = cli("down", "--dir", str(directory))
@@ -92,8 +126,11 @@ def test_down_after_a_crashed_up(tmp_path):
     """`up` killed half-way (SIGKILL: no cleanup of its own) leaves state that `down` undoes."""
     needs_testbed()
     directory = tmp_path / "crashed"
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "up", "--hosts", "16", "--dir", str(directory)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "up", "--hosts", "16", "--dir", str(directory)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     state = None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -122,24 +159,42 @@ def test_two_testbeds_side_by_side(testbed_factory):
     second = testbed_factory(hosts=1)
     assert first.state["prefix"] != second.state["prefix"]
     assert not ipaddress.ip_network(first.state["public_net"]).overlaps(
-        ipaddress.ip_network(second.state["public_net"]))
+        ipaddress.ip_network(second.state["public_net"])
+    )
     first.down()
     assert first.leftovers() == []
     assert Path(tb.SSD_MOUNT).is_dir() and Path(tb.PRIVSEP_DIR).is_dir()
     ssh = subprocess.run(
-        ["ssh", "-i", str(second.dir / "id_ed25519"), "-o", f"UserKnownHostsFile={second.dir / 'known_hosts'}",
-         "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", f"root@{second.public_ips[0]}", "hostname"],
-        capture_output=True, text=True, timeout=30)
+        [
+            "ssh",
+            "-i",
+            str(second.dir / "id_ed25519"),
+            "-o",
+            f"UserKnownHostsFile={second.dir / 'known_hosts'}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+            f"root@{second.public_ips[0]}",
+            "hostname",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert ssh.returncode == 0 and ssh.stdout.strip() == "node01", ssh.stderr
     second.down()
     assert second.leftovers() == []
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--hosts", "0"], "choose 1 to 64"),
-    (["--hosts", "65"], "choose 1 to 64"),
-    (["--devices", "0"], "at least one device slot"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--hosts", "0"], "choose 1 to 64"),
+        (["--hosts", "65"], "choose 1 to 64"),
+        (["--devices", "0"], "at least one device slot"),
+    ],
+)
 def test_bad_arguments(tmp_path, args, message):
     done = cli("up", "--dir", str(tmp_path / "bed"), *args)
     assert done.returncode == 2 and message in done.stderr
@@ -152,10 +207,13 @@ def test_down_of_nothing_is_fine(tmp_path):
 
 
 def test_address_ranges_in_use_are_skipped():
-    used = [ipaddress.ip_network("10.213.57.0/24"), ipaddress.ip_network("10.214.58.128/25"),
-            ipaddress.ip_network("192.0.2.0/24")]
-    assert not tb.range_is_free(57, set(), set(), used)          # public range taken
-    assert not tb.range_is_free(58, set(), set(), used)          # part of the private range taken
+    used = [
+        ipaddress.ip_network("10.213.57.0/24"),
+        ipaddress.ip_network("10.214.58.128/25"),
+        ipaddress.ip_network("192.0.2.0/24"),
+    ]
+    assert not tb.range_is_free(57, set(), set(), used)  # public range taken
+    assert not tb.range_is_free(58, set(), set(), used)  # part of the private range taken
     assert not tb.range_is_free(59, {"dtfb59-pub"}, set(), used)  # another test bed's bridge
     assert not tb.range_is_free(60, set(), {"dtfb60-node01"}, used)
     assert tb.range_is_free(61, {"dtfb6-pub", "eth0"}, set(), used)

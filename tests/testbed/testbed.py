@@ -135,6 +135,7 @@ TestbedError = HarnessError
 
 # --------------------------------------------------------------------------- helpers
 
+
 def node_name(index: int) -> str:
     return f"node{index:02d}"
 
@@ -147,16 +148,20 @@ def default_python() -> str:
 def check_prerequisites() -> None:
     if os.geteuid() != 0:
         raise TestbedError("the test bed needs root (network namespaces, bridges, bind mounts)")
-    missing = [tool for tool in ("ip", "unshare", "nsenter", "ssh", "ssh-keygen", "setsid")
-               if shutil.which(tool) is None]
+    missing = [
+        tool for tool in ("ip", "unshare", "nsenter", "ssh", "ssh-keygen", "setsid") if shutil.which(tool) is None
+    ]
     if not os.access(SSHD, os.X_OK):
         missing.append(SSHD)
     if missing:
-        raise TestbedError(f"missing {', '.join(missing)}: run scripts/test-deps.sh "
-                           "(installs openssh-server, openssh-client, iproute2, util-linux)")
+        raise TestbedError(
+            f"missing {', '.join(missing)}: run scripts/test-deps.sh "
+            "(installs openssh-server, openssh-client, iproute2, util-linux)"
+        )
 
 
 # --------------------------------------------------------------------------- processes
+
 
 def tcp_peers_inodes(network: str) -> set[int]:
     """Socket inodes of this (the host's) network namespace's TCP connections to `network`."""
@@ -223,6 +228,7 @@ def keepers_of(directory: Path) -> list[int]:
 
 # --------------------------------------------------------------------------- CPU accounting
 
+
 def cgroup2_root() -> str | None:
     """Where the cgroup v2 hierarchy is mounted (also in hybrid mode), or None."""
     try:
@@ -271,12 +277,14 @@ def remove_cgroups(state: dict) -> None:
                 path.rmdir()
             except OSError:
                 if time.monotonic() > deadline:
-                    raise TestbedError(f"cannot remove cgroup {path}: processes left: "
-                                       f"{(path / 'cgroup.procs').read_text().split()}") from None
+                    raise TestbedError(
+                        f"cannot remove cgroup {path}: processes left: {(path / 'cgroup.procs').read_text().split()}"
+                    ) from None
                 time.sleep(0.05)
 
 
 # --------------------------------------------------------------------------- address plan
+
 
 def networks(x: int) -> list[str]:
     return [PUBLIC_NET.format(x=x), PRIVATE_NET.format(x=x)]
@@ -291,16 +299,18 @@ def plan(directory: Path, hosts: int, x: int, python: str, devices: int) -> dict
     nodes = []
     for i in range(1, hosts + 1):
         name = node_name(i)
-        nodes.append({
-            "name": name,
-            "netns": f"{prefix}-{name}",
-            "veth_public": f"{prefix}-{i:02d}p",
-            "veth_private": f"{prefix}-{i:02d}v",
-            "public_ip": f"10.213.{x}.{10 + i}",
-            "private_ip": f"10.214.{x}.{10 + i}",
-            "dir": str(directory / "nodes" / name),
-            "sshd_pid": None,
-        })
+        nodes.append(
+            {
+                "name": name,
+                "netns": f"{prefix}-{name}",
+                "veth_public": f"{prefix}-{i:02d}p",
+                "veth_private": f"{prefix}-{i:02d}v",
+                "public_ip": f"10.213.{x}.{10 + i}",
+                "private_ip": f"10.214.{x}.{10 + i}",
+                "dir": str(directory / "nodes" / name),
+                "sshd_pid": None,
+            }
+        )
     return {
         "schema": 1,
         "dir": str(directory),
@@ -324,14 +334,21 @@ def plan(directory: Path, hosts: int, x: int, python: str, devices: int) -> dict
 
 # --------------------------------------------------------------------------- state
 
+
 def load_state(directory: Path) -> dict | None:
     return nh.load_state(directory, "remove the test bed's namespaces and links (prefix dtfb<N>-) by hand")
 
 
 # --------------------------------------------------------------------------- up
 
-def up(directory: Path = DEFAULT_DIR, hosts: int = DEFAULT_HOSTS, python: str | None = None,
-       devices: int = 1, ready_timeout: float = 30.0) -> dict:
+
+def up(
+    directory: Path = DEFAULT_DIR,
+    hosts: int = DEFAULT_HOSTS,
+    python: str | None = None,
+    devices: int = 1,
+    ready_timeout: float = 30.0,
+) -> dict:
     """Create the test bed; returns its state. On any failure everything created is undone."""
     if not 1 <= hosts <= MAX_HOSTS:
         raise TestbedError(f"--hosts {hosts}: choose 1 to {MAX_HOSTS}")
@@ -341,8 +358,10 @@ def up(directory: Path = DEFAULT_DIR, hosts: int = DEFAULT_HOSTS, python: str | 
     directory = Path(directory).resolve()
     existing = load_state(directory) if directory.exists() else None
     if existing is not None:
-        raise TestbedError(f"{directory} already holds a test bed ({existing['prefix']}, "
-                           f"{len(existing['nodes'])} hosts): run `down --dir {directory}` first")
+        raise TestbedError(
+            f"{directory} already holds a test bed ({existing['prefix']}, "
+            f"{len(existing['nodes'])} hosts): run `down --dir {directory}` first"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
     python = python or default_python()
@@ -364,8 +383,13 @@ def up(directory: Path = DEFAULT_DIR, hosts: int = DEFAULT_HOSTS, python: str | 
 
 def claim(directory: Path, hosts: int, python: str, devices: int) -> dict:
     """Pick a free X and claim it by creating the public bridge (atomic: names are unique)."""
-    state = nh.claim_range(CANDIDATES, lambda x: f"dtfb{x}-", networks,
-                           lambda x: plan(directory, hosts, x, python, devices), "bridge_public")
+    state = nh.claim_range(
+        CANDIDATES,
+        lambda x: f"dtfb{x}-",
+        networks,
+        lambda x: plan(directory, hosts, x, python, devices),
+        "bridge_public",
+    )
     if state is None:
         raise TestbedError("no free address range 10.213.X.0/24 + 10.214.X.0/24 left on this machine")
     return state
@@ -384,8 +408,9 @@ def build(state: dict) -> None:
         ns = node["netns"]
         ip("netns", "add", ns)
         for host_end, bridge, inner, addr in (
-                (node["veth_public"], state["bridge_public"], "pub0", node["public_ip"]),
-                (node["veth_private"], state["bridge_private"], "prv0", node["private_ip"])):
+            (node["veth_public"], state["bridge_public"], "pub0", node["public_ip"]),
+            (node["veth_private"], state["bridge_private"], "prv0", node["private_ip"]),
+        ):
             ip("link", "add", host_end, "type", "veth", "peer", "name", inner, "netns", ns)
             ip("link", "set", host_end, "master", bridge, "up")
             ip("-n", ns, "addr", "add", addr + prefix_len, "dev", inner)
@@ -412,8 +437,7 @@ def start_nodes(state: dict, ready_timeout: float) -> None:
     os.chmod(PRIVSEP_DIR, 0o755)
 
     key = directory / "id_ed25519"
-    run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"dtfbench-testbed-{state['prefix']}",
-        "-f", str(key))
+    run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"dtfbench-testbed-{state['prefix']}", "-f", str(key))
     authorized = directory / "authorized_keys"
     write_atomic(authorized, (directory / "id_ed25519.pub").read_text(), 0o600)
 
@@ -421,36 +445,49 @@ def start_nodes(state: dict, ready_timeout: float) -> None:
     for node in state["nodes"]:
         ndir = Path(node["dir"])
         (ndir / "local_ssd").mkdir(parents=True, exist_ok=True)
-        write_atomic(ndir / "bashrc", NODE_BASHRC.read_text() if NODE_BASHRC.is_file()
-                     else "# the test-bed node's own ~/.bashrc (tests/testbed/testbed.py)\n", 0o644)
+        write_atomic(
+            ndir / "bashrc",
+            NODE_BASHRC.read_text()
+            if NODE_BASHRC.is_file()
+            else "# the test-bed node's own ~/.bashrc (tests/testbed/testbed.py)\n",
+            0o644,
+        )
         host_key = ndir / "ssh_host_ed25519_key"
         run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node["name"], "-f", str(host_key))
-        known_hosts.append(f"{node['public_ip']} {(ndir / 'ssh_host_ed25519_key.pub').read_text().split(' ')[0]} "
-                           f"{(ndir / 'ssh_host_ed25519_key.pub').read_text().split(' ')[1]}")
-        write_atomic(ndir / "sshd_config", "\n".join([
-            "# sshd of one test-bed node (tests/testbed/testbed.py)",
-            f"ListenAddress {node['public_ip']}:22",
-            f"HostKey {host_key}",
-            f"PidFile {ndir / 'sshd.pid'}",
-            f"AuthorizedKeysFile {authorized}",
-            "PermitRootLogin prohibit-password",
-            "PubkeyAuthentication yes",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "ChallengeResponseAuthentication no",
-            "UsePAM no",
-            "UseDNS no",
-            # the test bed's files live under /tmp, which is world-writable
-            "StrictModes no",
-            "PrintMotd no",
-            "PrintLastLog no",
-            # Ansible opens many sessions at once (forks, ControlPersist multiplexing)
-            "MaxStartups 200:30:400",
-            "MaxSessions 100",
-            "Subsystem sftp internal-sftp",
-            "LogLevel ERROR",
-            "",
-        ]), 0o600)
+        known_hosts.append(
+            f"{node['public_ip']} {(ndir / 'ssh_host_ed25519_key.pub').read_text().split(' ')[0]} "
+            f"{(ndir / 'ssh_host_ed25519_key.pub').read_text().split(' ')[1]}"
+        )
+        write_atomic(
+            ndir / "sshd_config",
+            "\n".join(
+                [
+                    "# sshd of one test-bed node (tests/testbed/testbed.py)",
+                    f"ListenAddress {node['public_ip']}:22",
+                    f"HostKey {host_key}",
+                    f"PidFile {ndir / 'sshd.pid'}",
+                    f"AuthorizedKeysFile {authorized}",
+                    "PermitRootLogin prohibit-password",
+                    "PubkeyAuthentication yes",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "ChallengeResponseAuthentication no",
+                    "UsePAM no",
+                    "UseDNS no",
+                    # the test bed's files live under /tmp, which is world-writable
+                    "StrictModes no",
+                    "PrintMotd no",
+                    "PrintLastLog no",
+                    # Ansible opens many sessions at once (forks, ControlPersist multiplexing)
+                    "MaxStartups 200:30:400",
+                    "MaxSessions 100",
+                    "Subsystem sftp internal-sftp",
+                    "LogLevel ERROR",
+                    "",
+                ]
+            ),
+            0o600,
+        )
     write_atomic(directory / "known_hosts", "\n".join(known_hosts) + "\n")
 
     start_keeper(state)
@@ -469,11 +506,27 @@ def node_argv(state: dict, node: dict) -> list[str]:
     )
     cgroup = str(Path(state["cgroup"], node["name"])) if state.get("cgroup") else ""
     # nsenter and unshare exec (no fork), so is sh: the process is the sshd itself.
-    return ["nsenter", f"--net={NETNS_DIR / node['netns']}",
-            "unshare", "--uts", "--mount", "--propagation", "private",
-            "/bin/sh", "-c", script, "dtfbench-testbed-node",
-            node["name"], str(ndir / "local_ssd"), SSD_MOUNT, SSHD, str(ndir / "sshd_config"), cgroup,
-            str(LOGIN_BASHRC), str(ndir / "bashrc")]
+    return [
+        "nsenter",
+        f"--net={NETNS_DIR / node['netns']}",
+        "unshare",
+        "--uts",
+        "--mount",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        script,
+        "dtfbench-testbed-node",
+        node["name"],
+        str(ndir / "local_ssd"),
+        SSD_MOUNT,
+        SSHD,
+        str(ndir / "sshd_config"),
+        cgroup,
+        str(LOGIN_BASHRC),
+        str(ndir / "bashrc"),
+    ]
 
 
 def start_keeper(state: dict, timeout: float = 15.0) -> None:
@@ -488,9 +541,14 @@ def start_keeper(state: dict, timeout: float = 15.0) -> None:
     ready = directory / "keeper.json"
     ready.unlink(missing_ok=True)
     with open(directory / "keeper.log", "ab") as log:
-        subprocess.run(["setsid", "--fork", sys.executable, str(Path(__file__).resolve()), "_keeper",
-                        "--dir", str(directory)],
-                       stdin=subprocess.DEVNULL, stdout=log, stderr=log, check=True, close_fds=True)
+        subprocess.run(
+            ["setsid", "--fork", sys.executable, str(Path(__file__).resolve()), "_keeper", "--dir", str(directory)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            check=True,
+            close_fds=True,
+        )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -505,8 +563,9 @@ def start_keeper(state: dict, timeout: float = 15.0) -> None:
         if started.get("error"):
             raise TestbedError(f"the keeper could not start the nodes: {started['error']}")
         return
-    raise TestbedError(f"the keeper did not start; its log: "
-                       f"{(directory / 'keeper.log').read_text(errors='replace')[-2000:]}")
+    raise TestbedError(
+        f"the keeper did not start; its log: {(directory / 'keeper.log').read_text(errors='replace')[-2000:]}"
+    )
 
 
 def keeper(directory: Path) -> int:
@@ -528,13 +587,20 @@ def keeper(directory: Path) -> int:
     try:
         for node in state["nodes"]:
             with open(Path(node["dir"]) / "sshd.log", "ab") as log:
-                child = subprocess.Popen(node_argv(state, node), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         close_fds=True, start_new_session=True)
+                child = subprocess.Popen(
+                    node_argv(state, node),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    close_fds=True,
+                    start_new_session=True,
+                )
             pids[node["name"]] = child.pid
     except OSError as err:
         error = str(err)
-    write_atomic(directory / "keeper.json", json.dumps({"keeper_pid": os.getpid(), "sshd_pids": pids,
-                                                        "error": error}) + "\n")
+    write_atomic(
+        directory / "keeper.json", json.dumps({"keeper_pid": os.getpid(), "sshd_pids": pids, "error": error}) + "\n"
+    )
     try:
         while True:
             try:
@@ -569,45 +635,62 @@ def wait_for_sshd(state: dict, timeout: float) -> None:
             pass
         if time.monotonic() > deadline:
             log = Path(node["dir"], "sshd.log").read_text(errors="replace")[-2000:]
-            raise TestbedError(f"sshd of {node['name']} at {node['public_ip']}:22 not ready "
-                               f"after {timeout}s; its log: {log}")
+            raise TestbedError(
+                f"sshd of {node['name']} at {node['public_ip']}:22 not ready after {timeout}s; its log: {log}"
+            )
         time.sleep(0.05)
 
 
 def write_inventories(state: dict) -> None:
     directory = Path(state["dir"])
     conn = connection_vars(state)
-    lines = ["# The test bed's hosts (tests/testbed/testbed.py); written by `up`, removed by `down`.",
-             "all:", "  children:", "    tf_nodes:", "      vars:"]
+    lines = [
+        "# The test bed's hosts (tests/testbed/testbed.py); written by `up`, removed by `down`.",
+        "all:",
+        "  children:",
+        "    tf_nodes:",
+        "      vars:",
+    ]
     lines += [f"        {k}: {json.dumps(v)}" for k, v in conn.items()]
     lines += [f"        tf_devices: {state['devices']}", "        tf_device_type: cpu", "      hosts:"]
     for node in state["nodes"]:
-        lines.append(f"        {node['name']}: {{ansible_host: {node['public_ip']}, "
-                     f"private_ip: {node['private_ip']}}}")
+        lines.append(f"        {node['name']}: {{ansible_host: {node['public_ip']}, private_ip: {node['private_ip']}}}")
     write_atomic(directory / "hosts.yml", "\n".join(lines) + "\n")
 
     # The users' format: one address a line, line i of one file matching line i of the other.
     write_atomic(directory / "aws_public_ips.txt", "".join(n["public_ip"] + "\n" for n in state["nodes"]))
     write_atomic(directory / "aws_private_ips.txt", "".join(n["private_ip"] + "\n" for n in state["nodes"]))
-    write_atomic(directory / "testbed.ip_pairs.yml", "\n".join([
-        "# The test bed through the ip_pairs inventory plugin (plugins/inventory/ip_pairs.py).",
-        "# Connection settings: group_vars/tf_nodes.yml next to this file.",
-        "plugin: ip_pairs",
-        "public_ips_file: aws_public_ips.txt",
-        "private_ips_file: aws_private_ips.txt",
-        "group: tf_nodes",
-        f"tf_devices: {state['devices']}",
-        "tf_device_type: cpu",
-        "",
-    ]))
+    write_atomic(
+        directory / "testbed.ip_pairs.yml",
+        "\n".join(
+            [
+                "# The test bed through the ip_pairs inventory plugin (plugins/inventory/ip_pairs.py).",
+                "# Connection settings: group_vars/tf_nodes.yml next to this file.",
+                "plugin: ip_pairs",
+                "public_ips_file: aws_public_ips.txt",
+                "private_ips_file: aws_private_ips.txt",
+                "group: tf_nodes",
+                f"tf_devices: {state['devices']}",
+                "tf_device_type: cpu",
+                "",
+            ]
+        ),
+    )
     # Molecule's instance config (its create playbook copies it): the same hosts.
-    write_atomic(directory / "molecule_instances.yml", "".join(
-        f"- instance: {n['name']}\n  address: {n['public_ip']}\n  user: root\n  port: 22\n"
-        f"  identity_file: {directory / 'id_ed25519'}\n" for n in state["nodes"]))
+    write_atomic(
+        directory / "molecule_instances.yml",
+        "".join(
+            f"- instance: {n['name']}\n  address: {n['public_ip']}\n  user: root\n  port: 22\n"
+            f"  identity_file: {directory / 'id_ed25519'}\n"
+            for n in state["nodes"]
+        ),
+    )
     (directory / "group_vars").mkdir(exist_ok=True)
-    write_atomic(directory / "group_vars" / "tf_nodes.yml",
-                 "---\n# Connection settings of the test bed's nodes (tests/testbed/testbed.py).\n"
-                 + "".join(f"{k}: {json.dumps(v)}\n" for k, v in conn.items()))
+    write_atomic(
+        directory / "group_vars" / "tf_nodes.yml",
+        "---\n# Connection settings of the test bed's nodes (tests/testbed/testbed.py).\n"
+        + "".join(f"{k}: {json.dumps(v)}\n" for k, v in conn.items()),
+    )
 
 
 def connection_vars(state: dict) -> dict:
@@ -615,9 +698,11 @@ def connection_vars(state: dict) -> dict:
     return {
         "ansible_user": "root",
         "ansible_ssh_private_key_file": str(directory / "id_ed25519"),
-        "ansible_ssh_common_args": (f"-o UserKnownHostsFile={directory / 'known_hosts'} "
-                                    "-o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes "
-                                    "-o IdentitiesOnly=yes -o PasswordAuthentication=no"),
+        "ansible_ssh_common_args": (
+            f"-o UserKnownHostsFile={directory / 'known_hosts'} "
+            "-o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes "
+            "-o IdentitiesOnly=yes -o PasswordAuthentication=no"
+        ),
         "ansible_python_interpreter": state["python"],
         "dtfbench_python": state["python"],
         # Each node's run files on its own disk (the tf_cluster/benchmark run root).
@@ -626,6 +711,7 @@ def connection_vars(state: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- down
+
 
 def down(directory: Path = DEFAULT_DIR) -> bool:
     """Remove everything the test bed in `directory` created. Idempotent; True if it found one."""
@@ -709,8 +795,11 @@ def remove_shared_dirs(state: dict) -> None:
             continue
         if any(child.name != CREATED_MARKER for child in p.iterdir()) or mounted_anywhere(path):
             continue  # someone put files there, or mounted something on it: leave it
-        if path == PRIVSEP_DIR and any(os.path.basename(cmdline(int(e))[0] if cmdline(int(e)) else "") == "sshd"
-                                       for e in os.listdir("/proc") if e.isdigit()):
+        if path == PRIVSEP_DIR and any(
+            os.path.basename(cmdline(int(e))[0] if cmdline(int(e)) else "") == "sshd"
+            for e in os.listdir("/proc")
+            if e.isdigit()
+        ):
             continue  # another sshd (the system's?) needs it
         marker.unlink()
         try:
@@ -719,9 +808,19 @@ def remove_shared_dirs(state: dict) -> None:
             pass
 
 
-OUR_FILES = ("keeper.json", "keeper.log", "hosts.yml", "aws_public_ips.txt", "aws_private_ips.txt",
-             "testbed.ip_pairs.yml", "molecule_instances.yml",
-             "id_ed25519", "id_ed25519.pub", "authorized_keys", "known_hosts")
+OUR_FILES = (
+    "keeper.json",
+    "keeper.log",
+    "hosts.yml",
+    "aws_public_ips.txt",
+    "aws_private_ips.txt",
+    "testbed.ip_pairs.yml",
+    "molecule_instances.yml",
+    "id_ed25519",
+    "id_ed25519.pub",
+    "authorized_keys",
+    "known_hosts",
+)
 
 
 def remove_files(directory: Path, state: dict | None) -> None:
@@ -742,6 +841,7 @@ def remove_files(directory: Path, state: dict | None) -> None:
 
 
 # --------------------------------------------------------------------------- leftovers
+
 
 def leftovers(state_or_prefix: dict | str, directory: Path | str | None = None) -> list[str]:
     """What of a test bed still exists (empty when it is fully down). For tests."""
@@ -782,9 +882,11 @@ def status(directory: Path) -> dict | None:
 
 # --------------------------------------------------------------------------- CLI
 
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="testbed.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="testbed.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{up,down,status}")
     p_up = sub.add_parser("up", help="create the test bed and print its inventory's path")
     p_up.add_argument("--hosts", type=int, default=DEFAULT_HOSTS, help=f"1 to {MAX_HOSTS} (default {DEFAULT_HOSTS})")
@@ -804,13 +906,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             state = up(args.dir, args.hosts, args.python, args.devices)
             d = Path(state["dir"])
-            print(f"test bed {state['prefix']} up: {len(state['nodes'])} hosts, public {state['public_net']} "
-                  f"(controller {state['controller_ip']}), private {state['private_net']}")
+            print(
+                f"test bed {state['prefix']} up: {len(state['nodes'])} hosts, public {state['public_net']} "
+                f"(controller {state['controller_ip']}), private {state['private_net']}"
+            )
             print(f"inventory:        {d / 'hosts.yml'}")
             print(f"ip_pairs config:  {d / 'testbed.ip_pairs.yml'}")
             print(f"ip files:         {d / 'aws_public_ips.txt'} {d / 'aws_private_ips.txt'}")
-            print(f"ssh:              ssh -i {d / 'id_ed25519'} -o UserKnownHostsFile={d / 'known_hosts'} "
-                  f"root@{state['nodes'][0]['public_ip']}")
+            print(
+                f"ssh:              ssh -i {d / 'id_ed25519'} -o UserKnownHostsFile={d / 'known_hosts'} "
+                f"root@{state['nodes'][0]['public_ip']}"
+            )
         elif args.command == "down":
             found = down(args.dir)
             print("test bed down" if found else f"no test bed in {args.dir}: nothing to do")

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 import testbed as tb
 
 
@@ -96,9 +95,9 @@ def testbed_factory(tmp_path_factory):
 def module_testbed(tmp_path_factory, hosts: int):
     """A generator for a module-scoped fixture: one test bed of `hosts` hosts, down at the end.
 
-        @pytest.fixture(scope="module")
-        def bed2(tmp_path_factory):
-            yield from module_testbed(tmp_path_factory, hosts=2)
+    @pytest.fixture(scope="module")
+    def bed2(tmp_path_factory):
+        yield from module_testbed(tmp_path_factory, hosts=2)
     """
     reason = unavailable()
     if reason:

@@ -14,8 +14,9 @@ from dtfbench.forecast.adaptive import Settings, narrowed_ps_counts, stop_reason
 from dtfbench.plan.sweep import PlanError, build_plan
 from dtfbench.results import store, sweep_steps
 
-HOSTS = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 1, "device_type": "gpu", "max_ps": 8}
-         for i in range(16)]
+HOSTS = [
+    {"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 1, "device_type": "gpu", "max_ps": 8} for i in range(16)
+]
 
 
 def test_narrowing_keeps_the_best_and_its_neighbours():
@@ -34,7 +35,7 @@ def test_ties_go_to_the_fewer_bytes_then_the_fewer_ps():
 
 
 def test_stop_below_efficiency_and_doubling_gain():
-    best = {1: 100.0, 2: 190.0, 4: 300.0}           # efficiencies 1, 0.95, 0.75
+    best = {1: 100.0, 2: 190.0, 4: 300.0}  # efficiencies 1, 0.95, 0.75
     assert stop_reason(best, Settings(stop_below_efficiency=0.7)) is None
     why = stop_reason(best, Settings(stop_below_efficiency=0.8))
     assert "4 GPUs measured 300.0 images/sec, 75% efficiency" in why and "stop_below_efficiency=0.8" in why
@@ -45,16 +46,21 @@ def test_stop_below_efficiency_and_doubling_gain():
     # Not a doubling: 4 -> 16 is two doublings, 1.21x -> +10% each.
     assert "+10% per doubling" in stop_reason({1: 10.0, 4: 40.0, 16: 48.4}, Settings(min_doubling_gain=0.11))
     # Against the smallest count's per-GPU rate when the sweep has no 1-GPU run.
-    assert "against the per-GPU rate at 2 GPUs" in stop_reason({2: 200.0, 4: 300.0}, Settings(stop_below_efficiency=0.8))
+    assert "against the per-GPU rate at 2 GPUs" in stop_reason(
+        {2: 200.0, 4: 300.0}, Settings(stop_below_efficiency=0.8)
+    )
 
 
-@pytest.mark.parametrize("name, value, fragment", [
-    ("stop_below_efficiency", "0", "above 0 and at most 1"),
-    ("stop_below_efficiency", "1.5", "above 0 and at most 1"),
-    ("stop_below_efficiency", "half", "stop_below_efficiency='half'"),
-    ("min_doubling_gain", "-0.1", ">= 0"),
-    ("num_ps_auto_keep", "0", "num_ps_auto_keep=0 is below 1"),
-])
+@pytest.mark.parametrize(
+    "name, value, fragment",
+    [
+        ("stop_below_efficiency", "0", "above 0 and at most 1"),
+        ("stop_below_efficiency", "1.5", "above 0 and at most 1"),
+        ("stop_below_efficiency", "half", "stop_below_efficiency='half'"),
+        ("min_doubling_gain", "-0.1", ">= 0"),
+        ("num_ps_auto_keep", "0", "num_ps_auto_keep=0 is below 1"),
+    ],
+)
 def test_bad_values_are_one_clear_error_of_the_plan(name, value, fragment):
     request = dict(gpus="1,2,4", model="trivial", num_ps="auto", **{name: value})
     with pytest.raises(PlanError) as err:
@@ -64,8 +70,12 @@ def test_bad_values_are_one_clear_error_of_the_plan(name, value, fragment):
 
 def test_the_plan_marks_an_adaptive_sweep_and_checks_its_counts_go_up():
     plan = build_plan(dict(gpus="1,2,4", model="trivial", num_ps="auto", stop_below_efficiency="0.5"), HOSTS)
-    assert plan["adaptive"] == {"num_ps_auto": True, "num_ps_auto_keep": None, "stop_below_efficiency": 0.5,
-                                "min_doubling_gain": None}
+    assert plan["adaptive"] == {
+        "num_ps_auto": True,
+        "num_ps_auto_keep": None,
+        "stop_below_efficiency": 0.5,
+        "min_doubling_gain": None,
+    }
     assert sorted({r["num_ps"] for r in plan["runs"] if r["gpus"] == 4}) == [1, 2, 3, 4]  # the full set, planned
     assert {r["worker_nodes"] for r in plan["runs"] if r["gpus"] == 4} == {4}
     assert plan["sweep_config"]["num_ps"] == "auto" and plan["sweep_config"]["stop_below_efficiency"] == 0.5
@@ -79,30 +89,67 @@ def test_the_plan_marks_an_adaptive_sweep_and_checks_its_counts_go_up():
 
 
 # A system of 1-GPU nodes whose link is known: runs recorded from the model itself.
-TRUTH = scaling_model.Fit(t1=0.5, batch_size=64, variables=scaling_model.Variables.of("inception3"),
-                          coefficients={"sync": 0.02, "bytes": 0.3, "local": 0.0, "workers": 0.002},
-                          bandwidth_gb_s=0.5, bandwidth_floor_gb_s=0.0, rms_relative_error=0.0, points=0)
+TRUTH = scaling_model.Fit(
+    t1=0.5,
+    batch_size=64,
+    variables=scaling_model.Variables.of("inception3"),
+    coefficients={"sync": 0.02, "bytes": 0.3, "local": 0.0, "workers": 0.002},
+    bandwidth_gb_s=0.5,
+    bandwidth_floor_gb_s=0.0,
+    rms_relative_error=0.0,
+    points=0,
+)
 
 
 def _record(db, sweep_id, run, rate):
     conn = store.connect(db)
-    store.add_run(conn, {"run_id": run["run_id"], "sweep_id": sweep_id, "system": "made-up", "gpus": run["gpus"],
-                         "num_ps": run["num_ps"], "variable_update": run["variable_update"], "data": "synthetic",
-                         "model": run["model"], "batch_size": run["batch_size"], "repetition": run["repetition"],
-                         # As dtfbench.record stores them: the image size the worker used (the plan
-                         # leaves the model's default as None), the workload's name.
-                         "image_size": 299, "workload": "ours",
-                         "num_workers": run["num_workers"], "devices_per_worker": 1, "ps_on_worker_nodes": True,
-                         "warmup_steps": run["warmup_steps"], "steps": run["steps"], "status": "ok",
-                         "images_per_sec": rate, "hosts": [f"n{i}" for i in range(run["worker_nodes"])]})
+    store.add_run(
+        conn,
+        {
+            "run_id": run["run_id"],
+            "sweep_id": sweep_id,
+            "system": "made-up",
+            "gpus": run["gpus"],
+            "num_ps": run["num_ps"],
+            "variable_update": run["variable_update"],
+            "data": "synthetic",
+            "model": run["model"],
+            "batch_size": run["batch_size"],
+            "repetition": run["repetition"],
+            # As dtfbench.record stores them: the image size the worker used (the plan
+            # leaves the model's default as None), the workload's name.
+            "image_size": 299,
+            "workload": "ours",
+            "num_workers": run["num_workers"],
+            "devices_per_worker": 1,
+            "ps_on_worker_nodes": True,
+            "warmup_steps": run["warmup_steps"],
+            "steps": run["steps"],
+            "status": "ok",
+            "images_per_sec": rate,
+            "hosts": [f"n{i}" for i in range(run["worker_nodes"])],
+        },
+    )
     conn.close()
 
 
 def _sweep(tmp_path, **settings):
     """Run a sweep through adaptive_sweep.step as roles/benchmark does, recording each run from TRUTH."""
     db, sweep_id = tmp_path / "results.sqlite", "made-up"
-    plan = build_plan(dict(gpus="1,2,4,8", model="inception3", batch_size=64, num_ps="auto", repetitions=1,
-                           variable_update="parameter_server", sweep_id=sweep_id, results_db=str(db), **settings), HOSTS)
+    plan = build_plan(
+        dict(
+            gpus="1,2,4,8",
+            model="inception3",
+            batch_size=64,
+            num_ps="auto",
+            repetitions=1,
+            variable_update="parameter_server",
+            sweep_id=sweep_id,
+            results_db=str(db),
+            **settings,
+        ),
+        HOSTS,
+    )
     ran = {}
     for gpus in (1, 2, 4, 8):
         answer = adaptive_sweep.step(dict(plan["adaptive"], sweep_id=sweep_id, gpus=gpus, runs=plan["runs"]), str(db))
@@ -119,9 +166,9 @@ def test_a_sweep_narrows_to_the_best_ps_counts_from_its_own_smaller_counts(tmp_p
     db, sweep_id, ran = _sweep(tmp_path)
     truth = {p: TRUTH.images_per_sec(scaling_model.Config(8, 1, p, "parameter_server")) for p in range(1, 9)}
     best = max(truth, key=truth.get)
-    assert ran[1] == [1] and ran[2] == [1, 2]          # nothing to calibrate on: the full set
-    assert len(ran[4]) < 4 and len(ran[8]) <= 3         # narrowed
-    assert best in ran[8]                               # and the true best is among them
+    assert ran[1] == [1] and ran[2] == [1, 2]  # nothing to calibrate on: the full set
+    assert len(ran[4]) < 4 and len(ran[8]) <= 3  # narrowed
+    assert best in ran[8]  # and the true best is among them
     steps = sweep_steps.read(db, sweep_id)
     assert [s["action"] for s in steps] == ["full", "full", "narrowed", "narrowed"]
     assert "nothing measured above 1 GPU yet" in steps[1]["reason"]
@@ -130,8 +177,10 @@ def test_a_sweep_narrows_to_the_best_ps_counts_from_its_own_smaller_counts(tmp_p
 
 def test_a_sweep_stops_below_its_efficiency_and_says_why(tmp_path):
     db, sweep_id, ran = _sweep(tmp_path, stop_below_efficiency="0.9")
-    rates = {g: max(TRUTH.images_per_sec(scaling_model.Config(g, 1, p, "parameter_server"))
-                    for p in range(1, g + 1)) for g in (1, 2, 4)}
+    rates = {
+        g: max(TRUTH.images_per_sec(scaling_model.Config(g, 1, p, "parameter_server")) for p in range(1, g + 1))
+        for g in (1, 2, 4)
+    }
     first_low = next(g for g in (2, 4) if rates[g] / g / rates[1] < 0.9)  # the made-up system's own answer
     assert first_low == 4  # 2 GPUs: 90.5% efficiency, 4 GPUs: 87.6%
     assert ran[4] and ran[8] == []  # 4 ran (narrowed), 8 was not run
@@ -177,14 +226,28 @@ def test_the_store_keeps_decisions_append_only_and_reads_an_old_store(tmp_path):
     assert [d["reason"] for d in sweep_steps.latest(db, "s")] == ["again"]
     with pytest.raises(ValueError):
         sweep_steps.record(db, "s", 4, "maybe", "", {})
-    assert json.loads(store.connect(db).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) == 6
+    assert (
+        json.loads(store.connect(db).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) == 6
+    )
 
 
 def test_a_resumed_sweep_does_not_judge_a_count_it_has_started(tmp_path):
     db, sweep_id, ran = _sweep(tmp_path)  # 1, 2, 4, 8 measured, nothing stopped
-    plan = build_plan(dict(gpus="1,2,4,8,16", model="inception3", batch_size=64, num_ps="auto", repetitions=1,
-                           variable_update="parameter_server", sweep_id=sweep_id, results_db=str(db),
-                           stop_below_efficiency="0.99", sweep_extend=True), HOSTS)
+    plan = build_plan(
+        dict(
+            gpus="1,2,4,8,16",
+            model="inception3",
+            batch_size=64,
+            num_ps="auto",
+            repetitions=1,
+            variable_update="parameter_server",
+            sweep_id=sweep_id,
+            results_db=str(db),
+            stop_below_efficiency="0.99",
+            sweep_extend=True,
+        ),
+        HOSTS,
+    )
     for gpus in (4, 8):  # started: some runs done, so not judged again (it would stop: 4 GPUs are at 88%)
         answer = adaptive_sweep.step(dict(plan["adaptive"], sweep_id=sweep_id, gpus=gpus, runs=plan["runs"]), str(db))
         assert not answer["stopped"] and answer["runs"] == []  # the narrowed set is done; the rest skipped
@@ -195,6 +258,7 @@ def test_a_resumed_sweep_does_not_judge_a_count_it_has_started(tmp_path):
 
 def test_the_report_index_and_the_sweep_table_show_it(tmp_path, capsys):
     from dtfbench.report import build, cli
+
     db, sweep_id, _ = _sweep(tmp_path, stop_below_efficiency="0.9")
     rows = store.runs(store.connect(db))
     result = build.build(rows, tmp_path / "report", formats=(), db=str(db), sweep_id=sweep_id)

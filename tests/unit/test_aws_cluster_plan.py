@@ -11,13 +11,34 @@ NOW = datetime.datetime(2026, 11, 22, 10, 0, 0, tzinfo=datetime.timezone.utc)
 
 
 def request(**overrides):
-    params = dict(state="present", cluster_name="study", instance_type="p2.xlarge", instance_count=2,
-                  gpus=None, max_instances=8, allow_more_instances=False, ssh_cidr="203.0.113.7/32",
-                  ssh_cidr_allow_anywhere=False, node_profile="", spot=False, spot_max_price="",
-                  root_volume_size=200, region="us-east-1", expiry_hours=24, owner="alice", ami="",
-                  vpc_subnet_id="", vpc_cidr="10.42.0.0/16", subnet_cidr="10.42.0.0/24", key_name="",
-                  public_key_file="", output_dir="/tmp/out", tf_worker_port_base=None,
-                  tf_ps_port_base=None, tf_ps_ports=8)
+    params = dict(
+        state="present",
+        cluster_name="study",
+        instance_type="p2.xlarge",
+        instance_count=2,
+        gpus=None,
+        max_instances=8,
+        allow_more_instances=False,
+        ssh_cidr="203.0.113.7/32",
+        ssh_cidr_allow_anywhere=False,
+        node_profile="",
+        spot=False,
+        spot_max_price="",
+        root_volume_size=200,
+        region="us-east-1",
+        expiry_hours=24,
+        owner="alice",
+        ami="",
+        vpc_subnet_id="",
+        vpc_cidr="10.42.0.0/16",
+        subnet_cidr="10.42.0.0/24",
+        key_name="",
+        public_key_file="",
+        output_dir="/tmp/out",
+        tf_worker_port_base=None,
+        tf_ps_port_base=None,
+        tf_ps_ports=8,
+    )
     params.update(overrides)
     return params
 
@@ -32,15 +53,26 @@ def test_the_plan_of_the_study_cluster():
     assert (plan["instance_count"], plan["gpus"], plan["gpus_per_instance"]) == (2, 16, 8)
     assert plan["node_profile"] == "cscs2017" and plan["ssh_user"] == "ubuntu"
     assert plan["expiry"] == "2026-11-23T10:00:00Z"
-    assert plan["tags"] == {"dtfbench-cluster": "study", "dtfbench-owner": "alice",
-                            "dtfbench-expiry": "2026-11-23T10:00:00Z", "created-by": "dtfbench"}
+    assert plan["tags"] == {
+        "dtfbench-cluster": "study",
+        "dtfbench-owner": "alice",
+        "dtfbench-expiry": "2026-11-23T10:00:00Z",
+        "created-by": "dtfbench",
+    }
     assert plan["resource_name"] == plan["key_name"] == "dtfbench-study" and plan["manage_key"]
     # The TF ports come from the layout's bases: 8 workers on a p2.8xlarge, 8 PS ports.
-    assert plan["tf_port_ranges"] == [[DEFAULT_WORKER_PORT_BASE, DEFAULT_WORKER_PORT_BASE + 7],
-                                      [DEFAULT_PS_PORT_BASE, DEFAULT_PS_PORT_BASE + 7]]
+    assert plan["tf_port_ranges"] == [
+        [DEFAULT_WORKER_PORT_BASE, DEFAULT_WORKER_PORT_BASE + 7],
+        [DEFAULT_PS_PORT_BASE, DEFAULT_PS_PORT_BASE + 7],
+    ]
     ssh, *tf = plan["security_group_rules"]
-    assert ssh == {"proto": "tcp", "from_port": 22, "to_port": 22, "cidr_ip": "203.0.113.7/32",
-                   "rule_desc": "SSH from ssh_cidr"}
+    assert ssh == {
+        "proto": "tcp",
+        "from_port": 22,
+        "to_port": 22,
+        "cidr_ip": "203.0.113.7/32",
+        "rule_desc": "SSH from ssh_cidr",
+    }
     assert all(rule["group_name"] == "dtfbench-study" and "cidr_ip" not in rule for rule in tf)
 
 
@@ -89,8 +121,9 @@ def test_other_refusals(tmp_path):
     refused(r"ami='ubuntu' is not an AMI id", ami="ubuntu")
     refused(r"vpc_subnet_id='net-1' is not a subnet id", vpc_subnet_id="net-1")
     refused(r"subnet_cidr=10.9.0.0/24 must lie inside vpc_cidr=10.42.0.0/16", subnet_cidr="10.9.0.0/24")
-    refused(r"subnet_cidr=10.42.0.0/29 holds 3 usable addresses, fewer than 4", subnet_cidr="10.42.0.0/29",
-            instance_count=4)
+    refused(
+        r"subnet_cidr=10.42.0.0/29 holds 3 usable addresses, fewer than 4", subnet_cidr="10.42.0.0/29", instance_count=4
+    )
     refused(r"key_name=mine and public_key_file are both set", key_name="mine", public_key_file="/x.pub")
     refused(r"public_key_file=/nonexistent.pub does not exist", public_key_file="/nonexistent.pub")
     private = tmp_path / "id_rsa"
@@ -103,11 +136,21 @@ def test_other_refusals(tmp_path):
 
 
 def test_teardown_and_expiry_need_little():
-    plan = build_plan({"state": "absent", "cluster_name": "study", "region": "eu-west-1",
-                       "output_dir": "/tmp/o", "key_name": "mine"})
-    assert plan == {"cluster_name": "study", "resource_name": "dtfbench-study", "cluster_tag": "dtfbench-cluster",
-                    "key_name": "mine", "manage_key": False, "region": "eu-west-1", "output_dir": "/tmp/o"}
-    assert build_plan({"state": "expired", "region": "us-east-2"}) == {"region": "us-east-2",
-                                                                        "cluster_tag": "dtfbench-cluster"}
+    plan = build_plan(
+        {"state": "absent", "cluster_name": "study", "region": "eu-west-1", "output_dir": "/tmp/o", "key_name": "mine"}
+    )
+    assert plan == {
+        "cluster_name": "study",
+        "resource_name": "dtfbench-study",
+        "cluster_tag": "dtfbench-cluster",
+        "key_name": "mine",
+        "manage_key": False,
+        "region": "eu-west-1",
+        "output_dir": "/tmp/o",
+    }
+    assert build_plan({"state": "expired", "region": "us-east-2"}) == {
+        "region": "us-east-2",
+        "cluster_tag": "dtfbench-cluster",
+    }
     with pytest.raises(PlanError, match="cluster_name=''"):
         build_plan({"state": "absent", "cluster_name": "", "region": "us-east-1", "output_dir": "/o"})

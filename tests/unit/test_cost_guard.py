@@ -5,10 +5,18 @@ import re
 
 import pytest
 
-from dtfbench.forecast import cost_guard, predict as forecast, pricing
+from dtfbench.forecast import cost_guard, pricing
+from dtfbench.forecast import predict as forecast
 
-STUDY = {"model": "inception3", "batch_size": 64, "variable_update": "parameter_server,distributed_replicated",
-         "num_ps": "", "repetitions": 5, "warmup_steps": 10, "steps": 100}
+STUDY = {
+    "model": "inception3",
+    "batch_size": 64,
+    "variable_update": "parameter_server,distributed_replicated",
+    "num_ps": "",
+    "repetitions": 5,
+    "warmup_steps": 10,
+    "steps": 100,
+}
 
 
 def test_the_study_sweep_costs_what_the_planner_says():
@@ -25,10 +33,11 @@ def test_the_study_sweep_costs_what_the_planner_says():
 
 def test_only_runs_still_to_do_count_and_batch_scales_the_steps():
     runs = cost_guard.planned_runs(dict(STUDY, num_ps=1, variable_update="parameter_server"), 1, 8)
-    assert [r["gpus"] for r in runs][::5] == [1, 2, 4, 8]      # 1, 2, 4 ... up to the cluster's GPUs
+    assert [r["gpus"] for r in runs][::5] == [1, 2, 4, 8]  # 1, 2, 4 ... up to the cluster's GPUs
     full = cost_guard.estimate(runs, "p2.8xlarge", 1, 8, run_overhead_s=0)
-    half = cost_guard.estimate([dict(r, done=i % 2 == 0) for i, r in enumerate(runs)], "p2.8xlarge", 1, 8,
-                               run_overhead_s=0)
+    half = cost_guard.estimate(
+        [dict(r, done=i % 2 == 0) for i, r in enumerate(runs)], "p2.8xlarge", 1, 8, run_overhead_s=0
+    )
     assert half.runs == len(runs) // 2 and 0 < half.cost_usd < full.cost_usd
     double = cost_guard.estimate([dict(r, batch_size=128) for r in runs], "p2.8xlarge", 1, 8, run_overhead_s=0)
     assert double.cost_usd == pytest.approx(2 * full.cost_usd) and "scaled by batch size" in double.basis
@@ -49,16 +58,23 @@ def test_a_given_price_replaces_the_table_and_prices_an_unknown_type():
     assert got.price_note == "price_usd_per_hour"
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda runs: cost_guard.estimate(runs, "g9.xlarge", 1, 1), "no price for instance type 'g9.xlarge'"),
-    (lambda runs: cost_guard.estimate(runs, "", 1, 1), "the nodes' instance type is not known"),
-    (lambda runs: cost_guard.estimate(runs, "p2.xlarge", 1, 1, price_usd_per_hour=-1),
-     "price_usd_per_hour=-1 must be a number >= 0"),
-    (lambda runs: cost_guard.estimate(runs, "p2.xlarge", 1, 1, price_usd_per_hour="cheap"),
-     "price_usd_per_hour=cheap must be a number >= 0"),
-    (lambda runs: cost_guard.node_type(["p2.xlarge", "g5.xlarge"], False), "several instance types"),
-    (lambda runs: cost_guard.planned_runs(dict(STUDY, gpus=[3]), 1, 2), "the planned sweep (sweep_* variables)"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda runs: cost_guard.estimate(runs, "g9.xlarge", 1, 1), "no price for instance type 'g9.xlarge'"),
+        (lambda runs: cost_guard.estimate(runs, "", 1, 1), "the nodes' instance type is not known"),
+        (
+            lambda runs: cost_guard.estimate(runs, "p2.xlarge", 1, 1, price_usd_per_hour=-1),
+            "price_usd_per_hour=-1 must be a number >= 0",
+        ),
+        (
+            lambda runs: cost_guard.estimate(runs, "p2.xlarge", 1, 1, price_usd_per_hour="cheap"),
+            "price_usd_per_hour=cheap must be a number >= 0",
+        ),
+        (lambda runs: cost_guard.node_type(["p2.xlarge", "g5.xlarge"], False), "several instance types"),
+        (lambda runs: cost_guard.planned_runs(dict(STUDY, gpus=[3]), 1, 2), "the planned sweep (sweep_* variables)"),
+    ],
+)
 def test_bad_inputs_are_one_clear_error_each(call, message):
     with pytest.raises(cost_guard.GuardError, match=re.escape(message)):
         call(cost_guard.planned_runs(dict(STUDY, num_ps=1), 1, 1))
@@ -72,15 +88,18 @@ def test_a_negative_price_in_a_price_file_is_refused(tmp_path):
 
 
 def test_check_refuses_above_max_cost_usd_naming_the_figure_and_the_variable():
-    got = cost_guard.estimate(cost_guard.planned_runs(dict(STUDY, num_ps=1), 2, 8), "p2.8xlarge", 2, 8,
-                              setup_minutes=30)
-    cost_guard.check(got)                                    # the default, 100 USD, lets it through
+    got = cost_guard.estimate(
+        cost_guard.planned_runs(dict(STUDY, num_ps=1), 2, 8), "p2.8xlarge", 2, 8, setup_minutes=30
+    )
+    cost_guard.check(got)  # the default, 100 USD, lets it through
     assert got.cost_usd < pricing.DEFAULT_MAX_COST_USD
     with pytest.raises(pricing.CostLimitError) as refused:
         cost_guard.check(got, 10)
-    assert str(refused.value) == (f"the planned sweep is predicted to cost ${got.cost_usd:,.2f}, above "
-                                  f"max_cost_usd=$10.00; raise it (-e max_cost_usd={math.ceil(got.cost_usd)}) "
-                                  "or plan a smaller sweep")
+    assert str(refused.value) == (
+        f"the planned sweep is predicted to cost ${got.cost_usd:,.2f}, above "
+        f"max_cost_usd=$10.00; raise it (-e max_cost_usd={math.ceil(got.cost_usd)}) "
+        "or plan a smaller sweep"
+    )
     cost_guard.check(got, math.ceil(got.cost_usd))
 
 

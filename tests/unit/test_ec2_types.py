@@ -5,18 +5,36 @@ import os
 import pytest
 
 from dtfbench.plan.ec2_types import (
-    INSTANCE_TYPES, NODE_PROFILES, Ec2TypeError, check_profile_supports, instance_type,
-    instances_for_gpus, markdown_table, node_profile, profiles_for_type, tf_devices_by_type)
+    INSTANCE_TYPES,
+    NODE_PROFILES,
+    Ec2TypeError,
+    check_profile_supports,
+    instance_type,
+    instances_for_gpus,
+    markdown_table,
+    node_profile,
+    profiles_for_type,
+    tf_devices_by_type,
+)
 
 
-@pytest.mark.parametrize("name, gpus, model, capability", [
-    ("p2.xlarge", 1, "K80", (3, 7)), ("p2.8xlarge", 8, "K80", (3, 7)),
-    ("p2.16xlarge", 16, "K80", (3, 7)), ("p3.2xlarge", 1, "V100", (7, 0)),
-    ("p3.8xlarge", 4, "V100", (7, 0)), ("p3.16xlarge", 8, "V100", (7, 0)),
-    ("g4dn.xlarge", 1, "T4", (7, 5)), ("g4dn.12xlarge", 4, "T4", (7, 5)),
-    ("g5.xlarge", 1, "A10G", (8, 6)), ("g5.48xlarge", 8, "A10G", (8, 6)),
-    ("p4d.24xlarge", 8, "A100", (8, 0)), ("p5.48xlarge", 8, "H100", (9, 0)),
-])
+@pytest.mark.parametrize(
+    "name, gpus, model, capability",
+    [
+        ("p2.xlarge", 1, "K80", (3, 7)),
+        ("p2.8xlarge", 8, "K80", (3, 7)),
+        ("p2.16xlarge", 16, "K80", (3, 7)),
+        ("p3.2xlarge", 1, "V100", (7, 0)),
+        ("p3.8xlarge", 4, "V100", (7, 0)),
+        ("p3.16xlarge", 8, "V100", (7, 0)),
+        ("g4dn.xlarge", 1, "T4", (7, 5)),
+        ("g4dn.12xlarge", 4, "T4", (7, 5)),
+        ("g5.xlarge", 1, "A10G", (8, 6)),
+        ("g5.48xlarge", 8, "A10G", (8, 6)),
+        ("p4d.24xlarge", 8, "A100", (8, 0)),
+        ("p5.48xlarge", 8, "H100", (9, 0)),
+    ],
+)
 def test_table_holds_the_published_figures(name, gpus, model, capability):
     t = instance_type(name)
     assert (t.gpus, t.gpu_model, t.compute_capability) == (gpus, model, capability)
@@ -24,7 +42,9 @@ def test_table_holds_the_published_figures(name, gpus, model, capability):
 
 def test_instance_store_only_on_the_nvme_generations():
     assert not any(INSTANCE_TYPES[n].instance_store for n in INSTANCE_TYPES if n.startswith(("p2.", "p3.")))
-    assert all(INSTANCE_TYPES[n].instance_store for n in INSTANCE_TYPES if n.startswith(("g4dn.", "g5.", "p4d.", "p5.")))
+    assert all(
+        INSTANCE_TYPES[n].instance_store for n in INSTANCE_TYPES if n.startswith(("g4dn.", "g5.", "p4d.", "p5."))
+    )
 
 
 def test_every_row_is_consistent():
@@ -37,9 +57,10 @@ def test_unknown_type_names_the_known_ones():
         instance_type("p9.huge")
 
 
-@pytest.mark.parametrize("name, gpus, count", [
-    ("p2.xlarge", 1, 1), ("p2.xlarge", 16, 16), ("p2.8xlarge", 16, 2), ("p2.16xlarge", 64, 4),
-    ("p3.8xlarge", 12, 3)])
+@pytest.mark.parametrize(
+    "name, gpus, count",
+    [("p2.xlarge", 1, 1), ("p2.xlarge", 16, 16), ("p2.8xlarge", 16, 2), ("p2.16xlarge", 64, 4), ("p3.8xlarge", 12, 3)],
+)
 def test_instances_for_gpus(name, gpus, count):
     assert instances_for_gpus(name, gpus) == count
 
@@ -109,7 +130,6 @@ def test_profiles_are_named_by_their_keys():
 
 
 def test_docs_table_is_current():
-    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "docs", "aws.md")
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "aws.md")
     with open(docs) as handle:
         assert markdown_table() in handle.read(), "docs/aws.md: paste `python -m dtfbench.ec2_types`"

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from dtfbench.forecast import predict as forecast, scaling_model as sm
-
-from dtfbench.results import store
+from dtfbench.forecast import predict as forecast
+from dtfbench.forecast import scaling_model as sm
 from dtfbench.forecast.scaling_model import Config, Variables
+from dtfbench.results import store
 
 
 def run(capsys, *argv):
@@ -28,7 +28,9 @@ def test_published_p2_xlarge_plan(capsys):
     assert "beyond 64 GPUs each added GPU adds under 10% of one GPU's rate" in result["saturation"]
     sweep = result["sweep"]
     # the study's sweep: both updates x the PS counts of each GPU count x 5 repetitions
-    expected_runs = sum(2 * 5 * len(forecast._study_ps_counts(g, "parameter_server")) for g in (1, 2, 4, 8, 16, 32, 64, 128))
+    expected_runs = sum(
+        2 * 5 * len(forecast._study_ps_counts(g, "parameter_server")) for g in (1, 2, 4, 8, 16, 32, 64, 128)
+    )
     assert sweep["runs"] == expected_runs
     assert sweep["instances"] == 128 and sweep["usd_per_hour"] == 0.9
     assert sweep["cost_usd"] == pytest.approx(128 * sweep["hours"] * 0.9)
@@ -48,16 +50,21 @@ def test_daint_has_node_hours_without_a_price_and_dollars_with_one(capsys):
     assert code == 0 and json.loads(out)["sweep"]["cost_usd"] > 0
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--system", "cray-xc50", "--gpus", "8"], "no published runs for system 'cray-xc50'"),
-    (["--instance-type", "x9.huge", "--calibrate-from", "aws-p2.xlarge", "--gpus", "8", "--gpus-per-node", "1"],
-     "no price for instance type 'x9.huge'"),
-    (["--system", "aws-p2.xlarge", "--gpus", "8", "--price-usd-per-hour", "-1"], "must be a number >= 0"),
-    (["--system", "aws-p2.xlarge", "--gpus", "1,64", "--max-cost-usd", "100"], "above max_cost_usd=$100.00"),
-    (["--system", "aws-p2.xlarge", "--gpus", "0,8"], "--gpus '0,8': give numbers >= 1"),
-    (["--gpus", "8"], "nothing to calibrate from"),
-    (["--system", "aws-p2.xlarge", "--gpus", "8", "--model", "lenet"], "no published runs"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--system", "cray-xc50", "--gpus", "8"], "no published runs for system 'cray-xc50'"),
+        (
+            ["--instance-type", "x9.huge", "--calibrate-from", "aws-p2.xlarge", "--gpus", "8", "--gpus-per-node", "1"],
+            "no price for instance type 'x9.huge'",
+        ),
+        (["--system", "aws-p2.xlarge", "--gpus", "8", "--price-usd-per-hour", "-1"], "must be a number >= 0"),
+        (["--system", "aws-p2.xlarge", "--gpus", "1,64", "--max-cost-usd", "100"], "above max_cost_usd=$100.00"),
+        (["--system", "aws-p2.xlarge", "--gpus", "0,8"], "--gpus '0,8': give numbers >= 1"),
+        (["--gpus", "8"], "nothing to calibrate from"),
+        (["--system", "aws-p2.xlarge", "--gpus", "8", "--model", "lenet"], "no published runs"),
+    ],
+)
 def test_bad_inputs_get_one_clear_error(capsys, argv, message):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
@@ -74,9 +81,16 @@ def test_sweep_with_no_data_is_refused(capsys, tmp_path):
 def test_measure_small_predict_large_from_the_store(capsys, tmp_path):
     """A sweep of 1-8 GPUs recorded in the store by a known model; the planner predicts 32 and 64."""
     variables = Variables.of("resnet50")
-    truth = sm.Fit(t1=0.25, batch_size=32, variables=variables,
-                   coefficients={"sync": 0.01, "bytes": 0.05, "local": 0.0, "workers": 0.001},
-                   bandwidth_gb_s=0.6, bandwidth_floor_gb_s=0, rms_relative_error=0, points=0)
+    truth = sm.Fit(
+        t1=0.25,
+        batch_size=32,
+        variables=variables,
+        coefficients={"sync": 0.01, "bytes": 0.05, "local": 0.0, "workers": 0.001},
+        bandwidth_gb_s=0.6,
+        bandwidth_floor_gb_s=0,
+        rms_relative_error=0,
+        points=0,
+    )
     db = tmp_path / "results.sqlite"
     conn = store.connect(db)
     for gpus in (1, 2, 4, 8):
@@ -84,12 +98,27 @@ def test_measure_small_predict_large_from_the_store(capsys, tmp_path):
             for num_ps in range(1, gpus + 1):
                 rate = truth.images_per_sec(Config(gpus, 1, num_ps, update))
                 for rep, wobble in enumerate((0.99, 1.01)):
-                    store.add_run(conn, {
-                        "run_id": f"{gpus}-{update}-{num_ps}-{rep}", "sweep_id": "small", "system": "testbed",
-                        "gpus": gpus, "num_workers": gpus, "devices_per_worker": 1, "ps_on_worker_nodes": True,
-                        "num_ps": num_ps, "variable_update": update, "data": "synthetic", "model": "resnet50",
-                        "batch_size": 32, "repetition": rep, "status": "ok", "images_per_sec": rate * wobble,
-                        "hosts": [f"node{i}" for i in range(gpus)]})
+                    store.add_run(
+                        conn,
+                        {
+                            "run_id": f"{gpus}-{update}-{num_ps}-{rep}",
+                            "sweep_id": "small",
+                            "system": "testbed",
+                            "gpus": gpus,
+                            "num_workers": gpus,
+                            "devices_per_worker": 1,
+                            "ps_on_worker_nodes": True,
+                            "num_ps": num_ps,
+                            "variable_update": update,
+                            "data": "synthetic",
+                            "model": "resnet50",
+                            "batch_size": 32,
+                            "repetition": rep,
+                            "status": "ok",
+                            "images_per_sec": rate * wobble,
+                            "hosts": [f"node{i}" for i in range(gpus)],
+                        },
+                    )
     conn.close()
     code, out, err = run(capsys, "--sweep", "small", "--db", str(db), "--gpus", "8,32,64", "--json")
     assert code == 0, err

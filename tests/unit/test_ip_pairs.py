@@ -64,6 +64,7 @@ def fails(tmp_path, match, **kwargs):
 
 # ---------------------------------------------------------------- good input
 
+
 def test_pairs_become_hosts_in_order(tmp_path):
     inventory = parse(setup(tmp_path))
     group = inventory.groups["tf_nodes"]
@@ -76,8 +77,10 @@ def test_pairs_become_hosts_in_order(tmp_path):
 
 
 def test_tolerates_blank_lines_spaces_crlf_comments_and_a_bom(tmp_path):
-    public = ("\ufeff# pasted from the EC2 console\r\n\r\n  54.1.2.3  \r\n\t54.1.2.4\t# the second one\r\n"
-              "\r\n   \r\n54.1.2.5")  # no newline at the end
+    public = (
+        "\ufeff# pasted from the EC2 console\r\n\r\n  54.1.2.3  \r\n\t54.1.2.4\t# the second one\r\n"
+        "\r\n   \r\n54.1.2.5"
+    )  # no newline at the end
     private = "172.31.0.10 \n# a comment line\n\n172.31.0.11   # trailing comment\n\n\n172.31.0.12\n\n"
     inventory = parse(setup(tmp_path, public=public.encode("utf-8"), private=private))
     assert [hostvars(inventory, f"node0{i}")["ansible_host"] for i in (1, 2, 3)] == PUBLIC
@@ -87,8 +90,10 @@ def test_tolerates_blank_lines_spaces_crlf_comments_and_a_bom(tmp_path):
 def test_relative_paths_are_taken_from_the_config_folder(tmp_path, monkeypatch):
     write(tmp_path / "ips" / "pub.txt", lines(PUBLIC[:2]))
     write(tmp_path / "ips" / "priv.txt", lines(PRIVATE[:2]))
-    config = write(tmp_path / "inv" / "x.ip_pairs.yaml",
-                   "plugin: ip_pairs\npublic_ips_file: ../ips/pub.txt\nprivate_ips_file: ../ips/priv.txt\n")
+    config = write(
+        tmp_path / "inv" / "x.ip_pairs.yaml",
+        "plugin: ip_pairs\npublic_ips_file: ../ips/pub.txt\nprivate_ips_file: ../ips/priv.txt\n",
+    )
     monkeypatch.chdir("/")
     inventory = parse(config)
     assert sorted(inventory.hosts) == ["node01", "node02"]
@@ -97,9 +102,11 @@ def test_relative_paths_are_taken_from_the_config_folder(tmp_path, monkeypatch):
 def test_absolute_paths_group_and_names(tmp_path):
     write(tmp_path / "a.txt", lines(PUBLIC))
     write(tmp_path / "b.txt", lines(PRIVATE))
-    config = write(tmp_path / "elsewhere" / "ip_pairs.yml",
-                   f"plugin: ip_pairs\npublic_ips_file: {tmp_path / 'a.txt'}\nprivate_ips_file: {tmp_path / 'b.txt'}\n"
-                   "group: gpu_nodes\nhost_names: public_ip\n")
+    config = write(
+        tmp_path / "elsewhere" / "ip_pairs.yml",
+        f"plugin: ip_pairs\npublic_ips_file: {tmp_path / 'a.txt'}\nprivate_ips_file: {tmp_path / 'b.txt'}\n"
+        "group: gpu_nodes\nhost_names: public_ip\n",
+    )
     inventory = parse(config)
     assert [h.name for h in inventory.groups["gpu_nodes"].get_hosts()] == PUBLIC
     assert "tf_nodes" not in inventory.groups
@@ -108,20 +115,24 @@ def test_absolute_paths_group_and_names(tmp_path):
 def test_name_prefix_and_width_beyond_99_hosts(tmp_path):
     public = [f"54.1.{i // 250}.{i % 250 + 1}" for i in range(120)]
     private = [f"172.31.{i // 250}.{i % 250 + 1}" for i in range(120)]
-    inventory = parse(setup(tmp_path, public=lines(public), private=lines(private),
-                            config="plugin: ip_pairs\nname_prefix: worker-\n"))
+    inventory = parse(
+        setup(tmp_path, public=lines(public), private=lines(private), config="plugin: ip_pairs\nname_prefix: worker-\n")
+    )
     names = [h.name for h in inventory.groups["tf_nodes"].get_hosts()]
     assert names[0] == "worker-001" and names[-1] == "worker-120" and len(names) == 120
 
 
-@pytest.mark.parametrize("options, devices, device_type", [
-    ("tf_devices: 4\ntf_device_type: cpu\n", 4, "cpu"),
-    ("instance_type: p2.8xlarge\n", 8, None),
-    ("instance_type: p2.16xlarge\ntf_device_type: gpu\n", 16, "gpu"),
-    ("instance_type: p3.8xlarge\n", 4, None),
-    ("instance_type: p4d.24xlarge\n", 8, None),
-    ("instance_type: p3.16xlarge\ntf_devices: 2\n", 2, None),  # tf_devices wins
-])
+@pytest.mark.parametrize(
+    "options, devices, device_type",
+    [
+        ("tf_devices: 4\ntf_device_type: cpu\n", 4, "cpu"),
+        ("instance_type: p2.8xlarge\n", 8, None),
+        ("instance_type: p2.16xlarge\ntf_device_type: gpu\n", 16, "gpu"),
+        ("instance_type: p3.8xlarge\n", 4, None),
+        ("instance_type: p4d.24xlarge\n", 8, None),
+        ("instance_type: p3.16xlarge\ntf_devices: 2\n", 2, None),  # tf_devices wins
+    ],
+)
 def test_devices_per_host(tmp_path, options, devices, device_type):
     inventory = parse(setup(tmp_path, config="plugin: ip_pairs\n" + options))
     hv = hostvars(inventory, "node02")
@@ -132,6 +143,7 @@ def test_devices_per_host(tmp_path, options, devices, device_type):
 def test_the_instance_table_is_the_projects_one():
     # One table for every path: the IP-file inventory, provision-aws.yml and its aws_ec2 inventory.
     from dtfbench.plan.ec2_types import INSTANCE_TYPES
+
     plugin_module = sys.modules[type(inventory_loader.get("ip_pairs")).__module__]
     assert plugin_module.GPUS_PER_INSTANCE_TYPE == {name: t.gpus for name, t in INSTANCE_TYPES.items()}
     assert plugin_module.GPUS_PER_INSTANCE_TYPE["p2.8xlarge"] == 8  # the study's
@@ -139,10 +151,12 @@ def test_the_instance_table_is_the_projects_one():
 
 
 def test_compose_groups_and_keyed_groups(tmp_path):
-    config = ("plugin: ip_pairs\ntf_devices: 1\n"
-              "compose:\n  ansible_user: \"'ubuntu'\"\n  subnet: private_ip.split('.')[2]\n"
-              "groups:\n  first: inventory_hostname == 'node01'\n"
-              "keyed_groups:\n  - key: tf_devices | string\n    prefix: devices\n")
+    config = (
+        "plugin: ip_pairs\ntf_devices: 1\n"
+        "compose:\n  ansible_user: \"'ubuntu'\"\n  subnet: private_ip.split('.')[2]\n"
+        "groups:\n  first: inventory_hostname == 'node01'\n"
+        "keyed_groups:\n  - key: tf_devices | string\n    prefix: devices\n"
+    )
     inventory = parse(setup(tmp_path, config=config))
     assert hostvars(inventory, "node03")["ansible_user"] == "ubuntu"
     assert hostvars(inventory, "node03")["subnet"] == "0"
@@ -164,52 +178,73 @@ def test_other_file_names_are_not_claimed(tmp_path, name):
 
 # ---------------------------------------------------------------- bad input
 
+
 def test_public_file_longer(tmp_path):
-    fails(tmp_path, r"^aws_public_ips.txt line 3: 54.1.2.5 has no partner: aws_public_ips.txt holds 3 "
-                    r"addresses, aws_private_ips.txt 2",
-          private=lines(PRIVATE[:2]))
+    fails(
+        tmp_path,
+        r"^aws_public_ips.txt line 3: 54.1.2.5 has no partner: aws_public_ips.txt holds 3 "
+        r"addresses, aws_private_ips.txt 2",
+        private=lines(PRIVATE[:2]),
+    )
 
 
 def test_private_file_longer_names_its_first_extra_line(tmp_path):
-    fails(tmp_path, r"^aws_private_ips.txt line 5: 172.31.0.13 has no partner",
-          private="172.31.0.10\n172.31.0.11\n\n172.31.0.12\n172.31.0.13\n")
+    fails(
+        tmp_path,
+        r"^aws_private_ips.txt line 5: 172.31.0.13 has no partner",
+        private="172.31.0.10\n172.31.0.11\n\n172.31.0.12\n172.31.0.13\n",
+    )
 
 
-@pytest.mark.parametrize("bad, why", [
-    ("54.1.2.300", "is not an IPv4 address"),
-    ("ip-172-31-0-10.ec2.internal", "is not an IPv4 address"),
-    ("54.1.2.4 54.1.2.6", r"is not an IPv4 address \(one address a line\)"),
-    ("54.1.2.4:22", r"is not an IPv4 address \(an IPv4 address without a port\)"),
-    ("2001:db8::1", "is not an IPv4 address"),
-    ("054.1.2.4", "is not an IPv4 address"),
-    ("54.1.2", "is not an IPv4 address"),
-    ("0.0.0.0", "is not a host address"),
-    ("224.0.0.1", "is not a host address"),
-    ("255.255.255.255", "is not a host address"),
-])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ("54.1.2.300", "is not an IPv4 address"),
+        ("ip-172-31-0-10.ec2.internal", "is not an IPv4 address"),
+        ("54.1.2.4 54.1.2.6", r"is not an IPv4 address \(one address a line\)"),
+        ("54.1.2.4:22", r"is not an IPv4 address \(an IPv4 address without a port\)"),
+        ("2001:db8::1", "is not an IPv4 address"),
+        ("054.1.2.4", "is not an IPv4 address"),
+        ("54.1.2", "is not an IPv4 address"),
+        ("0.0.0.0", "is not a host address"),
+        ("224.0.0.1", "is not a host address"),
+        ("255.255.255.255", "is not a host address"),
+    ],
+)
 def test_invalid_public_address_names_file_and_line(tmp_path, bad, why):
-    fails(tmp_path, rf"^aws_public_ips.txt line 3: .*{why}",
-          public=f"# header\n54.1.2.3\n{bad}\n54.1.2.5\n")
+    fails(tmp_path, rf"^aws_public_ips.txt line 3: .*{why}", public=f"# header\n54.1.2.3\n{bad}\n54.1.2.5\n")
 
 
 def test_invalid_private_address_names_file_and_line(tmp_path):
-    fails(tmp_path, r"^aws_private_ips.txt line 2: '172.31.0' is not an IPv4 address",
-          private="172.31.0.10\r\n172.31.0\r\n172.31.0.12\r\n")
+    fails(
+        tmp_path,
+        r"^aws_private_ips.txt line 2: '172.31.0' is not an IPv4 address",
+        private="172.31.0.10\r\n172.31.0\r\n172.31.0.12\r\n",
+    )
 
 
 def test_duplicate_public_address(tmp_path):
-    fails(tmp_path, r"^aws_public_ips.txt line 4: 54.1.2.3 is already on line 1",
-          public="54.1.2.3\n54.1.2.4\n\n54.1.2.3\n")
+    fails(
+        tmp_path,
+        r"^aws_public_ips.txt line 4: 54.1.2.3 is already on line 1",
+        public="54.1.2.3\n54.1.2.4\n\n54.1.2.3\n",
+    )
 
 
 def test_duplicate_private_address(tmp_path):
-    fails(tmp_path, r"^aws_private_ips.txt line 3: 172.31.0.10 is already on line 1",
-          private="172.31.0.10\n172.31.0.11\n172.31.0.10  # pasted twice\n")
+    fails(
+        tmp_path,
+        r"^aws_private_ips.txt line 3: 172.31.0.10 is already on line 1",
+        private="172.31.0.10\n172.31.0.11\n172.31.0.10  # pasted twice\n",
+    )
 
 
 def test_public_address_of_one_host_as_private_of_another(tmp_path):
-    fails(tmp_path, r"^aws_private_ips.txt line 2: 54.1.2.3 is also on line 1 of aws_public_ips.txt",
-          private="172.31.0.10\n54.1.2.3\n172.31.0.12\n")
+    fails(
+        tmp_path,
+        r"^aws_private_ips.txt line 2: 54.1.2.3 is also on line 1 of aws_public_ips.txt",
+        private="172.31.0.10\n54.1.2.3\n172.31.0.12\n",
+    )
 
 
 def test_missing_file(tmp_path):
@@ -228,9 +263,12 @@ def test_not_utf8(tmp_path):
 
 
 def test_unknown_instance_type(tmp_path):
-    fails(tmp_path, r"instance_type 'p9.xlarge' is unknown \(known, with their GPUs: .*p2.xlarge 1, .*\); "
-                    r"set tf_devices instead",
-          config="plugin: ip_pairs\ninstance_type: p9.xlarge\n")
+    fails(
+        tmp_path,
+        r"instance_type 'p9.xlarge' is unknown \(known, with their GPUs: .*p2.xlarge 1, .*\); "
+        r"set tf_devices instead",
+        config="plugin: ip_pairs\ninstance_type: p9.xlarge\n",
+    )
 
 
 def test_negative_devices(tmp_path):
@@ -244,6 +282,7 @@ def test_bad_option_value(tmp_path):
 
 # ---------------------------------------------------------------- through the CLIs
 
+
 def cli_env():
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -252,27 +291,52 @@ def cli_env():
 
 @pytest.mark.ansible
 def test_ansible_doc_renders_the_plugin():
-    done = subprocess.run(["ansible-doc", "-t", "inventory", "ip_pairs"], cwd=ROOT, env=cli_env(),
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["ansible-doc", "-t", "inventory", "ip_pairs"],
+        cwd=ROOT,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "[WARNING]" not in done.stderr and "[ERROR]" not in done.stderr, done.stderr
-    for word in ("public_ips_file", "private_ips_file", "tf_devices", "instance_type", "keyed_groups",
-                 "EXAMPLES", "dtfbench.ec2_types"):
+    for word in (
+        "public_ips_file",
+        "private_ips_file",
+        "tf_devices",
+        "instance_type",
+        "keyed_groups",
+        "EXAMPLES",
+        "dtfbench.ec2_types",
+    ):
         assert word in done.stdout
 
 
 @pytest.mark.ansible
 def test_ansible_inventory_lists_hosts_and_shows_errors_with_file_and_line(tmp_path):
     config = setup(tmp_path, config="plugin: ip_pairs\ninstance_type: p2.xlarge\n")
-    good = subprocess.run(["ansible-inventory", "-i", str(config), "--graph", "--vars"], cwd=ROOT,
-                          env=cli_env(), capture_output=True, text=True, timeout=120)
+    good = subprocess.run(
+        ["ansible-inventory", "-i", str(config), "--graph", "--vars"],
+        cwd=ROOT,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert good.returncode == 0, good.stderr
     assert "@tf_nodes:" in good.stdout and "node03" in good.stdout and "private_ip = 172.31.0.12" in good.stdout
 
     write(tmp_path / "aws_private_ips.txt", "172.31.0.10\n172.31.0.11\n")
     env = dict(cli_env(), ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
-    bad = subprocess.run(["ansible-inventory", "-i", str(config), "--list"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        ["ansible-inventory", "-i", str(config), "--list"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode != 0
     assert "aws_public_ips.txt line 3: 54.1.2.5 has no partner" in bad.stderr
 
@@ -284,13 +348,20 @@ def test_an_inventory_error_is_one_message_with_file_and_line(tmp_path, command)
     # twice (from ip_pairs and auto), then yaml's and ini's failures, 38 lines ending in
     # "No inventory was parsed".
     config = setup(tmp_path, private="172.31.0.10\n172.31.0.11\n", config="plugin: ip_pairs\ntf_devices: 1\n")
-    done = subprocess.run([command[0], "-i", str(config), *command[1:]], cwd=ROOT, env=cli_env(),
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [command[0], "-i", str(config), *command[1:]],
+        cwd=ROOT,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert [line for line in (done.stdout + done.stderr).splitlines() if line.strip()] == [
         f"[ERROR]: ip_pairs inventory {config}: aws_public_ips.txt line 3: 54.1.2.5 has no partner: "
         "aws_public_ips.txt holds 3 addresses, aws_private_ips.txt 2; line i of one file must belong to the "
-        "same host as line i of the other"]
+        "same host as line i of the other"
+    ]
 
 
 @pytest.mark.ansible
@@ -298,8 +369,14 @@ def test_without_unparsed_is_failed_ansible_warns_and_goes_on(tmp_path):
     # The user's choice: a broken source is a warning (Ansible's own), the command goes on.
     config = setup(tmp_path, public="54.1.2.3\nnot-an-ip\n", config="plugin: ip_pairs\ntf_devices: 1\n")
     env = dict(cli_env(), ANSIBLE_INVENTORY_UNPARSED_FAILED="false")
-    done = subprocess.run(["ansible-inventory", "-i", str(config), "--list"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["ansible-inventory", "-i", str(config), "--list"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "aws_public_ips.txt line 2: 'not-an-ip' is not an IPv4 address" in done.stderr
     assert "[WARNING]" in done.stderr

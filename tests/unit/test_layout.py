@@ -14,32 +14,61 @@ from dtfbench.plan.layout import LayoutError, compute_layout, expand_nodelist, m
 
 
 def hosts_of(*devices, device_type="gpu"):
-    return [{"name": "node%d" % (i + 1), "address": "10.0.0.%d" % (i + 1), "devices": d,
-             "device_type": device_type} for i, d in enumerate(devices)]
+    return [
+        {"name": "node%d" % (i + 1), "address": "10.0.0.%d" % (i + 1), "devices": d, "device_type": device_type}
+        for i, d in enumerate(devices)
+    ]
 
 
 # ---- the output shape (docs/design.md) --------------------------------------------------
+
 
 def test_design_example():
     layout = compute_layout(hosts_of(1, 1), gpus=2, num_ps=1)
     assert layout == {
         "cluster_spec": {"ps": ["10.0.0.1:2230"], "worker": ["10.0.0.1:2220", "10.0.0.2:2220"]},
         "tasks": [
-            {"host": "node1", "address": "10.0.0.1", "job": "ps", "task_index": 0,
-             "port": 2230, "endpoint": "10.0.0.1:2230", "cuda_visible_devices": "",
-             "num_devices": 0, "device_type": "cpu"},
-            {"host": "node1", "address": "10.0.0.1", "job": "worker", "task_index": 0,
-             "port": 2220, "endpoint": "10.0.0.1:2220", "cuda_visible_devices": "0",
-             "num_devices": 1, "device_type": "gpu"},
-            {"host": "node2", "address": "10.0.0.2", "job": "worker", "task_index": 1,
-             "port": 2220, "endpoint": "10.0.0.2:2220", "cuda_visible_devices": "0",
-             "num_devices": 1, "device_type": "gpu"},
+            {
+                "host": "node1",
+                "address": "10.0.0.1",
+                "job": "ps",
+                "task_index": 0,
+                "port": 2230,
+                "endpoint": "10.0.0.1:2230",
+                "cuda_visible_devices": "",
+                "num_devices": 0,
+                "device_type": "cpu",
+            },
+            {
+                "host": "node1",
+                "address": "10.0.0.1",
+                "job": "worker",
+                "task_index": 0,
+                "port": 2220,
+                "endpoint": "10.0.0.1:2220",
+                "cuda_visible_devices": "0",
+                "num_devices": 1,
+                "device_type": "gpu",
+            },
+            {
+                "host": "node2",
+                "address": "10.0.0.2",
+                "job": "worker",
+                "task_index": 1,
+                "port": 2220,
+                "endpoint": "10.0.0.2:2220",
+                "cuda_visible_devices": "0",
+                "num_devices": 1,
+                "device_type": "gpu",
+            },
         ],
         "hosts": {
             "node1": [layout["tasks"][0], layout["tasks"][1]],
             "node2": [layout["tasks"][2]],
         },
-        "num_workers": 2, "num_ps": 1, "hosts_used": ["node1", "node2"],
+        "num_workers": 2,
+        "num_ps": 1,
+        "hosts_used": ["node1", "node2"],
     }
     json.dumps(layout)
 
@@ -47,8 +76,14 @@ def test_design_example():
 def test_workers_fill_hosts_in_order_with_their_device_indices():
     layout = compute_layout(hosts_of(4, 4, 4), gpus=6, num_ps=0)
     workers = [(t["host"], t["port"], t["cuda_visible_devices"]) for t in layout["tasks"]]
-    assert workers == [("node1", 2220, "0"), ("node1", 2221, "1"), ("node1", 2222, "2"),
-                       ("node1", 2223, "3"), ("node2", 2220, "0"), ("node2", 2221, "1")]
+    assert workers == [
+        ("node1", 2220, "0"),
+        ("node1", 2221, "1"),
+        ("node1", 2222, "2"),
+        ("node1", 2223, "3"),
+        ("node2", 2220, "0"),
+        ("node2", 2221, "1"),
+    ]
     assert layout["hosts_used"] == ["node1", "node2"]
     assert layout["cluster_spec"]["ps"] == []
 
@@ -56,7 +91,10 @@ def test_workers_fill_hosts_in_order_with_their_device_indices():
 def test_devices_per_worker_groups_device_indices():
     layout = compute_layout(hosts_of(4), gpus=4, num_ps=1, devices_per_worker=2)
     assert [(t["job"], t["cuda_visible_devices"], t["num_devices"]) for t in layout["tasks"]] == [
-        ("ps", "", 0), ("worker", "0,1", 2), ("worker", "2,3", 2)]
+        ("ps", "", 0),
+        ("worker", "0,1", 2),
+        ("worker", "2,3", 2),
+    ]
 
 
 def test_p2_8xlarge_one_worker_of_8_gpus_per_node():
@@ -64,16 +102,15 @@ def test_p2_8xlarge_one_worker_of_8_gpus_per_node():
     layout = compute_layout(hosts, gpus=32, num_ps=4, devices_per_worker=8)
     workers = [t for t in layout["tasks"] if t["job"] == "worker"]
     assert [w["host"] for w in workers] == ["node1", "node2", "node3", "node4"]
-    assert all(w["cuda_visible_devices"] == "0,1,2,3,4,5,6,7" and w["num_devices"] == 8
-               for w in workers)
-    assert [t["host"] for t in layout["tasks"] if t["job"] == "ps"] == [
-        "node1", "node2", "node3", "node4"]
+    assert all(w["cuda_visible_devices"] == "0,1,2,3,4,5,6,7" and w["num_devices"] == 8 for w in workers)
+    assert [t["host"] for t in layout["tasks"] if t["job"] == "ps"] == ["node1", "node2", "node3", "node4"]
     assert layout["num_workers"] == 4
 
 
 def test_daint_128_nodes_116_ps_on_worker_nodes():
-    hosts = [{"name": "nid%05d" % i, "address": "nid%05d" % i, "devices": 1,
-              "device_type": "gpu"} for i in range(1, 129)]
+    hosts = [
+        {"name": "nid%05d" % i, "address": "nid%05d" % i, "devices": 1, "device_type": "gpu"} for i in range(1, 129)
+    ]
     layout = compute_layout(hosts, gpus=128, num_ps=116)
     assert layout["num_workers"] == 128 and layout["num_ps"] == 116
     assert len(layout["cluster_spec"]["ps"]) == 116
@@ -88,7 +125,8 @@ def test_ps_on_separate_nodes_follow_the_worker_hosts():
     layout = compute_layout(hosts, gpus=4, num_ps=2, ps_on_worker_nodes=False)
     assert layout["cluster_spec"] == {
         "ps": ["10.0.0.3:2230", "10.0.0.4:2230"],
-        "worker": ["10.0.0.1:2220", "10.0.0.1:2221", "10.0.0.2:2220", "10.0.0.2:2221"]}
+        "worker": ["10.0.0.1:2220", "10.0.0.1:2221", "10.0.0.2:2220", "10.0.0.2:2221"],
+    }
     assert layout["hosts"]["node3"][0]["cuda_visible_devices"] == ""
 
 
@@ -120,50 +158,70 @@ def test_input_is_not_modified():
 
 # ---- errors ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, expected", [
-    (dict(hosts=hosts_of(1, 1), gpus=8, num_ps=3),
-     "the allocated nodes are not enough for 8 workers of 1 device and 3 parameter servers "
-     "(on the worker nodes): 2 hosts offer 2 devices, room for 2 workers of 1 device; add hosts "
-     "or lower gpus/num_ps"),
-    (dict(hosts=hosts_of(1, 1, 1), gpus=2, num_ps=2, ps_on_worker_nodes=False),
-     "the allocated nodes are not enough for 2 workers of 1 device and 2 parameter servers (on "
-     "separate nodes): 3 hosts offer 3 devices; the workers need 2 hosts and the parameter "
-     "servers 2 hosts more, but only 1 host is left"),
-    (dict(hosts=hosts_of(2, 2, 2), gpus=4, num_ps=3),
-     "the workers occupy 2 hosts and each takes at most one parameter server; lower num_ps to 2"),
-    (dict(hosts=hosts_of(8), gpus=8, num_ps=1, devices_per_worker=3),
-     "gpus=8 is not a multiple of devices_per_worker=3"),
-    (dict(hosts=hosts_of(16), gpus=16, num_ps=1),
-     "port collision on host node1: its 16 workers use ports 2220-2235 (worker_port_base=2220) "
-     "and its 1 parameter server use 2230-2230 (ps_port_base=2230), both want 2230"),
-    (dict(hosts=hosts_of(1), gpus=1, num_ps=1, ps_port_base=2220),
-     "port collision on host node1"),
-    (dict(hosts=hosts_of(2), gpus=2, num_ps=0, worker_port_base=65535),
-     "ports out of range on host node1"),
-    (dict(hosts=[{"name": "a", "devices": 1}, {"name": "a", "devices": 1}], gpus=1, num_ps=0),
-     "duplicate host name 'a'"),
-    (dict(hosts=[{"name": "a", "address": "10.0.0.1", "devices": 1},
-                 {"name": "b", "address": "10.0.0.1", "devices": 1}], gpus=1, num_ps=0),
-     "duplicate host address '10.0.0.1'"),
-    (dict(hosts=hosts_of(1), gpus=0, num_ps=0), "gpus must be >= 1"),
-    (dict(hosts=hosts_of(1), gpus=1, num_ps=-1), "num_ps must be >= 0"),
-    (dict(hosts=hosts_of(1), gpus=1, num_ps=0, devices_per_worker=0),
-     "devices_per_worker must be >= 1"),
-    (dict(hosts=[], gpus=1, num_ps=0), "hosts is empty"),
-    (dict(hosts="node1", gpus=1, num_ps=0), "hosts must be a list"),
-    (dict(hosts=[{"name": "a"}], gpus=1, num_ps=0), "hosts[0] (a).devices is missing"),
-    (dict(hosts=[{"name": "a", "devices": -1}], gpus=1, num_ps=0),
-     "hosts[0] (a).devices must be >= 0"),
-    (dict(hosts=[{"name": "a", "devices": True}], gpus=1, num_ps=0), "must be an integer"),
-    (dict(hosts=[{"name": "a", "devices": 1, "device_type": "tpu"}], gpus=1, num_ps=0),
-     "device_type must be one of gpu, cpu"),
-    (dict(hosts=[{"name": "a", "devices": 1, "gpus": 1}], gpus=1, num_ps=0), "unknown keys gpus"),
-    (dict(hosts=[{"name": "a", "address": "10.0.0.1:22", "devices": 1}], gpus=1, num_ps=0),
-     "without a port"),
-    (dict(hosts=hosts_of(1), gpus=1, num_ps=0, ps_on_worker_nodes="yes"),
-     "ps_on_worker_nodes must be a boolean"),
-    (dict(hosts=hosts_of(1), gpus=1, num_ps=0, ps_port_base=0), "ps_port_base must be a TCP port"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        (
+            dict(hosts=hosts_of(1, 1), gpus=8, num_ps=3),
+            "the allocated nodes are not enough for 8 workers of 1 device and 3 parameter servers "
+            "(on the worker nodes): 2 hosts offer 2 devices, room for 2 workers of 1 device; add hosts "
+            "or lower gpus/num_ps",
+        ),
+        (
+            dict(hosts=hosts_of(1, 1, 1), gpus=2, num_ps=2, ps_on_worker_nodes=False),
+            "the allocated nodes are not enough for 2 workers of 1 device and 2 parameter servers (on "
+            "separate nodes): 3 hosts offer 3 devices; the workers need 2 hosts and the parameter "
+            "servers 2 hosts more, but only 1 host is left",
+        ),
+        (
+            dict(hosts=hosts_of(2, 2, 2), gpus=4, num_ps=3),
+            "the workers occupy 2 hosts and each takes at most one parameter server; lower num_ps to 2",
+        ),
+        (
+            dict(hosts=hosts_of(8), gpus=8, num_ps=1, devices_per_worker=3),
+            "gpus=8 is not a multiple of devices_per_worker=3",
+        ),
+        (
+            dict(hosts=hosts_of(16), gpus=16, num_ps=1),
+            "port collision on host node1: its 16 workers use ports 2220-2235 (worker_port_base=2220) "
+            "and its 1 parameter server use 2230-2230 (ps_port_base=2230), both want 2230",
+        ),
+        (dict(hosts=hosts_of(1), gpus=1, num_ps=1, ps_port_base=2220), "port collision on host node1"),
+        (dict(hosts=hosts_of(2), gpus=2, num_ps=0, worker_port_base=65535), "ports out of range on host node1"),
+        (
+            dict(hosts=[{"name": "a", "devices": 1}, {"name": "a", "devices": 1}], gpus=1, num_ps=0),
+            "duplicate host name 'a'",
+        ),
+        (
+            dict(
+                hosts=[
+                    {"name": "a", "address": "10.0.0.1", "devices": 1},
+                    {"name": "b", "address": "10.0.0.1", "devices": 1},
+                ],
+                gpus=1,
+                num_ps=0,
+            ),
+            "duplicate host address '10.0.0.1'",
+        ),
+        (dict(hosts=hosts_of(1), gpus=0, num_ps=0), "gpus must be >= 1"),
+        (dict(hosts=hosts_of(1), gpus=1, num_ps=-1), "num_ps must be >= 0"),
+        (dict(hosts=hosts_of(1), gpus=1, num_ps=0, devices_per_worker=0), "devices_per_worker must be >= 1"),
+        (dict(hosts=[], gpus=1, num_ps=0), "hosts is empty"),
+        (dict(hosts="node1", gpus=1, num_ps=0), "hosts must be a list"),
+        (dict(hosts=[{"name": "a"}], gpus=1, num_ps=0), "hosts[0] (a).devices is missing"),
+        (dict(hosts=[{"name": "a", "devices": -1}], gpus=1, num_ps=0), "hosts[0] (a).devices must be >= 0"),
+        (dict(hosts=[{"name": "a", "devices": True}], gpus=1, num_ps=0), "must be an integer"),
+        (
+            dict(hosts=[{"name": "a", "devices": 1, "device_type": "tpu"}], gpus=1, num_ps=0),
+            "device_type must be one of gpu, cpu",
+        ),
+        (dict(hosts=[{"name": "a", "devices": 1, "gpus": 1}], gpus=1, num_ps=0), "unknown keys gpus"),
+        (dict(hosts=[{"name": "a", "address": "10.0.0.1:22", "devices": 1}], gpus=1, num_ps=0), "without a port"),
+        (dict(hosts=hosts_of(1), gpus=1, num_ps=0, ps_on_worker_nodes="yes"), "ps_on_worker_nodes must be a boolean"),
+        (dict(hosts=hosts_of(1), gpus=1, num_ps=0, ps_port_base=0), "ps_port_base must be a TCP port"),
+    ],
+)
 def test_errors(kwargs, expected):
     with pytest.raises(LayoutError) as info:
         compute_layout(**kwargs)
@@ -181,18 +239,30 @@ def test_port_collision_only_where_tasks_share_a_host():
 
 # ---- properties ---------------------------------------------------------------------------
 
+
 @st.composite
 def layout_inputs(draw):
     count = draw(st.integers(1, 8))
-    hosts = [{"name": "h%d" % i, "address": "10.1.0.%d" % i,
-              "devices": draw(st.integers(0, 9)),
-              "device_type": draw(st.sampled_from(["gpu", "cpu"]))} for i in range(count)]
+    hosts = [
+        {
+            "name": "h%d" % i,
+            "address": "10.1.0.%d" % i,
+            "devices": draw(st.integers(0, 9)),
+            "device_type": draw(st.sampled_from(["gpu", "cpu"])),
+        }
+        for i in range(count)
+    ]
     devices_per_worker = draw(st.integers(1, 4))
     gpus = devices_per_worker * draw(st.integers(1, 12))
     num_ps = draw(st.integers(0, 6))
     ps_on_worker_nodes = draw(st.booleans())
-    return dict(hosts=hosts, gpus=gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
-                ps_on_worker_nodes=ps_on_worker_nodes)
+    return dict(
+        hosts=hosts,
+        gpus=gpus,
+        num_ps=num_ps,
+        devices_per_worker=devices_per_worker,
+        ps_on_worker_nodes=ps_on_worker_nodes,
+    )
 
 
 def try_layout(kwargs):
@@ -261,10 +331,11 @@ def test_layout_properties(kwargs):
     # Per-host view and hosts_used agree with the tasks, in host order.
     assert layout["hosts_used"] == [n for n in order if n in worker_hosts | set(ps_hosts)]
     assert list(layout["hosts"]) == layout["hosts_used"]
-    assert sorted((t["job"], t["task_index"]) for h in layout["hosts"].values() for t in h) == \
-        sorted((t["job"], t["task_index"]) for t in tasks)
+    assert sorted((t["job"], t["task_index"]) for h in layout["hosts"].values() for t in h) == sorted(
+        (t["job"], t["task_index"]) for t in tasks
+    )
     # Ports: the k-th task of a job on a host gets base + k.
-    for name, host_tasks in layout["hosts"].items():
+    for host_tasks in layout["hosts"].values():
         for job, base in (("ps", 2230), ("worker", 2220)):
             ports = [t["port"] for t in host_tasks if t["job"] == job]
             assert ports == list(range(base, base + len(ports)))
@@ -306,9 +377,9 @@ def test_too_few_devices_is_always_the_not_enough_error(devices, extra):
 
 # ---- nodelist and command line --------------------------------------------------------
 
+
 def test_expand_nodelist():
-    assert expand_nodelist("nid0[0001-0003,0007],login1") == [
-        "nid00001", "nid00002", "nid00003", "nid00007", "login1"]
+    assert expand_nodelist("nid0[0001-0003,0007],login1") == ["nid00001", "nid00002", "nid00003", "nid00007", "login1"]
     assert expand_nodelist("a,b , c") == ["a", "b", "c"]
     assert expand_nodelist("gpu[8-10]") == ["gpu8", "gpu9", "gpu10"]
     assert expand_nodelist("r[1-2]n[01-02]") == ["r1n01", "r1n02", "r2n01", "r2n02"]
@@ -334,39 +405,52 @@ def run_cli(argv, stdin=None):
 
 
 def test_cli_nodelist_json():
-    rc, out, err = run_cli(["--nodelist", "nid0[0001-0004]", "--address-same-as-name",
-                            "--devices-per-node", "1", "--gpus", "4", "--num-ps", "2"])
+    rc, out, err = run_cli(
+        [
+            "--nodelist",
+            "nid0[0001-0004]",
+            "--address-same-as-name",
+            "--devices-per-node",
+            "1",
+            "--gpus",
+            "4",
+            "--num-ps",
+            "2",
+        ]
+    )
     assert rc == 0, err
     layout = json.loads(out)
     assert layout == compute_layout(
-        [{"name": n, "address": n, "devices": 1, "device_type": "gpu"}
-         for n in ["nid00001", "nid00002", "nid00003", "nid00004"]], 4, 2)
+        [
+            {"name": n, "address": n, "devices": 1, "device_type": "gpu"}
+            for n in ["nid00001", "nid00002", "nid00003", "nid00004"]
+        ],
+        4,
+        2,
+    )
 
 
 def test_cli_hosts_json_stdin_tsv_and_flags(tmp_path):
     hosts = json.dumps({"hosts": hosts_of(2, 2)})
-    rc, out, err = run_cli(["--hosts-json", "-", "--gpus", "4", "--num-ps", "1",
-                            "--format", "tsv"], stdin=hosts)
+    rc, out, err = run_cli(["--hosts-json", "-", "--gpus", "4", "--num-ps", "1", "--format", "tsv"], stdin=hosts)
     assert rc == 0, err
-    assert out.splitlines()[:2] == ["node1\t10.0.0.1\tps\t0\t2230\t-\t0",
-                                    "node1\t10.0.0.1\tworker\t0\t2220\t0\t1"]
+    assert out.splitlines()[:2] == ["node1\t10.0.0.1\tps\t0\t2230\t-\t0", "node1\t10.0.0.1\tworker\t0\t2220\t0\t1"]
     path = tmp_path / "hosts.json"
     path.write_text(json.dumps(hosts_of(1, 1, 1)))
-    rc, out, err = run_cli(["--hosts-json", str(path), "--gpus", "2", "--num-ps", "1",
-                            "--ps-on-separate-nodes", "--format", "flags"])
+    rc, out, err = run_cli(
+        ["--hosts-json", str(path), "--gpus", "2", "--num-ps", "1", "--ps-on-separate-nodes", "--format", "flags"]
+    )
     assert rc == 0, err
-    assert out.strip() == ("--ps_hosts=10.0.0.3:2230 "
-                           "--worker_hosts=10.0.0.1:2220,10.0.0.2:2220")
+    assert out.strip() == ("--ps_hosts=10.0.0.3:2230 --worker_hosts=10.0.0.1:2220,10.0.0.2:2220")
 
 
 def test_cli_errors():
-    rc, out, err = run_cli(["--nodelist", "a,b", "--address-same-as-name",
-                            "--devices-per-node", "1", "--gpus", "8", "--num-ps", "3"])
+    rc, out, err = run_cli(
+        ["--nodelist", "a,b", "--address-same-as-name", "--devices-per-node", "1", "--gpus", "8", "--num-ps", "3"]
+    )
     assert rc == 2 and out == ""
-    assert err.startswith("dtfbench.layout: error: the allocated nodes are not enough for 8 "
-                          "workers")
-    rc, out, err = run_cli(["--nodelist", "a,b", "--devices-per-node", "1", "--gpus", "1",
-                            "--num-ps", "0"])
+    assert err.startswith("dtfbench.layout: error: the allocated nodes are not enough for 8 workers")
+    rc, out, err = run_cli(["--nodelist", "a,b", "--devices-per-node", "1", "--gpus", "1", "--num-ps", "0"])
     assert rc == 2 and "--address-same-as-name" in err
 
 

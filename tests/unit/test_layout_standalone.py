@@ -25,9 +25,29 @@ def test_the_role_ships_the_one_layout_implementation():
 def test_it_runs_alone_outside_the_package(tmp_path):
     alone = tmp_path / "dtfbench_layout.py"
     shutil.copyfile(ROLE_COPY, alone)
-    done = subprocess.run([sys.executable, "-I", "-S", str(alone), "--nodelist", "node[1-2]", "--address-same-as-name",
-                           "--devices-per-node", "1", "--device-type", "cpu", "--gpus", "2", "--num-ps", "1"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            str(alone),
+            "--nodelist",
+            "node[1-2]",
+            "--address-same-as-name",
+            "--devices-per-node",
+            "1",
+            "--device-type",
+            "cpu",
+            "--gpus",
+            "2",
+            "--num-ps",
+            "1",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["cluster_spec"] == {"ps": ["node1:2230"], "worker": ["node1:2220", "node2:2220"]}
 

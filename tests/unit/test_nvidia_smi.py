@@ -21,7 +21,9 @@ FAKE = NODES / "fake_nvidia_smi" / "nvidia-smi"
 
 
 def recorded(case):
-    text = lambda ext, default="": (OUTPUTS / f"{case}{ext}").read_text() if (OUTPUTS / f"{case}{ext}").exists() else default  # noqa: E731
+    def text(ext, default=""):
+        return (OUTPUTS / f"{case}{ext}").read_text() if (OUTPUTS / f"{case}{ext}").exists() else default  # noqa: E731
+
     fields = text(".fields").strip().split(",") if text(".fields") else smi.QUERY_FIELDS
     return int(text(".rc", "0").strip()), text(".out"), text(".err"), fields
 
@@ -33,10 +35,12 @@ def fake(monkeypatch):
 
     def use(case):
         monkeypatch.setenv("DTFBENCH_FAKE_NVIDIA_SMI", str(OUTPUTS / case))
+
     return use
 
 
 # --- classify on the recorded texts ---------------------------------------------------------
+
 
 def test_k80_node_eight_gpus():
     rc, out, err, fields = recorded("k80_p2_8xlarge")
@@ -53,15 +57,20 @@ def test_k80_node_eight_gpus():
     assert first["utilization_gpu"] == 0.0 and first["errors"] == []
 
 
-@pytest.mark.parametrize("case,count,name,memory,capability,driver", [
-    ("v100_p3_8xlarge", 4, "Tesla V100-SXM2-16GB", 16384, "7.0", "535.104.05"),
-    ("a100_p4d_24xlarge", 8, "NVIDIA A100-SXM4-40GB", 40960, "8.0", "535.161.08"),
-])
+@pytest.mark.parametrize(
+    "case,count,name,memory,capability,driver",
+    [
+        ("v100_p3_8xlarge", 4, "Tesla V100-SXM2-16GB", 16384, "7.0", "535.104.05"),
+        ("a100_p4d_24xlarge", 8, "NVIDIA A100-SXM4-40GB", 40960, "8.0", "535.161.08"),
+    ],
+)
 def test_current_boards(case, count, name, memory, capability, driver):
     result = smi.classify(*recorded(case))
     assert result["status"] == "ok"
     assert len(result["gpus"]) == count and result["driver_version"] == driver
-    assert {(g["name"], g["memory_mib"], g["compute_capability"]) for g in result["gpus"]} == {(name, memory, capability)}
+    assert {(g["name"], g["memory_mib"], g["compute_capability"]) for g in result["gpus"]} == {
+        (name, memory, capability)
+    }
     assert len({g["uuid"] for g in result["gpus"]}) == count
 
 
@@ -93,11 +102,14 @@ def test_lost_gpu_is_named():
     assert len(result["gpus"]) == 1
 
 
-@pytest.mark.parametrize("case,status,reason", [
-    ("no_driver", "no_driver", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."),
-    ("driver_mismatch", "no_driver", "Failed to initialize NVML: Driver/library version mismatch"),
-    ("no_devices", "no_devices", "No devices were found"),
-])
+@pytest.mark.parametrize(
+    "case,status,reason",
+    [
+        ("no_driver", "no_driver", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."),
+        ("driver_mismatch", "no_driver", "Failed to initialize NVML: Driver/library version mismatch"),
+        ("no_devices", "no_devices", "No devices were found"),
+    ],
+)
 def test_failures(case, status, reason):
     result = smi.classify(*recorded(case))
     assert result["status"] == status and result["gpus"] == []
@@ -106,8 +118,12 @@ def test_failures(case, status, reason):
 
 def test_other_errors_quote_nvidia_smi():
     result = smi.classify(4, "", "Insufficient Permissions\n")
-    assert result == {"status": "error", "reason": "nvidia-smi exited 4: Insufficient Permissions",
-                      "gpus": [], "driver_version": None}
+    assert result == {
+        "status": "error",
+        "reason": "nvidia-smi exited 4: Insufficient Permissions",
+        "gpus": [],
+        "driver_version": None,
+    }
     assert smi.classify(0, "", "")["status"] == "no_devices"
 
 
@@ -123,6 +139,7 @@ def test_compute_capability_by_name():
 
 # --- query: a real executable -----------------------------------------------------------------
 
+
 def test_query_absent(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     result = smi.query()
@@ -135,6 +152,7 @@ def test_query_old_driver_retries_without_compute_cap(fake, tmp_path):
     def runner(argv, timeout):
         calls.append(argv[1])
         return smi.run_command(argv, timeout)
+
     fake("k80_p2_8xlarge")
     result = smi.query(runner=runner)
     assert result["status"] == "ok" and len(result["gpus"]) == 8
@@ -142,8 +160,15 @@ def test_query_old_driver_retries_without_compute_cap(fake, tmp_path):
     assert result["gpus"][7]["pci_bus_id"] == "00000000:00:1E.0"
 
 
-@pytest.mark.parametrize("case,status", [("v100_p3_8xlarge", "ok"), ("no_driver", "no_driver"),
-                                         ("no_devices", "no_devices"), ("v100_gpu_lost", "degraded")])
+@pytest.mark.parametrize(
+    "case,status",
+    [
+        ("v100_p3_8xlarge", "ok"),
+        ("no_driver", "no_driver"),
+        ("no_devices", "no_devices"),
+        ("v100_gpu_lost", "degraded"),
+    ],
+)
 def test_query_runs_the_executable(fake, case, status):
     fake(case)
     assert smi.query()["status"] == status
@@ -162,19 +187,28 @@ def test_query_timeout(fake, tmp_path):
 
 # --- PCI ------------------------------------------------------------------------------------
 
+
 def test_parse_lspci_k80():
     devices = smi.parse_lspci((OUTPUTS / "k80_p2_8xlarge.lspci").read_text())
     assert len(devices) == 8
-    assert devices[0] == {"slot": "00:17.0", "device_id": "102d", "pci_class": "0302", "name": "Tesla K80",
-                          "compute_capability": "3.7"}
+    assert devices[0] == {
+        "slot": "00:17.0",
+        "device_id": "102d",
+        "pci_class": "0302",
+        "name": "Tesla K80",
+        "compute_capability": "3.7",
+    }
 
 
 def test_parse_lspci_ignores_other_nvidia_functions():
-    text = ("00:03.0 VGA compatible controller [0300]: Cirrus Logic GD 5446 [1013:00b8]\n"
-            "01:00.1 Audio device [0403]: NVIDIA Corporation GK104 HDMI Audio Controller [10de:0e0a] (rev a1)\n"
-            "01:00.0 VGA compatible controller [0300]: NVIDIA Corporation GK104 [GeForce GTX 680] [10de:1180] (rev a1)\n")
-    assert smi.parse_lspci(text) == [{"slot": "01:00.0", "device_id": "1180", "pci_class": "0300", "name": None,
-                                      "compute_capability": None}]
+    text = (
+        "00:03.0 VGA compatible controller [0300]: Cirrus Logic GD 5446 [1013:00b8]\n"
+        "01:00.1 Audio device [0403]: NVIDIA Corporation GK104 HDMI Audio Controller [10de:0e0a] (rev a1)\n"
+        "01:00.0 VGA compatible controller [0300]: NVIDIA Corporation GK104 [GeForce GTX 680] [10de:1180] (rev a1)\n"
+    )
+    assert smi.parse_lspci(text) == [
+        {"slot": "01:00.0", "device_id": "1180", "pci_class": "0300", "name": None, "compute_capability": None}
+    ]
 
 
 def test_pci_from_sysfs(tmp_path):
@@ -184,12 +218,19 @@ def test_pci_from_sysfs(tmp_path):
         (folder / "vendor").write_text(vendor + "\n")
         (folder / "class").write_text(klass + "\n")
         (folder / "device").write_text(dev + "\n")
+
     device("0000:00:1e.0", "0x10de", "0x030200", "0x102d")
     device("0000:00:1f.0", "0x10de", "0x040300", "0x0e0a")  # its audio function
     device("0000:00:03.0", "0x1d0f", "0x030000", "0x1111")  # the EC2 VGA adapter
     assert smi.pci_nvidia_devices(sysfs=str(tmp_path)) == [
-        {"slot": "0000:00:1e.0", "device_id": "102d", "pci_class": "0302", "name": "Tesla K80",
-         "compute_capability": "3.7"}]
+        {
+            "slot": "0000:00:1e.0",
+            "device_id": "102d",
+            "pci_class": "0302",
+            "name": "Tesla K80",
+            "compute_capability": "3.7",
+        }
+    ]
 
 
 def test_pci_on_this_machine_does_not_fail():
@@ -198,10 +239,18 @@ def test_pci_on_this_machine_does_not_fail():
 
 # --- sampling ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value,expected", [
-    (None, None), ("", []), ("0,1", ["0", "1"]), ("-1", []), ("2,-1,3", ["2"]),
-    ("GPU-0e6f1c3a-9b2d-8e47-c5a0-3d7f91b2e6c8", ["GPU-0e6f1c3a-9b2d-8e47-c5a0-3d7f91b2e6c8"]),
-])
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        (None, None),
+        ("", []),
+        ("0,1", ["0", "1"]),
+        ("-1", []),
+        ("2,-1,3", ["2"]),
+        ("GPU-0e6f1c3a-9b2d-8e47-c5a0-3d7f91b2e6c8", ["GPU-0e6f1c3a-9b2d-8e47-c5a0-3d7f91b2e6c8"]),
+    ],
+)
 def test_visible_gpu_ids(value, expected):
     environ = {} if value is None else {"CUDA_VISIBLE_DEVICES": value}
     assert smi.visible_gpu_ids(environ) == expected
@@ -215,8 +264,10 @@ def test_sampler_replays_recorded_utilisation(fake, tmp_path, monkeypatch):
         sampler.sample_once()
     result = sampler.stop()
     # Blocks 1..3 of v100_p3_8xlarge.util for GPUs 1 and 3.
-    assert result["per_gpu"] == {"1": {"mean": (91 + 96 + 12) / 3, "max": 96.0, "samples": 3},
-                                 "3": {"mean": (90 + 94 + 86) / 3, "max": 94.0, "samples": 3}}
+    assert result["per_gpu"] == {
+        "1": {"mean": (91 + 96 + 12) / 3, "max": 96.0, "samples": 3},
+        "3": {"mean": (90 + 94 + 86) / 3, "max": 94.0, "samples": 3},
+    }
     assert result["mean"] == pytest.approx(((91 + 96 + 12) / 3 + (90 + 94 + 86) / 3) / 2)
     assert result["max"] == 96.0 and result["samples"] == 6 and result["status"] == "ok"
 
@@ -246,9 +297,14 @@ def test_sampler_reports_why_it_got_nothing(fake):
     assert "couldn't communicate with the NVIDIA driver" in result["reason"]
 
 
-@pytest.mark.parametrize("interval,device,environ", [
-    (0, "auto", {}), (1, "cpu", {}), (1, "auto", {"CUDA_VISIBLE_DEVICES": ""}),
-])
+@pytest.mark.parametrize(
+    "interval,device,environ",
+    [
+        (0, "auto", {}),
+        (1, "cpu", {}),
+        (1, "auto", {"CUDA_VISIBLE_DEVICES": ""}),
+    ],
+)
 def test_no_sampler_without_gpus(fake, interval, device, environ):
     fake("v100_p3_8xlarge")
     assert smi.start_sampler(interval, device, environ=environ) is None

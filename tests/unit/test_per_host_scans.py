@@ -39,24 +39,38 @@ def scans_every_host(task, block_vars):
 
 
 def per_host_scans(path):
-    return [task.get("name", "?") for task, run_once, block_vars in leaf_tasks(yaml.safe_load(path.read_text()))
-            if scans_every_host(task, block_vars) and not run_once]
+    return [
+        task.get("name", "?")
+        for task, run_once, block_vars in leaf_tasks(yaml.safe_load(path.read_text()))
+        if scans_every_host(task, block_vars) and not run_once
+    ]
 
 
 @pytest.mark.parametrize("path", TASK_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_task_on_every_host_reads_every_hosts_variables(path):
     assert per_host_scans(path) == [], (
         f"{path.relative_to(ROOT)}: these tasks run on every host and read every host's variables "
-        "(N^2 lookups a run): compute the value once with run_once: true")
+        "(N^2 lookups a run): compute the value once with run_once: true"
+    )
 
 
 def test_the_check_finds_a_per_host_scan_and_accepts_run_once_and_single_lookups(tmp_path):
-    scan = {"name": "scan", "ansible.builtin.set_fact": {
-        "ok": "{{ ansible_play_hosts | map('extract', hostvars, 'failure') | select | list | length == 0 }}"}}
-    in_vars = {"name": "scan in vars", "ansible.builtin.debug": {"msg": "{{ x }}"},
-               "vars": {"x": "{{ groups['all'] | tf_node_specs(hostvars) }}"}}
-    in_block_vars = {"name": "block", "vars": {"y": "{{ groups['all'] | map('extract', hostvars) | list }}"},
-                     "block": [{"name": "uses the block's scan", "ansible.builtin.debug": {"msg": "{{ y }}"}}]}
+    scan = {
+        "name": "scan",
+        "ansible.builtin.set_fact": {
+            "ok": "{{ ansible_play_hosts | map('extract', hostvars, 'failure') | select | list | length == 0 }}"
+        },
+    }
+    in_vars = {
+        "name": "scan in vars",
+        "ansible.builtin.debug": {"msg": "{{ x }}"},
+        "vars": {"x": "{{ groups['all'] | tf_node_specs(hostvars) }}"},
+    }
+    in_block_vars = {
+        "name": "block",
+        "vars": {"y": "{{ groups['all'] | map('extract', hostvars) | list }}"},
+        "block": [{"name": "uses the block's scan", "ansible.builtin.debug": {"msg": "{{ y }}"}}],
+    }
     once = dict(scan, name="once", run_once=True)
     single = {"name": "single", "ansible.builtin.debug": {"msg": "{{ hostvars['localhost'].x }}"}}
     path = tmp_path / "tasks.yml"

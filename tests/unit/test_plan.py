@@ -5,8 +5,7 @@ import pytest
 from dtfbench.plan.sweep import PlanError, as_list, build_plan, default_num_ps
 
 LOCAL = [{"name": "localhost", "address": "127.0.0.1", "devices": 8, "device_type": "cpu"}]
-FOUR_GPU_HOSTS = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 1, "device_type": "gpu"}
-                  for i in range(1, 5)]
+FOUR_GPU_HOSTS = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 1, "device_type": "gpu"} for i in range(1, 5)]
 
 
 def plan(hosts=LOCAL, **request):
@@ -14,17 +13,24 @@ def plan(hosts=LOCAL, **request):
     return build_plan(request, hosts)
 
 
-@pytest.mark.parametrize("value, expected", [
-    (2, [2]), ("1,2,4", ["1", "2", "4"]), ("1, 2", ["1", "2"]), ([1, 2], [1, 2]),
-    ("[1, 2]", ["1", "2"]), (None, []), ("", []),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (2, [2]),
+        ("1,2,4", ["1", "2", "4"]),
+        ("1, 2", ["1", "2"]),
+        ([1, 2], [1, 2]),
+        ("[1, 2]", ["1", "2"]),
+        (None, []),
+        ("", []),
+    ],
+)
 def test_as_list(value, expected):
     assert as_list("gpus", value) == expected
 
 
 def test_sweep_is_the_product_of_the_axes_times_repetitions():
-    result = plan(gpus="1,2", variable_update=["parameter_server", "distributed_replicated"],
-                  num_ps="1", repetitions=3)
+    result = plan(gpus="1,2", variable_update=["parameter_server", "distributed_replicated"], num_ps="1", repetitions=3)
     assert result["total_runs"] == 2 * 2 * 3
     assert [r["index"] for r in result["runs"]] == list(range(1, 13))
     assert len({r["run_id"] for r in result["runs"]}) == 12
@@ -62,22 +68,25 @@ def test_both_data_kinds_expand():
     assert [r["data"] for r in runs] == ["synthetic", "real"]
 
 
-@pytest.mark.parametrize("request_, message", [
-    ({"gpus": "two"}, "gpus='two' is not an integer"),
-    ({"gpus": 0}, "gpus=0 is below 1"),
-    ({"gpus": 1, "model": "googlenet9"}, "model='googlenet9' is unknown"),
-    ({"gpus": 1, "variable_update": "replicated_magic"}, "variable_update='replicated_magic' is unknown"),
-    ({"gpus": 1, "data": "real"}, "data=real needs a dataset"),
-    ({"gpus": 1, "data": "imaginary"}, "data='imaginary' is unknown"),
-    ({"gpus": 1, "repetitions": 0}, "repetitions=0 is below 1"),
-    ({"gpus": 1, "batch_size": -4}, "batch_size=-4 is below 1"),
-    ({"gpus": 3, "devices_per_worker": 2}, "not a multiple of devices_per_worker=2"),
-    ({"gpus": 2, "variable_update": "collective_all_reduce", "num_ps": 1}, "all-reduce has no parameter servers"),
-    ({"gpus": 2, "num_ps": 0}, "give num_ps >= 1"),
-    ({"gpus": 1, "model": "inception3", "image_size": 32}, "image_size=32 is too small for model=inception3"),
-    ({"gpus": 1, "sweep_id": "x$(reboot)"}, "is not a plain name"),
-    ({"gpus": 1, "sweep_id": "../up"}, "is not a plain name"),
-])
+@pytest.mark.parametrize(
+    "request_, message",
+    [
+        ({"gpus": "two"}, "gpus='two' is not an integer"),
+        ({"gpus": 0}, "gpus=0 is below 1"),
+        ({"gpus": 1, "model": "googlenet9"}, "model='googlenet9' is unknown"),
+        ({"gpus": 1, "variable_update": "replicated_magic"}, "variable_update='replicated_magic' is unknown"),
+        ({"gpus": 1, "data": "real"}, "data=real needs a dataset"),
+        ({"gpus": 1, "data": "imaginary"}, "data='imaginary' is unknown"),
+        ({"gpus": 1, "repetitions": 0}, "repetitions=0 is below 1"),
+        ({"gpus": 1, "batch_size": -4}, "batch_size=-4 is below 1"),
+        ({"gpus": 3, "devices_per_worker": 2}, "not a multiple of devices_per_worker=2"),
+        ({"gpus": 2, "variable_update": "collective_all_reduce", "num_ps": 1}, "all-reduce has no parameter servers"),
+        ({"gpus": 2, "num_ps": 0}, "give num_ps >= 1"),
+        ({"gpus": 1, "model": "inception3", "image_size": 32}, "image_size=32 is too small for model=inception3"),
+        ({"gpus": 1, "sweep_id": "x$(reboot)"}, "is not a plain name"),
+        ({"gpus": 1, "sweep_id": "../up"}, "is not a plain name"),
+    ],
+)
 def test_bad_requests_are_named(request_, message):
     with pytest.raises(PlanError, match=message.replace("(", r"\(").replace("[", r"\[")):
         plan(**request_)
@@ -97,17 +106,41 @@ def test_no_hosts():
 
 def test_a_sweep_resumes_where_the_store_says_it_stopped(tmp_path):
     from dtfbench.results import store
+
     db = tmp_path / "r.sqlite"
     first = plan(gpus="1,2", num_ps=1, repetitions=1, results_db=str(db))
     assert first["pending_runs"] == 2 and not any(r["done"] for r in first["runs"])
     conn = store.connect(db)
     done_run = first["runs"][0]
-    store.add_run(conn, {"run_id": done_run["run_id"], "sweep_id": "s", "system": "local", "gpus": 1,
-                         "num_ps": 1, "variable_update": "parameter_server", "data": "synthetic",
-                         "repetition": 1, "status": "ok"})
-    store.add_run(conn, {"run_id": first["runs"][1]["run_id"], "sweep_id": "s", "system": "local", "gpus": 2,
-                         "num_ps": 1, "variable_update": "parameter_server", "data": "synthetic",
-                         "repetition": 1, "status": "failed", "reason": "x"})
+    store.add_run(
+        conn,
+        {
+            "run_id": done_run["run_id"],
+            "sweep_id": "s",
+            "system": "local",
+            "gpus": 1,
+            "num_ps": 1,
+            "variable_update": "parameter_server",
+            "data": "synthetic",
+            "repetition": 1,
+            "status": "ok",
+        },
+    )
+    store.add_run(
+        conn,
+        {
+            "run_id": first["runs"][1]["run_id"],
+            "sweep_id": "s",
+            "system": "local",
+            "gpus": 2,
+            "num_ps": 1,
+            "variable_update": "parameter_server",
+            "data": "synthetic",
+            "repetition": 1,
+            "status": "failed",
+            "reason": "x",
+        },
+    )
     again = plan(gpus="1,2", num_ps=1, repetitions=1, results_db=str(db))
     assert [r["done"] for r in again["runs"]] == [True, False]  # a failed run is run again
     assert again["pending_runs"] == 1
@@ -115,13 +148,25 @@ def test_a_sweep_resumes_where_the_store_says_it_stopped(tmp_path):
 
 def test_resuming_with_other_axes_never_takes_a_different_run_for_a_done_one(tmp_path):
     from dtfbench.results import store
+
     db = tmp_path / "r.sqlite"
     first = plan(gpus="1,2", num_ps=1, repetitions=1, results_db=str(db))
     conn = store.connect(db)
     for run in first["runs"]:
-        store.add_run(conn, {"run_id": run["run_id"], "sweep_id": "s", "system": "local", "gpus": run["gpus"],
-                             "num_ps": 1, "variable_update": "parameter_server", "data": "synthetic",
-                             "repetition": 1, "status": "ok"})
+        store.add_run(
+            conn,
+            {
+                "run_id": run["run_id"],
+                "sweep_id": "s",
+                "system": "local",
+                "gpus": run["gpus"],
+                "num_ps": 1,
+                "variable_update": "parameter_server",
+                "data": "synthetic",
+                "repetition": 1,
+                "status": "ok",
+            },
+        )
     # Other axes under the same sweep_id: only with sweep_extend (tested in test_store_checks.py).
     other = plan(gpus="4", num_ps=1, repetitions=1, results_db=str(db), sweep_extend=True)  # index 1 is another run now
     assert [r["done"] for r in other["runs"]] == [False]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from dtfbench.plan import ec2_types
 from dtfbench.forecast import pricing
+from dtfbench.plan import ec2_types
 
 
 def test_packaged_table_is_dated_and_covers_every_known_type():
@@ -15,8 +15,10 @@ def test_packaged_table_is_dated_and_covers_every_known_type():
 
 def test_a_file_overrides_type_by_type(tmp_path):
     own = tmp_path / "prices.csv"
-    own.write_text("# my negotiated prices\ninstance_type,region,usd_per_hour,as_of\n"
-                   "p2.xlarge,eu-west-1,0.972,2026-11-01\nx9.huge,eu-west-1,3.5,2026-11-01\n")
+    own.write_text(
+        "# my negotiated prices\ninstance_type,region,usd_per_hour,as_of\n"
+        "p2.xlarge,eu-west-1,0.972,2026-11-01\nx9.huge,eu-west-1,3.5,2026-11-01\n"
+    )
     prices = pricing.load_prices(own, environ={})
     assert prices["p2.xlarge"].usd_per_hour == 0.972 and prices["p2.xlarge"].source == str(own)
     assert prices["x9.huge"].usd_per_hour == 3.5 and prices["p2.8xlarge"].usd_per_hour == 7.2
@@ -30,7 +32,9 @@ def test_one_figure_for_every_instance():
 
 
 def test_unknown_type_without_a_price_is_one_clear_error():
-    with pytest.raises(pricing.PriceError, match=r"no price for instance type 'x9.huge'.*price_usd_per_hour.*--price-file"):
+    with pytest.raises(
+        pricing.PriceError, match=r"no price for instance type 'x9.huge'.*price_usd_per_hour.*--price-file"
+    ):
         pricing.price_for("x9.huge", pricing.load_prices(environ={}))
 
 
@@ -43,14 +47,16 @@ def test_negative_or_bad_price_is_refused(bad):
 def test_negative_price_in_a_file_names_file_and_line(tmp_path):
     own = tmp_path / "prices.csv"
     own.write_text("instance_type,usd_per_hour\np2.xlarge,0.9\np2.8xlarge,-7.2\n")
-    with pytest.raises(pricing.PriceError, match=r"prices.csv line 3 \(p2.8xlarge\): price '-7.2' must be a number >= 0"):
+    with pytest.raises(
+        pricing.PriceError, match=r"prices.csv line 3 \(p2.8xlarge\): price '-7.2' must be a number >= 0"
+    ):
         pricing.load_prices(own, environ={})
     with pytest.raises(pricing.PriceError, match="does not exist"):
         pricing.load_prices(tmp_path / "missing.csv", environ={})
 
 
 def test_max_cost_guard():
-    pricing.check_max_cost(99.0)                       # under the default
+    pricing.check_max_cost(99.0)  # under the default
     pricing.check_max_cost(500.0, 600)
     with pytest.raises(pricing.CostLimitError) as err:
         pricing.check_max_cost(19157.05, 100)

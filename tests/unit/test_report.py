@@ -10,7 +10,6 @@ from matplotlib import image as mpimg
 
 from dtfbench.linux import files
 from dtfbench.report import analysis, build, cli, tables
-
 from dtfbench.results import store
 
 PS, DR = "parameter_server", "distributed_replicated"
@@ -25,14 +24,32 @@ def add_sweep(db, sweep="sw1"):
     def add(system, gpus, num_ps, update, data, rep, ips=None, reason=None, model="inception3", batch_size=64):
         nonlocal n
         n += 1
-        store.add_run(conn, {
-            "run_id": f"{sweep}-{n}", "sweep_id": sweep, "system": system, "gpus": gpus, "num_workers": gpus,
-            "num_ps": num_ps, "variable_update": update, "data": data, "model": model,
-            "batch_size": batch_size, "repetition": rep, "devices_per_worker": 1, "ps_on_worker_nodes": True,
-            "warmup_steps": 10, "steps": 100, "images_per_sec": ips,
-            "images_per_sec_per_worker": [ips / gpus] * gpus if ips else [],
-            "status": "ok" if ips is not None else "failed", "reason": reason,
-            "started_at": f"2024-05-01T10:{n:02d}:00Z", "finished_at": f"2024-05-01T10:{n:02d}:40Z"})
+        store.add_run(
+            conn,
+            {
+                "run_id": f"{sweep}-{n}",
+                "sweep_id": sweep,
+                "system": system,
+                "gpus": gpus,
+                "num_workers": gpus,
+                "num_ps": num_ps,
+                "variable_update": update,
+                "data": data,
+                "model": model,
+                "batch_size": batch_size,
+                "repetition": rep,
+                "devices_per_worker": 1,
+                "ps_on_worker_nodes": True,
+                "warmup_steps": 10,
+                "steps": 100,
+                "images_per_sec": ips,
+                "images_per_sec_per_worker": [ips / gpus] * gpus if ips else [],
+                "status": "ok" if ips is not None else "failed",
+                "reason": reason,
+                "started_at": f"2024-05-01T10:{n:02d}:00Z",
+                "finished_at": f"2024-05-01T10:{n:02d}:40Z",
+            },
+        )
 
     for data, factor in (("synthetic", 1.0), ("real", 0.9)):
         for rep, d in enumerate((-1.0, 0.0, 1.0), 1):
@@ -83,13 +100,28 @@ def test_build_writes_every_file_and_the_index_lists_them(built):
     manifest = json.loads((built / "manifest.json").read_text())
     for rel in manifest["files"]:
         assert (built / rel).is_file(), rel
-    for name in ("index.md", "best_configurations.md", "best_configurations.csv", "io_overhead.csv",
-                 "configurations.md", "configurations.csv", "failures.md", "failures.csv"):
+    for name in (
+        "index.md",
+        "best_configurations.md",
+        "best_configurations.csv",
+        "io_overhead.csv",
+        "configurations.md",
+        "configurations.csv",
+        "failures.md",
+        "failures.csv",
+    ):
         assert name in manifest["files"]
     plots = {f for f in manifest["files"] if f.startswith("plots/")}
-    for stem in ("images_per_sec-daint-inception3-bs64", "speedup-daint-inception3-bs64",
-                 "efficiency-daint-inception3-bs64", "images_per_sec-local-small_cnn-bs32",
-                 "speedup-local-small_cnn-bs32", "efficiency-local-small_cnn-bs32", "io_overhead", "speedup-all"):
+    for stem in (
+        "images_per_sec-daint-inception3-bs64",
+        "speedup-daint-inception3-bs64",
+        "efficiency-daint-inception3-bs64",
+        "images_per_sec-local-small_cnn-bs32",
+        "speedup-local-small_cnn-bs32",
+        "efficiency-local-small_cnn-bs32",
+        "io_overhead",
+        "speedup-all",
+    ):
         assert {f"plots/{stem}.png", f"plots/{stem}.svg", f"plots/{stem}.json"} <= plots
     index = (built / "index.md").read_text()
     for rel in manifest["files"]:
@@ -130,8 +162,10 @@ def test_best_configurations_csv(built):
 def test_best_configurations_markdown(built):
     md = (built / "best_configurations.md").read_text()
     assert "## daint: inception3, batch 64 per GPU" in md and "## local: small_cnn, batch 32 per GPU" in md
-    assert "| 2 | synthetic | 1 | parameter_server | 262.00 | [259.52, 264.48] | 3/3 | 1.90 | 0.9493 | 1 | " \
-           "parameter_server | 264.57 | -1.0% | 0.9570 | -0.8% |" in md
+    assert (
+        "| 2 | synthetic | 1 | parameter_server | 262.00 | [259.52, 264.48] | 3/3 | 1.90 | 0.9493 | 1 | "
+        "parameter_server | 264.57 | -1.0% | 0.9570 | -0.8% |" in md
+    )
     assert "| 8 | synthetic | - | - | failed |" in md
     assert "- 8 GPUs, synthetic: timeout after 600 s; worker 3: peer ps:1 died" in md
     assert "### I/O overhead" in md and "| 2 | 262.00 | 235.80 | 10.00 | 1.41 | +8.59 pp |" in md
@@ -140,13 +174,15 @@ def test_best_configurations_markdown(built):
 def test_configurations_table_with_ci_min_max_and_failures(built):
     rows = read_csv(built / "configurations.csv")
     assert len(rows) == 11
-    (ps2,) = [r for r in rows if r["system"] == "daint" and r["data"] == "real" and r["gpus"] == "2"
-              and r["num_ps"] == "1"]
+    (ps2,) = [
+        r for r in rows if r["system"] == "daint" and r["data"] == "real" and r["gpus"] == "2" and r["num_ps"] == "1"
+    ]
     assert float(ps2["images_per_sec"]) == pytest.approx(235.8)
     assert (float(ps2["images_per_sec_min"]), float(ps2["images_per_sec_max"])) == (234.9, 236.7)
     assert ps2["is_best"] == "true" and ps2["ref_is_same_config"] == "false"  # the study's best was DR
-    (dr2,) = [r for r in rows if r["system"] == "daint" and r["data"] == "real" and r["gpus"] == "2"
-              and r["num_ps"] == "2"]
+    (dr2,) = [
+        r for r in rows if r["system"] == "daint" and r["data"] == "real" and r["gpus"] == "2" and r["num_ps"] == "2"
+    ]
     assert dr2["is_best"] == "false" and dr2["ref_is_same_config"] == "false"
     (local2,) = [r for r in rows if r["system"] == "local" and r["gpus"] == "2"]
     assert (local2["runs"], local2["n_ok"], local2["failed"]) == ("3", "2", "1")
@@ -160,11 +196,16 @@ def test_configurations_table_with_ci_min_max_and_failures(built):
 def test_failures_are_listed_with_their_reasons(built):
     failures = read_csv(built / "failures.csv")
     assert [(f["system"], f["gpus"], f["repetition"], f["reason"]) for f in failures] == [
-        ("daint", "8", "1", "worker 3: peer ps:1 died"), ("daint", "8", "2", "timeout after 600 s"),
-        ("local", "2", "3", "worker 1: peer died")]
+        ("daint", "8", "1", "worker 3: peer ps:1 died"),
+        ("daint", "8", "2", "timeout after 600 s"),
+        ("local", "2", "3", "worker 1: peer died"),
+    ]
     assert "| sw1 | sw1-" in (built / "failures.md").read_text()
     index = (built / "index.md").read_text()
-    assert "3 failed run(s)" in index and "local, synthetic, 2 GPUs, 1 PS, parameter_server: 1× worker 1: peer died" in index
+    assert (
+        "3 failed run(s)" in index
+        and "local, synthetic, 2 GPUs, 1 PS, parameter_server: 1× worker 1: peer died" in index
+    )
     assert "daint (inception3, bs 64), synthetic, 8 GPUs" in index
 
 
@@ -180,8 +221,13 @@ def test_plot_sidecars_hold_the_series_drawn(built):
     assert (speed["kind"], speed["x_scale"]) == ("line", "log2")
     assert speed["files"] == ["speedup-daint-inception3-bs64.png", "speedup-daint-inception3-bs64.svg"]
     labels = [s["label"] for s in speed["series"]]
-    assert labels == ["ideal", "daint synthetic", "daint real", "Piz Daint synthetic (published)",
-                      "Piz Daint real (published)"]
+    assert labels == [
+        "ideal",
+        "daint synthetic",
+        "daint real",
+        "Piz Daint synthetic (published)",
+        "Piz Daint real (published)",
+    ]
     assert series(speed, "daint synthetic") == pytest.approx({1: 1.0, 2: 262 / 138, 4: 520 / 138})
     published = series(speed, "Piz Daint synthetic (published)")
     assert sorted(published) == [1, 2, 4, 8, 16, 32, 64, 128]
@@ -215,8 +261,14 @@ def test_png_and_svg_open(built):
         assert root.tag.endswith("svg"), svg
     # Text is drawn as paths; matplotlib keeps each string as a comment beside them.
     svg = (built / "plots" / "speedup-daint-inception3-bs64.svg").read_text()
-    for text in ("Speedup: daint: inception3, batch 64 per GPU", "Number of GPUs", "ideal", "daint synthetic",
-                 "Piz Daint real (published)", "128"):
+    for text in (
+        "Speedup: daint: inception3, batch 64 per GPU",
+        "Number of GPUs",
+        "ideal",
+        "daint synthetic",
+        "Piz Daint real (published)",
+        "128",
+    ):
         assert f"<!-- {text} -->" in svg
 
 
@@ -256,8 +308,24 @@ def test_reference_none_and_a_custom_system_map(db, tmp_path):
     assert "Reference: none" in (out / "index.md").read_text()
 
     mapped = tmp_path / "mapped"
-    assert cli.main(["build", "--db", str(db), "--output", str(mapped), "--formats", "none",
-                        "--system-map", "local=aws-p2.xlarge", "--system-map", "daint="]) == 0
+    assert (
+        cli.main(
+            [
+                "build",
+                "--db",
+                str(db),
+                "--output",
+                str(mapped),
+                "--formats",
+                "none",
+                "--system-map",
+                "local=aws-p2.xlarge",
+                "--system-map",
+                "daint=",
+            ]
+        )
+        == 0
+    )
     rows = {(r["system"], r["data"], r["gpus"]): r for r in read_csv(mapped / "best_configurations.csv")}
     assert rows["local", "synthetic", "2"]["ref_system"] == "aws-p2.xlarge"
     assert float(rows["local", "synthetic", "2"]["ref_images_per_sec"]) == 57.45
@@ -282,11 +350,14 @@ def test_atomic_write_keeps_the_old_file_when_interrupted(tmp_path, monkeypatch)
     assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--sweep-id", "nope"], "no runs in"),
-    (["--system-map", "local=mars"], "'mars' is not a reference system"),
-    (["--formats", "gif"], "--formats: unknown gif"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--sweep-id", "nope"], "no runs in"),
+        (["--system-map", "local=mars"], "'mars' is not a reference system"),
+        (["--formats", "gif"], "--formats: unknown gif"),
+    ],
+)
 def test_build_errors(db, tmp_path, capsys, args, message):
     assert cli.main(["build", "--db", str(db), "--output", str(tmp_path / "r"), *args]) == 2
     assert message in capsys.readouterr().err
@@ -312,30 +383,76 @@ def test_two_workloads_in_one_store_are_never_mixed(tmp_path):
     (Before, both were averaged into one figure.)"""
     db = tmp_path / "results.sqlite"
     conn = store.connect(db)
-    tf_cnn = {"workload": "tf_cnn_benchmarks", "workload_ref": "v1.0", "workload_commit": "ab" * 20, "tf_version": "1.1"}
+    tf_cnn = {
+        "workload": "tf_cnn_benchmarks",
+        "workload_ref": "v1.0",
+        "workload_commit": "ab" * 20,
+        "tf_version": "1.1",
+    }
     ours_old = {"workload": None}  # recorded before the store knew workloads: ours
     n = 0
-    for extra, ips_by_gpus in ((tf_cnn, {1: 100.0, 2: 150.0}), (ours_old, {1: 50.0, 2: 95.0}),
-                               ({"workload": "ours", "tf_version": "2.18.0"}, {1: 50.0, 2: 95.0})):
+    for extra, ips_by_gpus in (
+        (tf_cnn, {1: 100.0, 2: 150.0}),
+        (ours_old, {1: 50.0, 2: 95.0}),
+        ({"workload": "ours", "tf_version": "2.18.0"}, {1: 50.0, 2: 95.0}),
+    ):
         for gpus, ips in ips_by_gpus.items():
             n += 1
-            store.add_run(conn, {
-                "run_id": f"w-{n}", "sweep_id": "w", "system": "aws", "gpus": gpus, "num_workers": gpus,
-                "num_ps": 1, "variable_update": PS, "data": "synthetic", "model": "inception3", "batch_size": 64,
-                "repetition": 1 if extra.get("workload") != "ours" else 2, "devices_per_worker": 1,
-                "ps_on_worker_nodes": True, "warmup_steps": 10, "steps": 100, "images_per_sec": ips,
-                "images_per_sec_per_worker": [ips / gpus] * gpus, "status": "ok", **extra})
+            store.add_run(
+                conn,
+                {
+                    "run_id": f"w-{n}",
+                    "sweep_id": "w",
+                    "system": "aws",
+                    "gpus": gpus,
+                    "num_workers": gpus,
+                    "num_ps": 1,
+                    "variable_update": PS,
+                    "data": "synthetic",
+                    "model": "inception3",
+                    "batch_size": 64,
+                    "repetition": 1 if extra.get("workload") != "ours" else 2,
+                    "devices_per_worker": 1,
+                    "ps_on_worker_nodes": True,
+                    "warmup_steps": 10,
+                    "steps": 100,
+                    "images_per_sec": ips,
+                    "images_per_sec_per_worker": [ips / gpus] * gpus,
+                    "status": "ok",
+                    **extra,
+                },
+            )
     n += 1
-    store.add_run(conn, {"run_id": f"w-{n}", "sweep_id": "w", "system": "aws", "gpus": 4, "num_workers": 4,
-                         "num_ps": 1, "variable_update": PS, "data": "synthetic", "model": "inception3",
-                         "batch_size": 64, "repetition": 1, "status": "failed", "reason": "worker 0 died", **tf_cnn})
+    store.add_run(
+        conn,
+        {
+            "run_id": f"w-{n}",
+            "sweep_id": "w",
+            "system": "aws",
+            "gpus": 4,
+            "num_workers": 4,
+            "num_ps": 1,
+            "variable_update": PS,
+            "data": "synthetic",
+            "model": "inception3",
+            "batch_size": 64,
+            "repetition": 1,
+            "status": "failed",
+            "reason": "worker 0 died",
+            **tf_cnn,
+        },
+    )
     conn.close()
 
     label = "tf_cnn_benchmarks@v1.0 (abababababab)"
     summaries = analysis.summarise(analysis.load_rows(db))
     assert sorted((s["workload"], s["gpus"], s["runs"], s["images_per_sec"], s["speedup"]) for s in summaries) == [
-        ("ours", 1, 2, 50.0, 1.0), ("ours", 2, 2, 95.0, 1.9),
-        (label, 1, 1, 100.0, 1.0), (label, 2, 1, 150.0, 1.5), (label, 4, 1, None, None)]
+        ("ours", 1, 2, 50.0, 1.0),
+        ("ours", 2, 2, 95.0, 1.9),
+        (label, 1, 1, 100.0, 1.0),
+        (label, 2, 1, 150.0, 1.5),
+        (label, 4, 1, None, None),
+    ]
     table = tables.format_table(summaries)
     assert f"inception3 ({label})" in table and table.count("inception3 (") == 3
 
@@ -343,8 +460,12 @@ def test_two_workloads_in_one_store_are_never_mixed(tmp_path):
     assert cli.main(["build", "--db", str(db), "--output", str(out), "--formats", "svg"]) == 0
     best = read_csv(out / "best_configurations.csv")
     assert [(r["workload"], r["gpus"], r["images_per_sec"], r["speedup"]) for r in best] == [
-        ("ours", "1", "50.0", "1.0"), ("ours", "2", "95.0", "1.9"),
-        (label, "1", "100.0", "1.0"), (label, "2", "150.0", "1.5"), (label, "4", "", "")]
+        ("ours", "1", "50.0", "1.0"),
+        ("ours", "2", "95.0", "1.9"),
+        (label, "1", "100.0", "1.0"),
+        (label, "2", "150.0", "1.5"),
+        (label, "4", "", ""),
+    ]
     # Which TensorFlow each program ran on, beside it.
     assert [r["tf_version"] for r in best] == ["2.18.0", "2.18.0", "1.1", "1.1", "1.1"]
     md = (out / "best_configurations.md").read_text()
@@ -352,4 +473,6 @@ def test_two_workloads_in_one_store_are_never_mixed(tmp_path):
     assert f"## aws: inception3, batch 64 per GPU, measured with {label}\n" in md
     assert [(r["workload"], r["gpus"]) for r in read_csv(out / "failures.csv")] == [(label, "4")]
     assert sorted(p.name for p in (out / "plots").glob("speedup-aws-*.svg")) == [
-        "speedup-aws-inception3-bs64.svg", "speedup-aws-tf_cnn_benchmarks_v1.0_abababababab-inception3-bs64.svg"]
+        "speedup-aws-inception3-bs64.svg",
+        "speedup-aws-tf_cnn_benchmarks_v1.0_abababababab-inception3-bs64.svg",
+    ]

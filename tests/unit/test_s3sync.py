@@ -11,18 +11,21 @@ import time
 import pytest
 
 from dtfbench.node import s3sync
-from dtfbench.workload.flags import tfrecord_files
 from dtfbench.node.s3sync import RemoteObject, SyncError
+from dtfbench.workload.flags import tfrecord_files
 
 MD5 = "9e107d9d372bb6826bd81d3542a419d6"
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("s3://bucket", ("bucket", "")),
-    ("s3://bucket/", ("bucket", "")),
-    ("s3://bucket/imagenet", ("bucket", "imagenet/")),
-    ("s3://bucket/a/b/", ("bucket", "a/b/")),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("s3://bucket", ("bucket", "")),
+        ("s3://bucket/", ("bucket", "")),
+        ("s3://bucket/imagenet", ("bucket", "imagenet/")),
+        ("s3://bucket/a/b/", ("bucket", "a/b/")),
+    ],
+)
 def test_parse_s3_url(url, expected):
     assert s3sync.parse_s3_url(url) == expected
 
@@ -69,13 +72,13 @@ def test_completeness(tmp_path):
     obj = RemoteObject("k", "f", 10, MD5)
     record = {"etag": MD5, "size": 10, "mtime_ns": st.st_mtime_ns}
     assert s3sync._is_complete(obj, st, record) is True
-    assert s3sync._is_complete(obj, None, record) is False                       # missing
+    assert s3sync._is_complete(obj, None, record) is False  # missing
     assert s3sync._is_complete(RemoteObject("k", "f", 11, MD5), st, record) is False  # wrong size
-    assert s3sync._is_complete(obj, st, dict(record, mtime_ns=1)) is None          # touched: hash it
-    assert s3sync._is_complete(obj, st, dict(record, etag="other")) is None        # object replaced
-    assert s3sync._is_complete(obj, st, None) is None                              # never recorded
+    assert s3sync._is_complete(obj, st, dict(record, mtime_ns=1)) is None  # touched: hash it
+    assert s3sync._is_complete(obj, st, dict(record, etag="other")) is None  # object replaced
+    assert s3sync._is_complete(obj, st, None) is None  # never recorded
     multipart = RemoteObject("k", "f", 10, "abc-2")
-    assert s3sync._is_complete(multipart, st, None) is False                       # nothing to hash against
+    assert s3sync._is_complete(multipart, st, None) is False  # nothing to hash against
 
 
 def test_journal_lines_after_the_manifest_win_and_a_cut_line_is_ignored(tmp_path):

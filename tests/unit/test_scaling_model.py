@@ -10,22 +10,25 @@ from dtfbench.forecast.scaling_model import Config, Observation, Variables
 ONE_GB = Variables(1e9, 0.0)
 
 
-@pytest.mark.parametrize("config, variables, expected", [
-    # one node: nothing crosses a NIC
-    (Config(8, 8, 1, "parameter_server"), ONE_GB, 0.0),
-    # 2 single-GPU nodes, 1 PS on node 0: node 1 sends S; node 0's PS receives S from node 1
-    (Config(2, 1, 1, "parameter_server"), ONE_GB, 1.0),
-    # 4 nodes, 4 PSs: a node sends 3/4 S away and its PS receives S/4 from 3 others
-    (Config(4, 1, 4, "parameter_server"), ONE_GB, 0.75 + 3 * 0.25),
-    # ... unless one variable is half the model: its PS receives it whole from every other node
-    (Config(4, 1, 4, "parameter_server"), Variables(1e9, 0.5e9), 0.75 + 3 * 0.5),
-    # 2 nodes of 8 GPUs, 1 PS: parameter_server sends every GPU's gradients ...
-    (Config(16, 8, 1, "parameter_server"), ONE_GB, 8.0),
-    # ... distributed_replicated adds up a node's GPUs first: one copy per node
-    (Config(16, 8, 1, "distributed_replicated"), ONE_GB, 1.0),
-    # PSs on nodes of their own: the PS node receives S from both workers
-    (Config(2, 1, 1, "parameter_server", ps_on_worker_nodes=False), ONE_GB, 2.0),
-])
+@pytest.mark.parametrize(
+    "config, variables, expected",
+    [
+        # one node: nothing crosses a NIC
+        (Config(8, 8, 1, "parameter_server"), ONE_GB, 0.0),
+        # 2 single-GPU nodes, 1 PS on node 0: node 1 sends S; node 0's PS receives S from node 1
+        (Config(2, 1, 1, "parameter_server"), ONE_GB, 1.0),
+        # 4 nodes, 4 PSs: a node sends 3/4 S away and its PS receives S/4 from 3 others
+        (Config(4, 1, 4, "parameter_server"), ONE_GB, 0.75 + 3 * 0.25),
+        # ... unless one variable is half the model: its PS receives it whole from every other node
+        (Config(4, 1, 4, "parameter_server"), Variables(1e9, 0.5e9), 0.75 + 3 * 0.5),
+        # 2 nodes of 8 GPUs, 1 PS: parameter_server sends every GPU's gradients ...
+        (Config(16, 8, 1, "parameter_server"), ONE_GB, 8.0),
+        # ... distributed_replicated adds up a node's GPUs first: one copy per node
+        (Config(16, 8, 1, "distributed_replicated"), ONE_GB, 1.0),
+        # PSs on nodes of their own: the PS node receives S from both workers
+        (Config(2, 1, 1, "parameter_server", ps_on_worker_nodes=False), ONE_GB, 2.0),
+    ],
+)
 def test_node_bytes(config, variables, expected):
     assert sm.node_bytes(config, variables) == pytest.approx(expected)
 
@@ -33,8 +36,10 @@ def test_node_bytes(config, variables, expected):
 def test_more_ps_stop_helping_at_the_largest_variable():
     inception = Variables.of("inception3")
     nics = [sm.node_bytes(Config(64, 1, p, "parameter_server"), inception) for p in (4, 8, 16, 32, 64)]
-    assert nics[0] > nics[1] > nics[2]          # spreading the variables helps ...
-    assert nics[3] == pytest.approx(nics[2], rel=0.1) and nics[4] == pytest.approx(nics[3], rel=0.05)  # ... until one PS holds the classifier whole
+    assert nics[0] > nics[1] > nics[2]  # spreading the variables helps ...
+    assert nics[3] == pytest.approx(nics[2], rel=0.1) and nics[4] == pytest.approx(
+        nics[3], rel=0.05
+    )  # ... until one PS holds the classifier whole
 
 
 TRUE = dict(t1=0.5, sync=0.02, bytes=0.3, local=0.01, workers=0.002)
@@ -42,23 +47,34 @@ TRUE = dict(t1=0.5, sync=0.02, bytes=0.3, local=0.01, workers=0.002)
 
 def made_up(bandwidth, configs, variables=ONE_GB, batch=64):
     """Observations from a known model (the answer the fit must find)."""
-    fit = sm.Fit(t1=TRUE["t1"], batch_size=batch, variables=variables,
-                 coefficients={k: TRUE[k] for k in sm.FEATURES}, bandwidth_gb_s=bandwidth,
-                 bandwidth_floor_gb_s=0.0, rms_relative_error=0.0, points=0)
+    fit = sm.Fit(
+        t1=TRUE["t1"],
+        batch_size=batch,
+        variables=variables,
+        coefficients={k: TRUE[k] for k in sm.FEATURES},
+        bandwidth_gb_s=bandwidth,
+        bandwidth_floor_gb_s=0.0,
+        rms_relative_error=0.0,
+        points=0,
+    )
     return fit, [Observation(c, fit.images_per_sec(c)) for c in configs]
 
 
-CONFIGS = [Config(g, 4, p, u) for g in (1, 2, 4, 8, 16, 32, 64) for u in sm.VARIABLE_UPDATES
-           for p in sorted({1, max(1, g // 8), max(1, g // 4)})]
+CONFIGS = [
+    Config(g, 4, p, u)
+    for g in (1, 2, 4, 8, 16, 32, 64)
+    for u in sm.VARIABLE_UPDATES
+    for p in sorted({1, max(1, g // 8), max(1, g // 4)})
+]
 
 
 def test_fit_recovers_known_parameters_and_link():
     truth, observations = made_up(2.0, CONFIGS)
-    assert any(truth.network_bound(o.config) for o in observations)       # the link sets some steps
+    assert any(truth.network_bound(o.config) for o in observations)  # the link sets some steps
     assert not all(truth.network_bound(o.config) for o in observations)
     fitted = sm.fit(observations, 64, ONE_GB)
     assert fitted.t1 == pytest.approx(TRUE["t1"])
-    assert fitted.bandwidth_gb_s == pytest.approx(2.0, rel=0.03)          # the grid's step is 2.3%
+    assert fitted.bandwidth_gb_s == pytest.approx(2.0, rel=0.03)  # the grid's step is 2.3%
     for key in sm.FEATURES:
         assert fitted.coefficients[key] == pytest.approx(TRUE[key], rel=0.05, abs=1e-4)
     assert fitted.rms_relative_error < 0.01
@@ -92,10 +108,13 @@ def test_optimus_baseline_recovers_its_own_form():
     assert list(baseline.coefficients) == pytest.approx(coeffs, rel=1e-6)
 
 
-@pytest.mark.parametrize("observations, message", [
-    ([], "no runs to fit"),
-    ([Observation(Config(2, 1, 1, "parameter_server"), 100.0)], "no 1-GPU run"),
-])
+@pytest.mark.parametrize(
+    "observations, message",
+    [
+        ([], "no runs to fit"),
+        ([Observation(Config(2, 1, 1, "parameter_server"), 100.0)], "no 1-GPU run"),
+    ],
+)
 def test_fit_refuses_what_it_cannot_use(observations, message):
     with pytest.raises(sm.ModelError, match=message):
         sm.fit(observations, 64, ONE_GB)
@@ -122,12 +141,15 @@ def test_a_measured_link_rate_shows_a_limit_the_runs_never_reached():
     assert not any(truth.network_bound(o.config) for o in observations) and truth.network_bound(big)
     blind = sm.fit(observations, 64, variables)
     assert blind.bandwidth_gb_s == math.inf
-    assert blind.images_per_sec(big) > 1.2 * truth.images_per_sec(big)       # the runs alone cannot see it
+    assert blind.images_per_sec(big) > 1.2 * truth.images_per_sec(big)  # the runs alone cannot see it
     told = sm.fit(observations, 64, variables, link_gb_s=0.6)
     assert told.bandwidth_gb_s == pytest.approx(0.6)
     assert told.images_per_sec(big) == pytest.approx(truth.images_per_sec(big), rel=0.02)
     # a link slower than what the runs moved: the runs win, and the fit says so
     slow = sm.fit(observations, 64, variables, link_gb_s=0.001)
-    assert slow.bandwidth_gb_s == pytest.approx(slow.bandwidth_floor_gb_s) and "more than the link rate given" in slow.notes[0]
+    assert (
+        slow.bandwidth_gb_s == pytest.approx(slow.bandwidth_floor_gb_s)
+        and "more than the link rate given" in slow.notes[0]
+    )
     with pytest.raises(sm.ModelError, match="link rate -1"):
         sm.fit(observations, 64, variables, link_gb_s=-1)

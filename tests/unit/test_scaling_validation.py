@@ -28,7 +28,19 @@ def by_case(rows, key):
 def test_the_baseline_is_the_issues(extrapolations):
     # The Optimus form's errors quoted in the issue, computed again in this run.
     assert [abs(e) for e in by_case(extrapolations, "baseline_error").values()] == [
-        1.9, 3.5, 10.8, 30.4, 23.4, 5.2, 46.3, 32.6, 4.9, 7.2, 8.8, 6.6]
+        1.9,
+        3.5,
+        10.8,
+        30.4,
+        23.4,
+        5.2,
+        46.3,
+        32.6,
+        4.9,
+        7.2,
+        8.8,
+        6.6,
+    ]
 
 
 def test_extrapolation_median_beats_the_baseline_and_the_goal(extrapolations):
@@ -40,7 +52,19 @@ def test_extrapolation_median_beats_the_baseline_and_the_goal(extrapolations):
 
 def test_extrapolation_errors_as_reported(extrapolations):
     assert list(by_case(extrapolations, "model_error").values()) == [
-        -1.1, 2.4, -1.6, 32.2, 5.2, -1.7, 48.1, -0.6, 2.9, 1.0, -6.1, 1.8]
+        -1.1,
+        2.4,
+        -1.6,
+        32.2,
+        5.2,
+        -1.7,
+        48.1,
+        -0.6,
+        2.9,
+        1.0,
+        -6.1,
+        1.8,
+    ]
     # Better than the baseline in 10 of 12 cases; the two saturation onsets (Piz Daint 128,
     # p2.xlarge 64) it misses like the baseline does, by 1.8 points more.
     better = [r for r in extrapolations if abs(r["model_error"]) < abs(r["baseline_error"])]

@@ -10,15 +10,57 @@ from hypothesis import strategies as st
 from dtfbench.report import stats
 
 # Student t quantiles from the usual printed table (3 decimals).
-
 from dtfbench.results import store
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-         18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
-         26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
-T_OTHER = [(0.95, 1, 6.314), (0.95, 2, 2.920), (0.95, 5, 2.015), (0.95, 10, 1.812), (0.95, 30, 1.697),
-           (0.995, 1, 63.657), (0.995, 2, 9.925), (0.995, 4, 4.604), (0.995, 10, 3.169), (0.995, 30, 2.750),
-           (0.9, 3, 1.638), (0.99, 7, 2.998)]
+
+T_975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+    16: 2.120,
+    17: 2.110,
+    18: 2.101,
+    19: 2.093,
+    20: 2.086,
+    21: 2.080,
+    22: 2.074,
+    23: 2.069,
+    24: 2.064,
+    25: 2.060,
+    26: 2.056,
+    27: 2.052,
+    28: 2.048,
+    29: 2.045,
+    30: 2.042,
+    40: 2.021,
+    60: 2.000,
+    120: 1.980,
+}
+T_OTHER = [
+    (0.95, 1, 6.314),
+    (0.95, 2, 2.920),
+    (0.95, 5, 2.015),
+    (0.95, 10, 1.812),
+    (0.95, 30, 1.697),
+    (0.995, 1, 63.657),
+    (0.995, 2, 9.925),
+    (0.995, 4, 4.604),
+    (0.995, 10, 3.169),
+    (0.995, 30, 2.750),
+    (0.9, 3, 1.638),
+    (0.99, 7, 2.998),
+]
 
 
 @pytest.mark.parametrize("df, expected", sorted(T_975.items()))
@@ -73,29 +115,67 @@ def test_ci_holds_the_mean_and_widens_with_confidence(values):
 
 # --- a recorded sweep, as the store returns it ------------------------------------------------
 
-def run(run_id, gpus, num_ps, update, rep, ips=None, *, system="testbed", data="synthetic", reason=None,
-        status=None, model="inception3", batch_size=64):
-    return {"run_id": run_id, "sweep_id": "sw", "system": system, "gpus": gpus, "num_workers": gpus,
-            "num_ps": num_ps, "variable_update": update, "data": data, "model": model,
-            "batch_size": batch_size, "repetition": rep, "devices_per_worker": 1, "ps_on_worker_nodes": True,
-            "warmup_steps": 10, "steps": 100, "images_per_sec": ips,
-            "images_per_sec_per_worker": [ips / gpus] * gpus if ips else [],
-            "status": status or ("ok" if ips is not None else "failed"), "reason": reason}
+
+def run(
+    run_id,
+    gpus,
+    num_ps,
+    update,
+    rep,
+    ips=None,
+    *,
+    system="testbed",
+    data="synthetic",
+    reason=None,
+    status=None,
+    model="inception3",
+    batch_size=64,
+):
+    return {
+        "run_id": run_id,
+        "sweep_id": "sw",
+        "system": system,
+        "gpus": gpus,
+        "num_workers": gpus,
+        "num_ps": num_ps,
+        "variable_update": update,
+        "data": data,
+        "model": model,
+        "batch_size": batch_size,
+        "repetition": rep,
+        "devices_per_worker": 1,
+        "ps_on_worker_nodes": True,
+        "warmup_steps": 10,
+        "steps": 100,
+        "images_per_sec": ips,
+        "images_per_sec_per_worker": [ips / gpus] * gpus if ips else [],
+        "status": status or ("ok" if ips is not None else "failed"),
+        "reason": reason,
+    }
 
 
 PS, DR = "parameter_server", "distributed_replicated"
 SWEEP = [
-    run("a1", 1, 1, PS, 1, 100.0), run("a2", 1, 1, PS, 2, 102.0), run("a3", 1, 1, PS, 3, 98.0),
-    run("b1", 2, 1, PS, 1, 190.0), run("b2", 2, 1, PS, 2, 194.0),
+    run("a1", 1, 1, PS, 1, 100.0),
+    run("a2", 1, 1, PS, 2, 102.0),
+    run("a3", 1, 1, PS, 3, 98.0),
+    run("b1", 2, 1, PS, 1, 190.0),
+    run("b2", 2, 1, PS, 2, 194.0),
     run("b3", 2, 1, PS, 3, reason="worker 1: peer ps:0 died"),
-    run("c1", 2, 2, DR, 1, 195.0), run("c2", 2, 2, DR, 2, 197.0), run("c3", 2, 2, DR, 3, 199.0),
+    run("c1", 2, 2, DR, 1, 195.0),
+    run("c2", 2, 2, DR, 2, 197.0),
+    run("c3", 2, 2, DR, 3, 199.0),
     # 4 GPUs: one configuration fails every time, the other succeeds once.
-    run("d1", 4, 1, PS, 1, reason="timeout after 600 s"), run("d2", 4, 1, PS, 2, reason="worker 3: OOM"),
-    run("e1", 4, 2, DR, 1, 360.0), run("e2", 4, 2, DR, 2, reason="timeout after 600 s"),
+    run("d1", 4, 1, PS, 1, reason="timeout after 600 s"),
+    run("d2", 4, 1, PS, 2, reason="worker 3: OOM"),
+    run("e1", 4, 2, DR, 1, 360.0),
+    run("e2", 4, 2, DR, 2, reason="timeout after 600 s"),
     # 8 GPUs: every configuration failed; one 'ok' row without a rate counts as failed too.
-    run("f1", 8, 4, PS, 1, reason="worker 7: peer died"), run("f2", 8, 4, PS, 2, status="ok"),
+    run("f1", 8, 4, PS, 1, reason="worker 7: peer died"),
+    run("f2", 8, 4, PS, 2, status="ok"),
     # real data
-    run("g1", 1, 1, PS, 1, 90.0, data="real"), run("g2", 1, 1, PS, 2, 90.0, data="real"),
+    run("g1", 1, 1, PS, 1, 90.0, data="real"),
+    run("g2", 1, 1, PS, 2, 90.0, data="real"),
     run("h1", 2, 2, DR, 1, 180.0, data="real"),
     # a system whose 1-GPU baseline failed: no speedup
     run("i1", 1, 1, PS, 1, system="local", model="small_cnn", batch_size=32, reason="ps 0 exited 1"),
@@ -132,8 +212,9 @@ def test_summaries_mean_ci_min_max_and_failures(stored_sweep):
     assert (ps2["runs"], ps2["n_ok"], ps2["failed"]) == (3, 2, 1)
     assert ps2["ci_half_width"] == pytest.approx(12.7062 * statistics.stdev([190, 194]) / math.sqrt(2), rel=1e-4)
     assert ps2["reasons"] == ["worker 1: peer ps:0 died"]
-    assert ps2["failures"] == [{"run_id": "b3", "sweep_id": "sw", "repetition": 3,
-                                "reason": "worker 1: peer ps:0 died"}]
+    assert ps2["failures"] == [
+        {"run_id": "b3", "sweep_id": "sw", "repetition": 3, "reason": "worker 1: peer ps:0 died"}
+    ]
     assert ps2["images_per_sec_per_worker"] == pytest.approx(96.0)
 
     dead = by_config(summaries, system="testbed", data="synthetic", gpus=4, num_ps=1)
@@ -153,9 +234,16 @@ def test_best_configuration_per_gpu_count(stored_sweep):
     best = stats.best_configurations(stats.summarise(stored_sweep))
     keyed = {(b["system"], b["data"], b["gpus"]): b for b in best}
     # Ordered: system, then synthetic before real, then GPUs.
-    assert list(keyed) == [("testbed", "synthetic", 1), ("testbed", "synthetic", 2), ("testbed", "synthetic", 4),
-                           ("testbed", "synthetic", 8), ("testbed", "real", 1), ("testbed", "real", 2),
-                           ("local", "synthetic", 1), ("local", "synthetic", 2)]
+    assert list(keyed) == [
+        ("testbed", "synthetic", 1),
+        ("testbed", "synthetic", 2),
+        ("testbed", "synthetic", 4),
+        ("testbed", "synthetic", 8),
+        ("testbed", "real", 1),
+        ("testbed", "real", 2),
+        ("local", "synthetic", 1),
+        ("local", "synthetic", 2),
+    ]
     two = keyed["testbed", "synthetic", 2]
     assert (two["num_ps"], two["variable_update"], two["images_per_sec"]) == (2, DR, pytest.approx(197.0))
     assert (two["configurations"], two["failed_configurations"], two["runs"], two["n_ok"]) == (2, 0, 3, 3)
@@ -208,11 +296,18 @@ def test_ties_go_to_the_configuration_seen_first():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 4), st.sampled_from([PS, DR]),
-                          st.one_of(st.none(), st.floats(1, 1000))), min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 4), st.sampled_from([PS, DR]), st.one_of(st.none(), st.floats(1, 1000))),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_best_is_the_highest_mean_of_a_configuration_that_succeeded(draws):
-    rows = [run(f"r{i}", 4, num_ps, update, i, ips, reason=None if ips else "boom")
-            for i, (num_ps, update, ips) in enumerate(draws)]
+    rows = [
+        run(f"r{i}", 4, num_ps, update, i, ips, reason=None if ips else "boom")
+        for i, (num_ps, update, ips) in enumerate(draws)
+    ]
     summaries = stats.summarise(rows)
     (best,) = stats.best_configurations(summaries)
     ok = [s for s in summaries if s["status"] == "ok"]
@@ -227,7 +322,11 @@ def test_best_is_the_highest_mean_of_a_configuration_that_succeeded(draws):
 
 def test_a_workload_pinned_to_a_commit_is_labelled_once_by_it():
     sha = "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741"
-    assert stats.workload_label({"workload": "cscs2017", "workload_ref": sha, "workload_commit": sha}) == \
-        "cscs2017@a0d3d61f4f89"
-    assert stats.workload_label({"workload": "cscs2017", "workload_ref": "master", "workload_commit": sha}) == \
-        "cscs2017@master (a0d3d61f4f89)"
+    assert (
+        stats.workload_label({"workload": "cscs2017", "workload_ref": sha, "workload_commit": sha})
+        == "cscs2017@a0d3d61f4f89"
+    )
+    assert (
+        stats.workload_label({"workload": "cscs2017", "workload_ref": "master", "workload_commit": sha})
+        == "cscs2017@master (a0d3d61f4f89)"
+    )

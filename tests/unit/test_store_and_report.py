@@ -7,16 +7,27 @@ import sys
 
 import pytest
 
-from dtfbench.results import record, store
-
 from dtfbench.report import analysis, tables
+from dtfbench.results import record, store
 
 
 def row(**overrides):
-    base = {"run_id": "s-1", "sweep_id": "s", "system": "local", "gpus": 1, "num_workers": 1, "num_ps": 1,
-            "variable_update": "parameter_server", "data": "synthetic", "model": "small_cnn",
-            "batch_size": 32, "repetition": 1, "status": "ok", "images_per_sec": 100.0,
-            "images_per_sec_per_worker": [100.0]}
+    base = {
+        "run_id": "s-1",
+        "sweep_id": "s",
+        "system": "local",
+        "gpus": 1,
+        "num_workers": 1,
+        "num_ps": 1,
+        "variable_update": "parameter_server",
+        "data": "synthetic",
+        "model": "small_cnn",
+        "batch_size": 32,
+        "repetition": 1,
+        "status": "ok",
+        "images_per_sec": 100.0,
+        "images_per_sec_per_worker": [100.0],
+    }
     base.update(overrides)
     return base
 
@@ -44,11 +55,14 @@ def test_store_is_append_only(tmp_path):
     assert len(store.runs(conn)) == 3
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"status": "meh"}, "status must be"),
-    ({"gpus": None}, "lacks gpus"),
-    ({"colour": "red"}, "unknown fields colour"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"status": "meh"}, "status must be"),
+        ({"gpus": None}, "lacks gpus"),
+        ({"colour": "red"}, "unknown fields colour"),
+    ],
+)
 def test_bad_records_are_refused_whole(tmp_path, bad, message):
     conn = store.connect(tmp_path / "r.sqlite")
     with pytest.raises(store.StoreError, match=message):
@@ -59,12 +73,17 @@ def test_bad_records_are_refused_whole(tmp_path, bad, message):
 def test_export_csv_and_json(tmp_path):
     db = tmp_path / "r.sqlite"
     store.add_run(store.connect(db), row())
-    out = subprocess.run([sys.executable, "-m", "dtfbench.store", "export", "--db", str(db), "--format", "json"],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "dtfbench.store", "export", "--db", str(db), "--format", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert json.loads(out)[0]["run_id"] == "s-1"
     csv_file = tmp_path / "r.csv"
-    subprocess.run([sys.executable, "-m", "dtfbench.store", "export", "--db", str(db), "--output", str(csv_file)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "dtfbench.store", "export", "--db", str(db), "--output", str(csv_file)], check=True
+    )
     header, first = csv_file.read_text().splitlines()[:2]
     assert header.startswith("id,run_id,sweep_id")
     assert ",s-1,s," in first
@@ -74,10 +93,23 @@ def test_report_mean_speedup_efficiency_and_failures():
     rows = [
         row(run_id="a", gpus=1, repetition=1, images_per_sec=100.0),
         row(run_id="b", gpus=1, repetition=2, images_per_sec=110.0),
-        row(run_id="c", gpus=2, num_workers=2, repetition=1, images_per_sec=180.0,
-            images_per_sec_per_worker=[90.0, 90.0]),
-        row(run_id="d", gpus=2, num_workers=2, repetition=2, status="failed", images_per_sec=None,
-            reason="worker 1: peer died"),
+        row(
+            run_id="c",
+            gpus=2,
+            num_workers=2,
+            repetition=1,
+            images_per_sec=180.0,
+            images_per_sec_per_worker=[90.0, 90.0],
+        ),
+        row(
+            run_id="d",
+            gpus=2,
+            num_workers=2,
+            repetition=2,
+            status="failed",
+            images_per_sec=None,
+            reason="worker 1: peer died",
+        ),
     ]
     one, two = analysis.summarise(rows)
     assert one["images_per_sec"] == pytest.approx(105.0)
@@ -98,17 +130,37 @@ def test_report_without_a_one_gpu_baseline_leaves_speedup_blank():
     assert " - " in tables.format_table([only])
 
 
-LAYOUT = {"num_workers": 2, "num_ps": 1, "hosts_used": ["localhost"],
-          "cluster_spec": {"ps": ["127.0.0.1:2230"], "worker": ["127.0.0.1:2220", "127.0.0.1:2221"]}}
-RUN = {"run_id": "s-1", "gpus": 2, "num_ps": 1, "variable_update": "parameter_server", "data": "synthetic",
-       "repetition": 1, "model": "small_cnn", "batch_size": 32, "devices_per_worker": 1, "warmup_steps": 10,
-       "steps": 100, "ps_on_worker_nodes": True}
+LAYOUT = {
+    "num_workers": 2,
+    "num_ps": 1,
+    "hosts_used": ["localhost"],
+    "cluster_spec": {"ps": ["127.0.0.1:2230"], "worker": ["127.0.0.1:2220", "127.0.0.1:2221"]},
+}
+RUN = {
+    "run_id": "s-1",
+    "gpus": 2,
+    "num_ps": 1,
+    "variable_update": "parameter_server",
+    "data": "synthetic",
+    "repetition": 1,
+    "model": "small_cnn",
+    "batch_size": 32,
+    "devices_per_worker": 1,
+    "warmup_steps": 10,
+    "steps": 100,
+    "ps_on_worker_nodes": True,
+}
 
 
 def worker(index, rate=50.0, status="ok", **extra):
-    result = {"task_index": index, "status": status, "images_per_sec": rate, "tf_version": "2.21.0",
-              "step_time": {"mean": 0.5, "p50": 0.5, "p95": 0.6, "stddev": 0.01},
-              "config": {"image_size": 32, "cross_replica_sync": True}}
+    result = {
+        "task_index": index,
+        "status": status,
+        "images_per_sec": rate,
+        "tf_version": "2.21.0",
+        "step_time": {"mean": 0.5, "p50": 0.5, "p95": 0.6, "stddev": 0.01},
+        "config": {"image_size": 32, "cross_replica_sync": True},
+    }
     result.update(extra)
     return {"result": result, "rc": 0 if status == "ok" else 1}
 
@@ -126,23 +178,41 @@ def test_record_of_a_good_run_sums_the_workers():
     assert rec["image_size"] == 32 and rec["tf_version"] == "2.21.0"
 
 
-@pytest.mark.parametrize("hosts, reason", [
-    ({"localhost": {"failure": "worker 1 exited 1", "workers": [worker(0)]}}, "localhost: worker 1 exited 1"),
-    ({"localhost": {"failure": "", "workers": [worker(0), worker(1, status="failed", reason="peer ps:0 died")]}},
-     "worker 1: peer ps:0 died"),
-    ({"localhost": {"failure": "", "workers": [worker(0)]}}, "no result from worker(s) 1"),
-    # The earliest failure is the cause (with its log tail); a peer's later one follows, first line only.
-    ({"node01": {"failure": "worker 0 exited with rc 1: step 3 failed with ps 0\nlog tail", "failed_at": 200.0,
-                 "workers": []},
-      "node02": {"failure": "worker 1 was killed by SIGKILL\nlog tail", "failed_at": 150.5, "workers": []}},
-     "node02: worker 1 was killed by SIGKILL\nlog tail\nthen: node01: worker 0 exited with rc 1: step 3 failed with ps 0"),
-    # A host that left the play (unreachable) has no time: it is the cause of its peers' failures.
-    ({"node01": {"failure": "worker 0 timed out", "failed_at": "1700000000.5", "workers": []},
-      "node02": {"failure": "host left the play (unreachable or failed)", "workers": []}},
-     "node02: host left the play (unreachable or failed)\nthen: node01: worker 0 timed out"),
-    ({"localhost": {"failure": "", "workers": [worker(0), worker(1, rate=None)]}},
-     "worker 1: its result has no images_per_sec"),
-])
+@pytest.mark.parametrize(
+    "hosts, reason",
+    [
+        ({"localhost": {"failure": "worker 1 exited 1", "workers": [worker(0)]}}, "localhost: worker 1 exited 1"),
+        (
+            {"localhost": {"failure": "", "workers": [worker(0), worker(1, status="failed", reason="peer ps:0 died")]}},
+            "worker 1: peer ps:0 died",
+        ),
+        ({"localhost": {"failure": "", "workers": [worker(0)]}}, "no result from worker(s) 1"),
+        # The earliest failure is the cause (with its log tail); a peer's later one follows, first line only.
+        (
+            {
+                "node01": {
+                    "failure": "worker 0 exited with rc 1: step 3 failed with ps 0\nlog tail",
+                    "failed_at": 200.0,
+                    "workers": [],
+                },
+                "node02": {"failure": "worker 1 was killed by SIGKILL\nlog tail", "failed_at": 150.5, "workers": []},
+            },
+            "node02: worker 1 was killed by SIGKILL\nlog tail\nthen: node01: worker 0 exited with rc 1: step 3 failed with ps 0",
+        ),
+        # A host that left the play (unreachable) has no time: it is the cause of its peers' failures.
+        (
+            {
+                "node01": {"failure": "worker 0 timed out", "failed_at": "1700000000.5", "workers": []},
+                "node02": {"failure": "host left the play (unreachable or failed)", "workers": []},
+            },
+            "node02: host left the play (unreachable or failed)\nthen: node01: worker 0 timed out",
+        ),
+        (
+            {"localhost": {"failure": "", "workers": [worker(0), worker(1, rate=None)]}},
+            "worker 1: its result has no images_per_sec",
+        ),
+    ],
+)
 def test_record_of_a_failed_run_keeps_the_reason(hosts, reason):
     rec = record.build_record(payload(hosts))
     assert rec["status"] == "failed"
@@ -151,13 +221,20 @@ def test_record_of_a_failed_run_keeps_the_reason(hosts, reason):
 
 
 def test_record_keeps_each_nodes_read_rate_and_the_slowest():
-    measured = {"node01": {"mb_per_s": 812.5, "bytes": 4 << 20, "direct": True},
-                "node02": {"mb_per_s": 640.0, "bytes": 4 << 20, "direct": True}}
-    rec = record.build_record(dict(payload({"node01": {"failure": "", "workers": [worker(0), worker(1)]}}),
-                                   data_read=measured))
+    measured = {
+        "node01": {"mb_per_s": 812.5, "bytes": 4 << 20, "direct": True},
+        "node02": {"mb_per_s": 640.0, "bytes": 4 << 20, "direct": True},
+    }
+    rec = record.build_record(
+        dict(payload({"node01": {"failure": "", "workers": [worker(0), worker(1)]}}), data_read=measured)
+    )
     assert rec["data_read_mb_per_s"] == 640.0 and rec["data_read"] == measured
     # Synthetic runs (no measurement) and a node whose measurement failed.
     assert record.build_record(payload({"n": {"failure": "", "workers": [worker(0), worker(1)]}}))["data_read"] is None
-    rec = record.build_record(dict(payload({"n": {"failure": "", "workers": [worker(0), worker(1)]}}),
-                                   data_read={"n": {"error": "no train-* files in /data"}}))
+    rec = record.build_record(
+        dict(
+            payload({"n": {"failure": "", "workers": [worker(0), worker(1)]}}),
+            data_read={"n": {"error": "no train-* files in /data"}},
+        )
+    )
     assert rec["data_read_mb_per_s"] is None and rec["data_read"] == {"n": {"error": "no train-* files in /data"}}

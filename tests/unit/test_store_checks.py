@@ -20,9 +20,21 @@ HOSTS = [{"name": "localhost", "address": "127.0.0.1", "devices": 4, "device_typ
 
 
 def row(run_id="s-1-aaaaaaaa", sweep_id="s", **overrides):
-    base = {"run_id": run_id, "sweep_id": sweep_id, "system": "local", "gpus": 1, "num_workers": 1, "num_ps": 1,
-            "variable_update": "parameter_server", "data": "synthetic", "model": "small_cnn",
-            "batch_size": 32, "repetition": 1, "status": "ok", "images_per_sec": 100.0}
+    base = {
+        "run_id": run_id,
+        "sweep_id": sweep_id,
+        "system": "local",
+        "gpus": 1,
+        "num_workers": 1,
+        "num_ps": 1,
+        "variable_update": "parameter_server",
+        "data": "synthetic",
+        "model": "small_cnn",
+        "batch_size": 32,
+        "repetition": 1,
+        "status": "ok",
+        "images_per_sec": 100.0,
+    }
     base.update(overrides)
     return base
 
@@ -48,8 +60,9 @@ def truncated_store(path: Path) -> Path:
 
 
 def cli(module: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, input=stdin,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, input=stdin, timeout=60
+    )
 
 
 def one_line_error(done: subprocess.CompletedProcess) -> str:
@@ -61,6 +74,7 @@ def one_line_error(done: subprocess.CompletedProcess) -> str:
 
 
 # --- item 2: the store is checked before anything starts --------------------------------
+
 
 def test_an_unwritable_path_is_refused_with_the_variable_and_the_path():
     with pytest.raises(store.StoreError) as refused:
@@ -99,15 +113,30 @@ def test_an_empty_file_is_a_new_store(tmp_path):
 
 # --- item 3: errors name the variable and the path --------------------------------------
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: p.write_text("gpus,images_per_sec\n1,40\n" * 100), "not an SQLite database (file is not a database)"),
-    (truncated_store, "the database is damaged"),
-    (lambda p: sqlite3.connect(p).execute("CREATE TABLE photos (x)"),
-     "an SQLite database that holds tables photos but no results store"),
-    (lambda p: (a_store(p), sqlite3.connect(p, isolation_level=None).execute(
-        "UPDATE meta SET value = '99' WHERE key = 'schema_version'")),
-     "a store of schema 99, newer than this dtfbench knows"),
-])
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda p: p.write_text("gpus,images_per_sec\n1,40\n" * 100),
+            "not an SQLite database (file is not a database)",
+        ),
+        (truncated_store, "the database is damaged"),
+        (
+            lambda p: sqlite3.connect(p).execute("CREATE TABLE photos (x)"),
+            "an SQLite database that holds tables photos but no results store",
+        ),
+        (
+            lambda p: (
+                a_store(p),
+                sqlite3.connect(p, isolation_level=None).execute(
+                    "UPDATE meta SET value = '99' WHERE key = 'schema_version'"
+                ),
+            ),
+            "a store of schema 99, newer than this dtfbench knows",
+        ),
+    ],
+)
 def test_a_bad_store_is_refused_naming_the_variable_and_the_path(tmp_path, make, message):
     db = tmp_path / "r.sqlite"
     make(db)
@@ -118,6 +147,7 @@ def test_a_bad_store_is_refused_naming_the_variable_and_the_path(tmp_path, make,
 
 
 # --- item 4: paths are paths -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("folder", ["run#1", "what?mode=rw", "100%", "two words", "résultats-数据", "a#b?c%20d é"])
 def test_completed_run_ids_reads_any_path_read_only(tmp_path, folder):
@@ -133,8 +163,7 @@ def test_completed_run_ids_reads_any_path_read_only(tmp_path, folder):
     assert [r["done"] for r in planner.build_plan(request, HOSTS)["runs"]] == [True, False]
     # No stray file (for run#1, an unquoted URI made SQLite create `run`), only the store and
     # the WAL files SQLite keeps beside it.
-    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(
-        [folder, "r.sqlite", "r.sqlite-shm", "r.sqlite-wal"])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted([folder, "r.sqlite", "r.sqlite-shm", "r.sqlite-wal"])
 
 
 # --- item 5: readers never write or crash -------------------------------------------------
@@ -143,14 +172,18 @@ READERS = [("dtfbench.report", "table", "--db"), ("dtfbench.store", "export", "-
 
 
 @pytest.mark.parametrize("module, command, flag", READERS)
-@pytest.mark.parametrize("make, message", [
-    (lambda p: p.write_text("not a database\n" * 300), "not an SQLite database"),
-    (truncated_store, "the database is damaged"),
-    (lambda p: p.touch(), "an empty file, not a results store"),
-    (lambda p: p.mkdir(), "a folder, not a results store"),
-])
-def test_a_reader_of_a_bad_store_says_so_in_one_line_and_changes_nothing(tmp_path, module, command, flag,
-                                                                          make, message):
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: p.write_text("not a database\n" * 300), "not an SQLite database"),
+        (truncated_store, "the database is damaged"),
+        (lambda p: p.touch(), "an empty file, not a results store"),
+        (lambda p: p.mkdir(), "a folder, not a results store"),
+    ],
+)
+def test_a_reader_of_a_bad_store_says_so_in_one_line_and_changes_nothing(
+    tmp_path, module, command, flag, make, message
+):
     db = tmp_path / "r.sqlite"
     make(db)
     before = db.stat()
@@ -174,12 +207,16 @@ def test_a_reader_of_an_older_store_leaves_it_as_it_was(tmp_path):
     # columns come back empty, the file keeps its schema.
     db = tmp_path / "r.sqlite"
     conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, run_id TEXT, sweep_id TEXT, system TEXT, gpus INTEGER,"
-                 " num_workers INTEGER, num_ps INTEGER, variable_update TEXT, data TEXT, model TEXT, batch_size INTEGER,"
-                 " repetition INTEGER, images_per_sec REAL, status TEXT, reason TEXT)")
-    conn.execute("INSERT INTO runs (run_id, sweep_id, system, gpus, num_workers, num_ps, variable_update, data, model,"
-                 " batch_size, repetition, images_per_sec, status) VALUES"
-                 " ('o-1', 'o', 'local', 1, 1, 1, 'parameter_server', 'synthetic', 'small_cnn', 32, 1, 50.0, 'ok')")
+    conn.execute(
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY, run_id TEXT, sweep_id TEXT, system TEXT, gpus INTEGER,"
+        " num_workers INTEGER, num_ps INTEGER, variable_update TEXT, data TEXT, model TEXT, batch_size INTEGER,"
+        " repetition INTEGER, images_per_sec REAL, status TEXT, reason TEXT)"
+    )
+    conn.execute(
+        "INSERT INTO runs (run_id, sweep_id, system, gpus, num_workers, num_ps, variable_update, data, model,"
+        " batch_size, repetition, images_per_sec, status) VALUES"
+        " ('o-1', 'o', 'local', 1, 1, 1, 'parameter_server', 'synthetic', 'small_cnn', 32, 1, 50.0, 'ok')"
+    )
     conn.commit()
     conn.close()
     before = db.read_bytes()
@@ -193,13 +230,30 @@ def test_a_reader_of_an_older_store_leaves_it_as_it_was(tmp_path):
 
 # --- item 2: a write that fails mid-sweep keeps the run ------------------------------------
 
+
 def record_payload(db: Path) -> dict:
-    return {"run": {"run_id": "full-1-cafecafe", "gpus": 1, "num_ps": 1, "variable_update": "parameter_server",
-                    "data": "synthetic", "repetition": 1, "model": "trivial", "batch_size": 8},
-            "sweep_id": "full", "system": "local", "results_db": str(db),
-            "layout": {"num_workers": 1, "hosts_used": ["localhost"]},
-            "hosts": {"localhost": {"failure": "", "workers": [
-                {"result": {"task_index": 0, "status": "ok", "images_per_sec": 12.5}}]}}}
+    return {
+        "run": {
+            "run_id": "full-1-cafecafe",
+            "gpus": 1,
+            "num_ps": 1,
+            "variable_update": "parameter_server",
+            "data": "synthetic",
+            "repetition": 1,
+            "model": "trivial",
+            "batch_size": 8,
+        },
+        "sweep_id": "full",
+        "system": "local",
+        "results_db": str(db),
+        "layout": {"num_workers": 1, "hosts_used": ["localhost"]},
+        "hosts": {
+            "localhost": {
+                "failure": "",
+                "workers": [{"result": {"task_index": 0, "status": "ok", "images_per_sec": 12.5}}],
+            }
+        },
+    }
 
 
 def fill(folder: Path, leave: int) -> None:
@@ -238,17 +292,24 @@ def test_a_run_the_full_store_refuses_is_kept_beside_it(small_tmpfs):
 
 # --- item 6: sweeps mean what they say (the plan; the playbook in tests/integration) --------
 
+
 def test_repeated_values_are_folded_with_a_note():
-    plan = planner.build_plan({"gpus": "1,1,2", "model": "trivial,TRIVIAL", "num_ps": "1,1", "repetitions": 2,
-                               "sweep_id": "s"}, HOSTS)
+    plan = planner.build_plan(
+        {"gpus": "1,1,2", "model": "trivial,TRIVIAL", "num_ps": "1,1", "repetitions": 2, "sweep_id": "s"}, HOSTS
+    )
     assert [(r["gpus"], r["model"], r["repetition"]) for r in plan["runs"]] == [
-        (1, "trivial", 1), (1, "trivial", 2), (2, "trivial", 1), (2, "trivial", 2)]
+        (1, "trivial", 1),
+        (1, "trivial", 2),
+        (2, "trivial", 1),
+        (2, "trivial", 2),
+    ]
     assert len({r["run_id"] for r in plan["runs"]}) == 4
     assert plan["notes"] == [
         "gpus=1,1,2 repeats 1: each configuration runs once per repetition (raise repetitions to run it more often)",
         "model=trivial,trivial repeats trivial: each configuration runs once per repetition "
         "(raise repetitions to run it more often)",
-        "num_ps=1,1 repeats 1: each configuration runs once per repetition (raise repetitions to run it more often)"]
+        "num_ps=1,1 repeats 1: each configuration runs once per repetition (raise repetitions to run it more often)",
+    ]
 
 
 def record_sweep(db: Path, request: dict) -> dict:

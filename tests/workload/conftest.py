@@ -1,7 +1,6 @@
 """Fixtures of the workload tests."""
 
 import pytest
-
 from workload_helpers import Tasks
 
 

@@ -30,7 +30,7 @@ def variables_of(tf, graph):
     rows = []
     for v in graph.get_collection(keys.GLOBAL_VARIABLES):
         name = v.name.split(":")[0]
-        rows.append([name[name.index("cg/") + 3:], v.shape.as_list(), v.name in trainable])
+        rows.append([name[name.index("cg/") + 3 :], v.shape.as_list(), v.name in trainable])
     return rows
 
 
@@ -52,8 +52,9 @@ def theirs(tf, root, model):
     sys.path.insert(0, root)  # the original tf_cnn_benchmarks checkout (not dtfbench): its models/ package
     module_name, class_name = TF_CNN_CLASSES[model]
     module = importlib.import_module(f"models.{module_name}")
-    params = types.SimpleNamespace(use_tf_layers=False, fp16_vars=False, use_fp16=False, data_format="NHWC",
-                                   resnet_base_lr=None, batch_size=2)
+    params = types.SimpleNamespace(
+        use_tf_layers=False, fp16_vars=False, use_fp16=False, data_format="NHWC", resnet_base_lr=None, batch_size=2
+    )
     cnn_model = getattr(module, class_name)(params=params)
     size = cnn_model.image_size
     graph = tf.Graph()

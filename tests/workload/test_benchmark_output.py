@@ -14,9 +14,20 @@ from dtfbench.workload import benchmark_output as out
 
 RECORDED = Path(__file__).parent / "data" / "worker0_parameter_server.out"
 
-CONFIG = {"job_name": "worker", "task_index": 1, "ps_hosts": "h:1", "worker_hosts": "h:2,h:3", "model": "trivial",
-          "batch_size": 32, "data_format": "NHWC", "image_size": 32, "optimizer": "sgd",
-          "variable_update": "parameter_server", "cross_replica_sync": True, "data_dir": ""}
+CONFIG = {
+    "job_name": "worker",
+    "task_index": 1,
+    "ps_hosts": "h:1",
+    "worker_hosts": "h:2,h:3",
+    "model": "trivial",
+    "batch_size": 32,
+    "data_format": "NHWC",
+    "image_size": 32,
+    "optimizer": "sgd",
+    "variable_update": "parameter_server",
+    "cross_replica_sync": True,
+    "data_dir": "",
+}
 
 
 def tf_cnn_benchmarks_timing_str(batch_size, step_train_times):
@@ -30,8 +41,10 @@ def tf_cnn_benchmarks_timing_str(batch_size, step_train_times):
     return "images/sec: %.1f +/- %.1f (jitter = %.1f)" % (speed_mean, speed_uncertainty, speed_madstd)
 
 
-@given(st.lists(st.floats(min_value=1e-3, max_value=10.0), min_size=1, max_size=50),
-       st.integers(min_value=1, max_value=512))
+@given(
+    st.lists(st.floats(min_value=1e-3, max_value=10.0), min_size=1, max_size=50),
+    st.integers(min_value=1, max_value=512),
+)
 def test_perf_timing_str_matches_tf_cnn_benchmarks(times, batch):
     ours, theirs = out.perf_timing_str(batch, times), tf_cnn_benchmarks_timing_str(batch, times)
     pattern = r"images/sec: ([\d.]+) \+/- ([\d.]+) \(jitter = ([\d.]+)\)"
@@ -45,8 +58,9 @@ def test_perf_timing_str_example():
     assert out.perf_timing_str(64, [0.5, 0.5, 0.25]) == tf_cnn_benchmarks_timing_str(64, [0.5, 0.5, 0.25])
 
 
-@given(st.lists(st.floats(min_value=0.0, max_value=100.0), min_size=1, max_size=50),
-       st.sampled_from([0, 5, 50, 95, 100]))
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=100.0), min_size=1, max_size=50), st.sampled_from([0, 5, 50, 95, 100])
+)
 def test_percentile_matches_numpy(values, q):
     assert out.percentile(values, q) == pytest.approx(float(np.percentile(values, q)), rel=1e-9, abs=1e-12)
 
@@ -72,16 +86,41 @@ def test_display_steps_like_tf_cnn_benchmarks():
 
 def build(step_times=(0.5, 0.5, 1.0), measured_seconds=2.0, status="ok", reason=None):
     return out.build_result(
-        config=CONFIG, step_times=list(step_times), images_per_step=32, measured_seconds=measured_seconds,
-        num_workers=2, warmup_steps=10, wall_time={"import": 9.0, "session_ready": 3.0, "run": 12.0},
-        devices=["/job:worker/replica:0/task:1/device:CPU:0"], tf_version="2.21.0", ps_bytes=[100, 200],
-        status=status, reason=reason, final_loss=6.9, measured_cpu_seconds=3.5)
+        config=CONFIG,
+        step_times=list(step_times),
+        images_per_step=32,
+        measured_seconds=measured_seconds,
+        num_workers=2,
+        warmup_steps=10,
+        wall_time={"import": 9.0, "session_ready": 3.0, "run": 12.0},
+        devices=["/job:worker/replica:0/task:1/device:CPU:0"],
+        tf_version="2.21.0",
+        ps_bytes=[100, 200],
+        status=status,
+        reason=reason,
+        final_loss=6.9,
+        measured_cpu_seconds=3.5,
+    )
 
 
 def test_result_follows_the_design_schema():
     result = build()
-    for key in ("schema", "status", "job_name", "task_index", "images_per_sec", "total_images_per_sec", "step_time",
-                "warmup_steps", "measured_steps", "wall_time", "devices", "tf_version", "ps_bytes", "config"):
+    for key in (
+        "schema",
+        "status",
+        "job_name",
+        "task_index",
+        "images_per_sec",
+        "total_images_per_sec",
+        "step_time",
+        "warmup_steps",
+        "measured_steps",
+        "wall_time",
+        "devices",
+        "tf_version",
+        "ps_bytes",
+        "config",
+    ):
         assert key in result
     assert result["schema"] == 1 and result["status"] == "ok"
     assert result["images_per_sec"] == pytest.approx(3 * 32 / 2.0)
@@ -130,13 +169,20 @@ def test_header_and_total_lines():
 
 def test_parse_printed_lines_round_trip():
     result = build()
-    text = "\n".join([*out.header_lines(CONFIG, ["/cpu:0"], "2.21.0", 2), out.step_header(),
-                      out.step_line(1, 32, [0.5], 6.9), *out.total_lines(result["total_images_per_sec"]),
-                      out.result_line(result)])
+    text = "\n".join(
+        [
+            *out.header_lines(CONFIG, ["/cpu:0"], "2.21.0", 2),
+            out.step_header(),
+            out.step_line(1, 32, [0.5], 6.9),
+            *out.total_lines(result["total_images_per_sec"]),
+            out.result_line(result),
+        ]
+    )
     parsed = out.parse_output(text)
     assert parsed["header"]["Model"] == "trivial"
-    assert parsed["steps"] == [{"step": 1, "images_per_sec": 64.0, "uncertainty": 0.0, "jitter": 0.0,
-                                "total_loss": 6.9}]
+    assert parsed["steps"] == [
+        {"step": 1, "images_per_sec": 64.0, "uncertainty": 0.0, "jitter": 0.0, "total_loss": 6.9}
+    ]
     assert parsed["total_images_per_sec"] == pytest.approx(96.0)
     assert parsed["result"] == json.loads(json.dumps(result))
 

@@ -13,8 +13,7 @@ from dtfbench.workload.reporting import describe_peer
 
 
 def test_parse_host_list():
-    assert parse_host_list("--ps_hosts", "a:1, b.example.org:2230") == [Address("a", 1),
-                                                                          Address("b.example.org", 2230)]
+    assert parse_host_list("--ps_hosts", "a:1, b.example.org:2230") == [Address("a", 1), Address("b.example.org", 2230)]
     assert parse_host_list("--ps_hosts", "") == []
     assert str(parse_address("--ps_hosts", "[::1]:2222")) == "[::1]:2222"
     with pytest.raises(UsageError, match="IPv6"):
@@ -35,8 +34,9 @@ def test_describe_peer_in_tf_messages():
     cluster = build_cluster("worker", 0, "127.0.0.1:2230", "127.0.0.1:2220,127.0.0.1:2221")
     message = "From /job:worker/replica:0/task:0: Socket closed ... remote target /job:ps/replica:0/task:0 while"
     assert describe_peer(message, cluster) == "ps 0 (127.0.0.1:2230)"
-    assert describe_peer("failed to connect to all addresses; ipv4:127.0.0.1:2221", cluster) == \
-        "worker 1 (127.0.0.1:2221)"
+    assert (
+        describe_peer("failed to connect to all addresses; ipv4:127.0.0.1:2221", cluster) == "worker 1 (127.0.0.1:2221)"
+    )
     assert describe_peer("nothing useful", cluster) is None
 
 

@@ -33,8 +33,9 @@ def tf_cnn_benchmarks_dir(tmp_path_factory, mirror_bundle):
 
 def model_variables(*args):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run([sys.executable, str(HERE / "model_variables.py"), *args], capture_output=True, text=True,
-                          env=env, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(HERE / "model_variables.py"), *args], capture_output=True, text=True, env=env, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     line = [x for x in done.stdout.splitlines() if x.startswith("MODEL_VARIABLES ")][-1]
     return json.loads(line.split(" ", 1)[1])
@@ -62,4 +63,5 @@ def test_every_model_has_tf_cnn_benchmarks_variables_per_layer(tf_cnn_benchmarks
         if difference:
             differences[model] = difference
     assert not differences, "networks differ from tf_cnn_benchmarks':\n" + "\n".join(
-        f"  {m}: {d}" for m, d in differences.items())
+        f"  {m}: {d}" for m, d in differences.items()
+    )

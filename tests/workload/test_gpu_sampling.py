@@ -27,8 +27,11 @@ pytestmark = pytest.mark.tf
 
 NODES = Path(__file__).resolve().parents[1] / "nodes"
 CASE = NODES / "nvidia_smi_outputs" / "v100_p3_8xlarge"
-BLOCKS = [{int(i): float(u) for i, u in (row.split(", ") for row in block.strip().splitlines())}
-          for block in CASE.with_suffix(".util").read_text().split("\n\n") if block.strip()]
+BLOCKS = [
+    {int(i): float(u) for i, u in (row.split(", ") for row in block.strip().splitlines())}
+    for block in CASE.with_suffix(".util").read_text().split("\n\n")
+    if block.strip()
+]
 
 
 def expected_per_gpu(gpus, calls):
@@ -38,17 +41,25 @@ def expected_per_gpu(gpus, calls):
 
 def record(payload, db):
     payload = dict(payload, results_db=str(db))
-    proc = subprocess.run([sys.executable, "-m", "dtfbench.record"], input=json.dumps(payload), capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dtfbench.record"], input=json.dumps(payload), capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     return store.runs(store.connect(db))[-1]
 
 
 def payload_for(results, num_workers, run_id):
     return {
-        "run": {"run_id": run_id, "gpus": num_workers, "num_ps": 1, "variable_update": "parameter_server",
-                "data": "synthetic", "repetition": 1},
-        "sweep_id": "pytest-gpu", "system": "local",
+        "run": {
+            "run_id": run_id,
+            "gpus": num_workers,
+            "num_ps": 1,
+            "variable_update": "parameter_server",
+            "data": "synthetic",
+            "repetition": 1,
+        },
+        "sweep_id": "pytest-gpu",
+        "system": "local",
         "layout": {"num_workers": num_workers, "hosts_used": ["localhost"], "cluster_spec": {}},
         "hosts": {"localhost": {"failure": "", "workers": [{"result": r} for r in results]}},
     }
@@ -57,8 +68,15 @@ def payload_for(results, num_workers, run_id):
 def test_sampled_utilisation_reaches_the_store(tasks, tmp_path):
     fake_path = f"{NODES / 'fake_nvidia_smi'}{os.pathsep}{os.environ['PATH']}"
     visible = {0: "0,2", 1: "1,3"}
-    worker_env = {i: {"PATH": fake_path, "DTFBENCH_FAKE_NVIDIA_SMI": str(CASE), "CUDA_VISIBLE_DEVICES": visible[i],
-                      "DTFBENCH_FAKE_NVIDIA_SMI_COUNTER": str(tmp_path / f"calls-{i}")} for i in (0, 1)}
+    worker_env = {
+        i: {
+            "PATH": fake_path,
+            "DTFBENCH_FAKE_NVIDIA_SMI": str(CASE),
+            "CUDA_VISIBLE_DEVICES": visible[i],
+            "DTFBENCH_FAKE_NVIDIA_SMI_COUNTER": str(tmp_path / f"calls-{i}"),
+        }
+        for i in (0, 1)
+    }
     ps, workers = tasks.cluster("parameter_server", 1, 2, extra=["--gpu_sample_interval", "0.05"])
     # cluster() started them with the suite's environment; restart the workers with the GPU one.
     for worker in workers:
@@ -94,7 +112,8 @@ def test_sampled_utilisation_reaches_the_store(tasks, tmp_path):
     # controller, fills the GPU fields; clocks and power limit are not in the recording: unknown, why.
     environment = row["environment"]["localhost"]
     assert [(g["index"], g["name"], g["memory_mib"], g["driver_version"]) for g in environment["gpus"]] == [
-        (i, "Tesla V100-SXM2-16GB", 16384, "535.104.05") for i in range(4)]
+        (i, "Tesla V100-SXM2-16GB", 16384, "535.104.05") for i in range(4)
+    ]
     assert environment["gpu_status"] == "ok" and environment["env"]["CUDA_VISIBLE_DEVICES"] == "0,2"
     assert "clocks.max.sm" in environment["unknown"]["gpu_clocks"]
     assert "gpu_model=Tesla V100-SXM2-16GB; gpu_driver=535.104.05; tf_version=" in row["environment_key"]
@@ -115,8 +134,10 @@ def test_cpu_only_workers_store_null(tasks, tmp_path):
     assert environment["host"] == socket.gethostname() and environment["memory_mib"] > 0
     assert environment["cpu"]["logical_cores"] == os.cpu_count() and environment["cpu"]["model"] != "unknown"
     assert set(environment["cpu"]["flags"]) == {"avx", "avx2", "avx512f", "fma"}
-    assert (environment["os"]["kernel"], environment["python"]["version"]) == (platform.release(),
-                                                                               platform.python_version())
+    assert (environment["os"]["kernel"], environment["python"]["version"]) == (
+        platform.release(),
+        platform.python_version(),
+    )
     assert environment["os"]["name"] != "unknown"
     assert environment["tensorflow"]["version"] == row["tf_version"]
     assert environment["tensorflow"]["build"]["is_cuda_build"] is False
@@ -125,10 +146,12 @@ def test_cpu_only_workers_store_null(tasks, tmp_path):
     if shutil.which("nvidia-smi") is None:
         assert environment["gpus"] == "unknown" and environment["gpu_status"] == "absent"
         assert "nvidia-smi was not found" in environment["unknown"]["gpus"]
-        assert row["environment_key"] == (f"instance_type=unknown; gpu_model=unknown; gpu_driver=unknown; "
-                                          f"tf_version={row['tf_version']}; "
-                                          f"tf_build={environment['tensorflow']['git_version']}; no cuda; "
-                                          + ("onednn" if environment["tensorflow"]["onednn"] else "no onednn"))
+        assert row["environment_key"] == (
+            f"instance_type=unknown; gpu_model=unknown; gpu_driver=unknown; "
+            f"tf_version={row['tf_version']}; "
+            f"tf_build={environment['tensorflow']['git_version']}; no cuda; "
+            + ("onednn" if environment["tensorflow"]["onednn"] else "no onednn")
+        )
 
 
 def test_a_store_of_schema_1_opens_and_takes_the_new_columns(tmp_path):
@@ -136,23 +159,41 @@ def test_a_store_of_schema_1_opens_and_takes_the_new_columns(tmp_path):
     db = tmp_path / "old.sqlite"
     old_columns = [(n, t) for n, t in store.COLUMNS if n not in ("gpu_util_mean", "gpu_util_max")]
     conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, "
-                 + ", ".join(f"{n} {t}" for n, t in old_columns) + ")")
+    conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, " + ", ".join(f"{n} {t}" for n, t in old_columns) + ")")
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
     conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    conn.execute("INSERT INTO runs (run_id, sweep_id, system, gpus, num_ps, variable_update, data, repetition, status, "
-                 "images_per_sec) VALUES ('old-1', 's', 'local', 1, 1, 'parameter_server', 'synthetic', 1, 'ok', 12.5)")
+    conn.execute(
+        "INSERT INTO runs (run_id, sweep_id, system, gpus, num_ps, variable_update, data, repetition, status, "
+        "images_per_sec) VALUES ('old-1', 's', 'local', 1, 1, 'parameter_server', 'synthetic', 1, 'ok', 12.5)"
+    )
     conn.commit()
     conn.close()
 
     conn = store.connect(db)
-    store.add_run(conn, {"run_id": "new-1", "sweep_id": "s", "system": "local", "gpus": 1, "num_ps": 1,
-                         "variable_update": "parameter_server", "data": "synthetic", "repetition": 1,
-                         "status": "ok", "gpu_util_mean": 87.5, "gpu_util_max": 99.0})
+    store.add_run(
+        conn,
+        {
+            "run_id": "new-1",
+            "sweep_id": "s",
+            "system": "local",
+            "gpus": 1,
+            "num_ps": 1,
+            "variable_update": "parameter_server",
+            "data": "synthetic",
+            "repetition": 1,
+            "status": "ok",
+            "gpu_util_mean": 87.5,
+            "gpu_util_max": 99.0,
+        },
+    )
     rows = store.runs(conn)
     assert [(r["run_id"], r["images_per_sec"], r["gpu_util_mean"], r["gpu_util_max"]) for r in rows] == [
-        ("old-1", 12.5, None, None), ("new-1", None, 87.5, 99.0)]
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(store.SCHEMA_VERSION)
+        ("old-1", 12.5, None, None),
+        ("new-1", None, 87.5, 99.0),
+    ]
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+        store.SCHEMA_VERSION
+    )
     assert store.completed_run_ids(db, "s") == {"old-1", "new-1"}
     conn.close()
     store.connect(db).close()  # opening again changes nothing

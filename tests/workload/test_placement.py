@@ -6,8 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dtfbench.workload.placement import (GreedyLoadBalancingStrategy, RoundRobinStrategy, bytes_per_ps, greedy_assign,
-                                op_bytes, ps_task_of, round_robin_assign)
+from dtfbench.workload.placement import (
+    GreedyLoadBalancingStrategy,
+    RoundRobinStrategy,
+    bytes_per_ps,
+    greedy_assign,
+    op_bytes,
+    ps_task_of,
+    round_robin_assign,
+)
 
 # weights_1 [784,100], biases_1 [100], weights_2 [100,10], biases_2 [10], float32.
 STUDY = {"weights_1": 784 * 100 * 4, "biases_1": 100 * 4, "weights_2": 100 * 10 * 4, "biases_2": 10 * 4}
@@ -59,8 +66,10 @@ class FakeOp:
     """What replica_device_setter hands the strategy: an op with shape and dtype attrs."""
 
     def __init__(self, shape, dtype_size=4):
-        self._attrs = {"shape": SimpleNamespace(dim=[SimpleNamespace(size=d) for d in shape]),
-                       "dtype": SimpleNamespace(size=dtype_size)}
+        self._attrs = {
+            "shape": SimpleNamespace(dim=[SimpleNamespace(size=d) for d in shape]),
+            "dtype": SimpleNamespace(size=dtype_size),
+        }
 
     def get_attr(self, name):
         if name not in self._attrs:

@@ -21,10 +21,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dtfbench.workload import benchmark_output
-
-from dtfbench.results import record, store
 from dtfbench.compat import tf_cnn_adapter as adapter
+from dtfbench.results import record, store
+from dtfbench.workload import benchmark_output
 
 DATA = Path(__file__).parent / "data"
 ADAPTER = Path(adapter.__file__)
@@ -32,10 +31,28 @@ RECORDED_2017 = DATA / "tf_cnn_benchmarks_2017_worker0.out"
 RECORDED_2019 = DATA / "tf_cnn_benchmarks_2019_worker1.out"
 REFUSED_2017 = DATA / "tf_cnn_benchmarks_2017_replicated_refused.err"
 
-CLUSTER_2017 = ["--job_name", "worker", "--task_index", "0", "--worker_hosts", "n1:2220,n2:2220",
-                "--ps_hosts", "n1:2230,n2:2230", "--model", "inception3", "--batch_size", "64",
-                "--num_gpus", "1", "--num_warmup_batches", "10", "--num_batches", "100",
-                "--variable_update", "parameter_server"]
+CLUSTER_2017 = [
+    "--job_name",
+    "worker",
+    "--task_index",
+    "0",
+    "--worker_hosts",
+    "n1:2220,n2:2220",
+    "--ps_hosts",
+    "n1:2230,n2:2230",
+    "--model",
+    "inception3",
+    "--batch_size",
+    "64",
+    "--num_gpus",
+    "1",
+    "--num_warmup_batches",
+    "10",
+    "--num_batches",
+    "100",
+    "--variable_update",
+    "parameter_server",
+]
 
 
 def parse(path):
@@ -44,14 +61,22 @@ def parse(path):
 
 # --- the parser and the result -------------------------------------------------------------
 
+
 def test_the_2017_scripts_output_parses():
     parsed = parse(RECORDED_2017)
     assert parsed.header["TensorFlow"] == "1.1" and parsed.header["Model"] == "inception3"
     assert parsed.header["Variables"] == "parameter_server" and parsed.header["Sync"] == "True"
     assert parsed.step_header == ["Step", "Img/sec", "loss"]
     assert [s["step"] for s in parsed.steps] == [1] + list(range(10, 101, 10))
-    assert parsed.steps[0] == {"step": 1, "images_per_sec": 129.0, "uncertainty": 0.0, "jitter": 0.0,
-                               "total_loss": 7.409, "top_1_accuracy": None, "top_5_accuracy": None}
+    assert parsed.steps[0] == {
+        "step": 1,
+        "images_per_sec": 129.0,
+        "uncertainty": 0.0,
+        "jitter": 0.0,
+        "total_loss": 7.409,
+        "top_1_accuracy": None,
+        "top_5_accuracy": None,
+    }
     assert parsed.steps[-1]["images_per_sec"] == 128.6 and parsed.steps[-1]["total_loss"] == 7.216
     assert parsed.total_images_per_sec == 255.87
     assert parsed.devices() == ["/job:worker/task:0/gpu:0"]
@@ -60,8 +85,15 @@ def test_the_2017_scripts_output_parses():
 
 def test_a_workers_result_is_dtfbench_schema_with_the_printed_total():
     parsed = parse(RECORDED_2017)
-    result = adapter.build_result(parsed, adapter.flag_values(CLUSTER_2017), 0, 61.5,
-                                  workload="tf_cnn_benchmarks@abc", commit="ab" * 20, script="/x/tf_cnn_benchmarks.py")
+    result = adapter.build_result(
+        parsed,
+        adapter.flag_values(CLUSTER_2017),
+        0,
+        61.5,
+        workload="tf_cnn_benchmarks@abc",
+        commit="ab" * 20,
+        script="/x/tf_cnn_benchmarks.py",
+    )
     assert result["status"] == "ok" and result["reason"] is None
     # The printed total counts both workers' steps (the global step): this worker's share is half.
     assert result["total_images_per_sec"] == 255.87
@@ -75,8 +107,17 @@ def test_a_workers_result_is_dtfbench_schema_with_the_printed_total():
     assert result["workload"]["commit"] == "ab" * 20 and result["workload"]["exit_code"] == 0
     # Exactly the keys and samples of our own workload's result.
     ours = benchmark_output.build_result(
-        config={"job_name": "worker", "task_index": 0}, step_times=[0.5], images_per_step=64, measured_seconds=0.5,
-        num_workers=2, warmup_steps=10, wall_time={"run": 1.0}, devices=[], tf_version="2", ps_bytes=[])
+        config={"job_name": "worker", "task_index": 0},
+        step_times=[0.5],
+        images_per_step=64,
+        measured_seconds=0.5,
+        num_workers=2,
+        warmup_steps=10,
+        wall_time={"run": 1.0},
+        devices=[],
+        tf_version="2",
+        ps_bytes=[],
+    )
     assert set(ours) <= set(result)
     assert result["samples"] == benchmark_output.samples(result)
     json.dumps(result)
@@ -87,9 +128,19 @@ def test_the_later_benchmark_cnn_output_parses():
     assert parsed.step_header == ["Step", "Img/sec", "total_loss"]
     assert parsed.header["Dataset"] == "imagenet (synthetic)" and parsed.header["TensorFlow"] == "1.15"
     assert len(parsed.devices()) == 2
-    flags = adapter.flag_values(["--job_name=worker", "--task_index=1", "--worker_hosts=a:1,b:1", "--batch_size=32",
-                                 "--num_gpus=2", "--num_batches=100", "--num_warmup_batches=10",
-                                 "--variable_update=distributed_replicated", "--cross_replica_sync=false"])
+    flags = adapter.flag_values(
+        [
+            "--job_name=worker",
+            "--task_index=1",
+            "--worker_hosts=a:1,b:1",
+            "--batch_size=32",
+            "--num_gpus=2",
+            "--num_batches=100",
+            "--num_warmup_batches=10",
+            "--variable_update=distributed_replicated",
+            "--cross_replica_sync=false",
+        ]
+    )
     result = adapter.build_result(parsed, flags, 0, 40.0)
     assert result["status"] == "ok" and result["task_index"] == 1
     assert result["images_per_step"] == 64 and result["step_time"]["mean"] == pytest.approx(64 / 181.6)
@@ -97,21 +148,29 @@ def test_the_later_benchmark_cnn_output_parses():
     assert result["config"]["cross_replica_sync"] is False
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("I0718 14:02:10.123456 140123456 benchmark_cnn.py:812] 10\timages/sec: 181.4 +/- 0.8 (jitter = 3.0)\t7.815",
-     (10, 181.4, 7.815, None)),
-    ("INFO:tensorflow:10\timages/sec: 181.4 +/- 0.8 (jitter = 3.0)\t7.815", (10, 181.4, 7.815, None)),
-    ("20\timages/sec: 99.0 +/- 1.0 (jitter = 2.0)\t6.123\t0.004\t0.021", (20, 99.0, 6.123, 0.004)),
-    ("30\timages/sec: 99.0\tnan", (30, 99.0, None, None)),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (
+            "I0718 14:02:10.123456 140123456 benchmark_cnn.py:812] 10\timages/sec: 181.4 +/- 0.8 (jitter = 3.0)\t7.815",
+            (10, 181.4, 7.815, None),
+        ),
+        ("INFO:tensorflow:10\timages/sec: 181.4 +/- 0.8 (jitter = 3.0)\t7.815", (10, 181.4, 7.815, None)),
+        ("20\timages/sec: 99.0 +/- 1.0 (jitter = 2.0)\t6.123\t0.004\t0.021", (20, 99.0, 6.123, 0.004)),
+        ("30\timages/sec: 99.0\tnan", (30, 99.0, None, None)),
+    ],
+)
 def test_rows_behind_a_logging_prefix_with_accuracies_or_at_another_scale(line, expected):
     (step,) = adapter.OutputParser().feed_text(line).steps
     loss = None if step["total_loss"] != step["total_loss"] else step["total_loss"]  # nan
     assert (step["step"], step["images_per_sec"], loss, step["top_1_accuracy"]) == expected
 
 
-@given(st.lists(st.floats(min_value=1e-3, max_value=10.0), min_size=1, max_size=30),
-       st.integers(min_value=1, max_value=512), st.floats(min_value=0, max_value=20))
+@given(
+    st.lists(st.floats(min_value=1e-3, max_value=10.0), min_size=1, max_size=30),
+    st.integers(min_value=1, max_value=512),
+    st.floats(min_value=0, max_value=20),
+)
 def test_every_row_our_workload_prints_parses_back(times, batch, loss):
     line = benchmark_output.step_line(len(times), batch, times, loss)
     (step,) = adapter.OutputParser().feed_text(line).steps
@@ -123,8 +182,9 @@ def test_a_failure_names_the_scripts_own_error():
     parsed = parse(REFUSED_2017)
     result = adapter.build_result(parsed, adapter.flag_values(CLUSTER_2017), 1, 3.0)
     assert result["status"] == "failed" and result["images_per_sec"] is None
-    assert result["reason"] == ("tf_cnn_benchmarks exited with code 1: "
-                                "ValueError: Invalid --variable_update in distributed mode: replicated")
+    assert result["reason"] == (
+        "tf_cnn_benchmarks exited with code 1: ValueError: Invalid --variable_update in distributed mode: replicated"
+    )
 
 
 def test_exit_zero_without_a_total_is_a_failure_and_a_signal_is_named():
@@ -138,9 +198,16 @@ def test_exit_zero_without_a_total_is_a_failure_and_a_signal_is_named():
 
 def test_flags_as_tf_flags_reads_them():
     assert adapter.flag_values(["--a", "1", "--b=2", "--c", "--d", "x", "--noe", "--f=", "stray"]) == {
-        "a": "1", "b": "2", "c": True, "d": "x", "e": False, "f": ""}
-    own, rest = adapter.split_arguments(["--tf_cnn_script", "s.py", "--job_name", "ps", "--result_file=r.json",
-                                         "--model", "trivial", "--commit", "abc"])
+        "a": "1",
+        "b": "2",
+        "c": True,
+        "d": "x",
+        "e": False,
+        "f": "",
+    }
+    own, rest = adapter.split_arguments(
+        ["--tf_cnn_script", "s.py", "--job_name", "ps", "--result_file=r.json", "--model", "trivial", "--commit", "abc"]
+    )
     assert own == {"tf_cnn_script": "s.py", "result_file": "r.json", "commit": "abc"}
     assert rest == ["--job_name", "ps", "--model", "trivial"]
     with pytest.raises(adapter.UsageError, match="--result_file needs a value"):
@@ -154,15 +221,35 @@ def test_the_results_reach_the_store_as_one_ok_row(tmp_path):
         flags = adapter.flag_values(CLUSTER_2017[:3] + [str(index)] + CLUSTER_2017[4:])
         results.append(adapter.build_result(parse(path), flags, 0, 60.0))
     payload = {
-        "run": {"run_id": "s-1-abc", "gpus": 2, "num_ps": 2, "variable_update": "parameter_server",
-                "data": "synthetic", "repetition": 1, "model": "inception3", "batch_size": 64,
-                "devices_per_worker": 1, "warmup_steps": 10, "steps": 100, "ps_on_worker_nodes": True},
-        "sweep_id": "s", "system": "aws", "git_revision": "v1",
+        "run": {
+            "run_id": "s-1-abc",
+            "gpus": 2,
+            "num_ps": 2,
+            "variable_update": "parameter_server",
+            "data": "synthetic",
+            "repetition": 1,
+            "model": "inception3",
+            "batch_size": 64,
+            "devices_per_worker": 1,
+            "warmup_steps": 10,
+            "steps": 100,
+            "ps_on_worker_nodes": True,
+        },
+        "sweep_id": "s",
+        "system": "aws",
+        "git_revision": "v1",
         "layout": {"num_workers": 2, "hosts_used": ["n1", "n2"], "cluster_spec": {}},
-        "hosts": {"n1": {"failure": "", "workers": [{"result": results[0], "rc": 0}]},
-                  "n2": {"failure": "", "workers": [{"result": results[1], "rc": 0}]}},
-        "workload": {"name": "tf_cnn_benchmarks", "ref": "v1.1", "label": "tf_cnn_benchmarks@v1.1",
-                     "commit": "cd" * 20, "notes": []},
+        "hosts": {
+            "n1": {"failure": "", "workers": [{"result": results[0], "rc": 0}]},
+            "n2": {"failure": "", "workers": [{"result": results[1], "rc": 0}]},
+        },
+        "workload": {
+            "name": "tf_cnn_benchmarks",
+            "ref": "v1.1",
+            "label": "tf_cnn_benchmarks@v1.1",
+            "commit": "cd" * 20,
+            "notes": [],
+        },
     }
     row = record.build_record(payload)
     assert row["status"] == "ok" and row["reason"] is None
@@ -179,7 +266,7 @@ def test_the_results_reach_the_store_as_one_ok_row(tmp_path):
 
 # The stand-in child: prints a recorded output (stdout) and a line on stderr, then, per its first
 # argument, exits with a code, or waits for a signal (and notes which one came).
-STAND_IN = r'''
+STAND_IN = r"""
 import os, signal, sys, time
 mode, recorded, marker = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.stdout.write(open(recorded).read())
@@ -198,7 +285,7 @@ for name in ("SIGTERM", "SIGINT", "SIGHUP"):
 open(marker + ".waiting", "w").write("")
 while True:
     time.sleep(0.05)
-'''
+"""
 
 
 def old_pythons():
@@ -219,7 +306,8 @@ def old_pythons():
 
 
 PYTHONS = [pytest.param(sys.executable, id="this-python")] + [
-    pytest.param(path, id=Path(path).parts[-3] if "versions" in path else Path(path).name) for path in old_pythons()]
+    pytest.param(path, id=Path(path).parts[-3] if "versions" in path else Path(path).name) for path in old_pythons()
+]
 
 
 class Adapted:
@@ -230,13 +318,37 @@ class Adapted:
         self.result_file = tmp_path / "out" / "worker-0.json"
         # As tf_cluster starts it: the adapter's options, the cluster flags, the result flag, the run's flags.
         self.cluster = ["--job_name", job, "--task_index", "0", "--worker_hosts", "h:1,h:2", "--ps_hosts", "h:3"]
-        self.run_flags = ["--model", "inception3", "--batch_size", "64", "--num_batches", "100",
-                          "--num_warmup_batches", "10", *extra]
-        self.argv = [python, str(ADAPTER), "--tf_cnn_script", str(script), "--workload", "tf_cnn_benchmarks@t",
-                     "--commit", "ab" * 20, mode, str(recorded), str(self.marker), *self.cluster,
-                     "--result_file", str(self.result_file), *self.run_flags]
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     cwd=tmp_path, start_new_session=True)
+        self.run_flags = [
+            "--model",
+            "inception3",
+            "--batch_size",
+            "64",
+            "--num_batches",
+            "100",
+            "--num_warmup_batches",
+            "10",
+            *extra,
+        ]
+        self.argv = [
+            python,
+            str(ADAPTER),
+            "--tf_cnn_script",
+            str(script),
+            "--workload",
+            "tf_cnn_benchmarks@t",
+            "--commit",
+            "ab" * 20,
+            mode,
+            str(recorded),
+            str(self.marker),
+            *self.cluster,
+            "--result_file",
+            str(self.result_file),
+            *self.run_flags,
+        ]
+        self.proc = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, start_new_session=True
+        )
 
     def wait(self, timeout=60):
         out, err = self.proc.communicate(timeout=timeout)
@@ -268,9 +380,14 @@ def test_the_adapter_passes_output_through_and_writes_the_result(tmp_path, pytho
     assert (tmp_path / "signal.args").read_text().split("\n") == adapted.cluster + adapted.run_flags
     result = adapted.result()
     assert result["status"] == "ok" and result["images_per_sec"] == pytest.approx(255.87 / 2)
-    assert result["workload"] == {"name": "tf_cnn_benchmarks", "label": "tf_cnn_benchmarks@t", "commit": "ab" * 20,
-                                  "script": str(tmp_path / "tf_cnn_benchmarks.py"), "exit_code": 0,
-                                  "step_header": ["Step", "Img/sec", "loss"]}
+    assert result["workload"] == {
+        "name": "tf_cnn_benchmarks",
+        "label": "tf_cnn_benchmarks@t",
+        "commit": "ab" * 20,
+        "script": str(tmp_path / "tf_cnn_benchmarks.py"),
+        "exit_code": 0,
+        "step_header": ["Step", "Img/sec", "loss"],
+    }
     # The result is in the file only: stdout ends as the script's did, the study's extraction
     # (tail -2 | head -n 1 | cut -d' ' -f3) reads the script's figure.
     assert adapter.RESULT_PREFIX not in out
@@ -294,8 +411,9 @@ def test_the_adapter_relays_the_exit_code_and_the_error(tmp_path, python):
     assert code == 3
     result = adapted.result()
     assert result["status"] == "failed" and result["workload"]["exit_code"] == 3
-    assert result["reason"] == ("tf_cnn_benchmarks exited with code 3: "
-                                "ValueError: Invalid --variable_update in distributed mode: replicated")
+    assert result["reason"] == (
+        "tf_cnn_benchmarks exited with code 3: ValueError: Invalid --variable_update in distributed mode: replicated"
+    )
 
 
 @pytest.mark.parametrize("python", PYTHONS)
@@ -328,10 +446,24 @@ def test_exit_zero_without_a_throughput_fails_the_task(tmp_path, python):
 def test_a_parameter_server_writes_no_result_and_a_missing_script_is_named(tmp_path):
     adapted = Adapted(tmp_path, sys.executable, "exit0", job="ps")
     assert adapted.wait()[0] == 0 and not adapted.result_file.exists()
-    missing = subprocess.run([sys.executable, str(ADAPTER), "--tf_cnn_script", str(tmp_path / "nope.py"),
-                              "--job_name", "worker", "--result_file", str(tmp_path / "r.json")],
-                             capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(
+        [
+            sys.executable,
+            str(ADAPTER),
+            "--tf_cnn_script",
+            str(tmp_path / "nope.py"),
+            "--job_name",
+            "worker",
+            "--result_file",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert missing.returncode == 2
-    assert f"tf_cnn_adapter: error: --tf_cnn_script must name tf_cnn_benchmarks.py; '{tmp_path / 'nope.py'}' is no file" \
+    assert (
+        f"tf_cnn_adapter: error: --tf_cnn_script must name tf_cnn_benchmarks.py; '{tmp_path / 'nope.py'}' is no file"
         in missing.stderr
+    )
     assert json.loads((tmp_path / "r.json").read_text())["reason"].startswith("tf_cnn_adapter: --tf_cnn_script")

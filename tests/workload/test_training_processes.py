@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-
 from workload_helpers import SMALL, task_env, wait_for_line
 
 pytestmark = pytest.mark.tf
@@ -65,8 +64,12 @@ def test_parameter_server_async(tasks):
 
 def test_distributed_replicated_two_cpu_towers(tasks):
     # --device cpu --num_gpus 2: two CPU towers per worker, aggregated locally before the PS.
-    _, workers = run_cluster(tasks, "distributed_replicated", num_ps=1,
-                             extra=["--device", "cpu", "--num_gpus", "2", "--optimizer", "momentum"])
+    _, workers = run_cluster(
+        tasks,
+        "distributed_replicated",
+        num_ps=1,
+        extra=["--device", "cpu", "--num_gpus", "2", "--optimizer", "momentum"],
+    )
     for worker in workers:
         result = check_worker_result(worker, "distributed_replicated")
         assert len(result["devices"]) == 2 and result["images_per_step"] == 16
@@ -85,8 +88,13 @@ def test_greedy_placement_over_two_ps(tasks):
     """The greedy strategy spreads small_cnn's variables as the pure function predicts."""
     from dtfbench.workload.placement import bytes_per_ps, greedy_assign
 
-    _, workers = run_cluster(tasks, "parameter_server", num_ps=2, num_workers=1,
-                             extra=["--ps_placement", "greedy", "--cross_replica_sync=false"])
+    _, workers = run_cluster(
+        tasks,
+        "parameter_server",
+        num_ps=2,
+        num_workers=1,
+        extra=["--ps_placement", "greedy", "--cross_replica_sync=false"],
+    )
     result = check_worker_result(workers[0], "parameter_server", workers=1)
     # small_cnn at 32 px, 1001 classes, float32, in creation order (kernel, bias per layer).
     sizes = [3 * 3 * 3 * 16 * 4, 16 * 4, 3 * 3 * 16 * 32 * 4, 32 * 4, 32 * 1001 * 4, 1001 * 4]
@@ -97,15 +105,39 @@ def test_greedy_placement_over_two_ps(tasks):
 
 def test_real_data_from_generated_tfrecords(tasks, tmp_path):
     data_dir = tmp_path / "imagenet"
-    made = subprocess.run([sys.executable, "-m", "dtfbench.tfrecords", "--output_dir", str(data_dir), "--shards", "4",
-                           "--images_per_shard", "12", "--image_size", "40", "--validation_shards", "1"],
-                          capture_output=True, text=True, timeout=120, env=task_env(tasks.marker))
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dtfbench.tfrecords",
+            "--output_dir",
+            str(data_dir),
+            "--shards",
+            "4",
+            "--images_per_shard",
+            "12",
+            "--image_size",
+            "40",
+            "--validation_shards",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=task_env(tasks.marker),
+    )
     assert made.returncode == 0, made.stderr
     names = sorted(p.name for p in data_dir.iterdir())
-    assert names == ["train-00000-of-00004", "train-00001-of-00004", "train-00002-of-00004",
-                     "train-00003-of-00004", "validation-00000-of-00001"]
-    _, workers = run_cluster(tasks, "distributed_replicated", num_ps=1,
-                             extra=["--data_dir", str(data_dir), "--cross_replica_sync=false"])
+    assert names == [
+        "train-00000-of-00004",
+        "train-00001-of-00004",
+        "train-00002-of-00004",
+        "train-00003-of-00004",
+        "validation-00000-of-00001",
+    ]
+    _, workers = run_cluster(
+        tasks, "distributed_replicated", num_ps=1, extra=["--data_dir", str(data_dir), "--cross_replica_sync=false"]
+    )
     for worker in workers:
         result = check_worker_result(worker, "distributed_replicated")
         assert result["config"]["data_dir"] == str(data_dir)
@@ -131,8 +163,9 @@ def test_killed_worker_ends_the_others_with_an_error(tasks):
 
 
 def test_independent_single_process_and_sigterm(tasks):
-    done = tasks.start("solo", ["--variable_update", "independent", *SMALL,
-                                "--result_file", str(tasks.folder / "solo.json")])
+    done = tasks.start(
+        "solo", ["--variable_update", "independent", *SMALL, "--result_file", str(tasks.folder / "solo.json")]
+    )
     assert done.wait(RUN_TIMEOUT) == 0, done.stderr[-3000:]
     result = done.result()
     assert result["status"] == "ok" and result["ps_bytes"] == [] and result["num_workers"] == 1

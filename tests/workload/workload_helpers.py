@@ -16,9 +16,28 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 RESULT_PREFIX = "DTFBENCH_RESULT "
 
 # Small and quick on a 2-core machine: one thread pool each, tiny model and images.
-SMALL = ["--model", "small_cnn", "--batch_size", "8", "--image_size", "32", "--num_warmup_batches", "2",
-         "--num_batches", "6", "--display_every", "2", "--num_intra_threads", "1", "--num_inter_threads", "1",
-         "--step_timeout", "20", "--startup_timeout", "90"]
+SMALL = [
+    "--model",
+    "small_cnn",
+    "--batch_size",
+    "8",
+    "--image_size",
+    "32",
+    "--num_warmup_batches",
+    "2",
+    "--num_batches",
+    "6",
+    "--display_every",
+    "2",
+    "--num_intra_threads",
+    "1",
+    "--num_inter_threads",
+    "1",
+    "--step_timeout",
+    "20",
+    "--startup_timeout",
+    "90",
+]
 
 
 def free_ports(count):
@@ -53,8 +72,13 @@ class Task:
         self.stderr_path = folder / f"{name}.err"
         self._stdout = open(self.stdout_path, "w")
         self._stderr = open(self.stderr_path, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "dtfbench.train", *self.args], stdout=self._stdout,
-                                     stderr=self._stderr, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dtfbench.train", *self.args],
+            stdout=self._stdout,
+            stderr=self._stderr,
+            env=env,
+            start_new_session=True,
+        )
         self.ended_at = None
 
     @property
@@ -82,7 +106,7 @@ class Task:
     def result(self):
         lines = [line for line in self.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
         assert len(lines) == 1, f"{self.name}: expected one result line\n{self.stdout[-2000:]}\n{self.stderr[-2000:]}"
-        return json.loads(lines[0][len(RESULT_PREFIX):])
+        return json.loads(lines[0][len(RESULT_PREFIX) :])
 
     def kill_group(self):
         if self.proc.poll() is None:
@@ -119,9 +143,19 @@ class Tasks:
             common += ["--ps_hosts", ps_hosts]
         ps = [self.start(f"ps{i}", [*common, "--job_name", "ps", "--task_index", str(i)]) for i in range(num_ps)]
         workers = [
-            self.start(f"worker{i}", [*common, "--job_name", "worker", "--task_index", str(i),
-                                      "--result_file", str(self.folder / f"worker{i}.json"),
-                                      *((worker_extra or {}).get(i, ()))])
+            self.start(
+                f"worker{i}",
+                [
+                    *common,
+                    "--job_name",
+                    "worker",
+                    "--task_index",
+                    str(i),
+                    "--result_file",
+                    str(self.folder / f"worker{i}.json"),
+                    *((worker_extra or {}).get(i, ())),
+                ],
+            )
             for i in range(num_workers)
         ]
         return ps, workers
@@ -137,8 +171,9 @@ def wait_for_line(task, prefix, timeout):
         if any(line.startswith(prefix) for line in task.stdout.splitlines()):
             return
         if task.poll() is not None:
-            pytest.fail(f"{task.name} exited ({task.proc.returncode}) before printing {prefix!r}\n"
-                        f"{task.stderr[-3000:]}")
+            pytest.fail(
+                f"{task.name} exited ({task.proc.returncode}) before printing {prefix!r}\n{task.stderr[-3000:]}"
+            )
         time.sleep(0.1)
     pytest.fail(f"{task.name} did not print {prefix!r} within {timeout} s")
 
@@ -147,5 +182,11 @@ def run_train(args, env_extra=None, timeout=60):
     """Run `python -m dtfbench.train` to completion (for the bad-input checks)."""
     env = task_env(uuid.uuid4().hex)
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "dtfbench.train", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, start_new_session=True)
+    return subprocess.run(
+        [sys.executable, "-m", "dtfbench.train", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        start_new_session=True,
+    )

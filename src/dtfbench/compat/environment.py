@@ -51,9 +51,14 @@ CLOCK_FIELDS = ("index", "clocks.max.sm", "clocks.max.mem", "power.limit")
 NVIDIA_SMI_TIMEOUT = 20
 _INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
 CUDA_VERSION_FILES = ("/usr/local/cuda/version.json", "/usr/local/cuda/version.txt")
-CUDNN_HEADERS = ("/usr/include/cudnn_version.h", "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h",
-                 "/usr/include/x86_64-linux-gnu/cudnn_version_v8.h", "/usr/local/cuda/include/cudnn_version.h",
-                 "/usr/include/cudnn.h", "/usr/local/cuda/include/cudnn.h")
+CUDNN_HEADERS = (
+    "/usr/include/cudnn_version.h",
+    "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h",
+    "/usr/include/x86_64-linux-gnu/cudnn_version_v8.h",
+    "/usr/local/cuda/include/cudnn_version.h",
+    "/usr/include/cudnn.h",
+    "/usr/local/cuda/include/cudnn.h",
+)
 
 
 class _Doc(object):
@@ -119,6 +124,7 @@ def _cpu_flags(info):
 def _logical_cores():
     try:
         import multiprocessing
+
         return multiprocessing.cpu_count()
     except NotImplementedError:
         return _Unknown("the number of CPUs cannot be read here")
@@ -150,6 +156,7 @@ def _env_vars(environ):
 
 
 # --- nvidia-smi (raw; the controller parses it) ---------------------------------------------
+
 
 def _which(binary):
     if os.sep in binary:
@@ -201,17 +208,21 @@ def query_gpus(binary="nvidia-smi", fields=GPU_FIELDS, timeout=NVIDIA_SMI_TIMEOU
 
 # --- TensorFlow (only one already imported, or asked for) -----------------------------------
 
+
 def tensorflow_info(tf):
     """Version and build of an imported TF module: {version, git_version, compiler, build, cuda_build, onednn}."""
-    info = {"version": getattr(tf, "__version__", None) or UNKNOWN,
-            "git_version": getattr(tf, "__git_version__", None) or UNKNOWN,
-            "compiler": getattr(tf, "__compiler_version__", None) or UNKNOWN}
+    info = {
+        "version": getattr(tf, "__version__", None) or UNKNOWN,
+        "git_version": getattr(tf, "__git_version__", None) or UNKNOWN,
+        "compiler": getattr(tf, "__compiler_version__", None) or UNKNOWN,
+    }
     sysconfig = getattr(tf, "sysconfig", None)
     get_build_info = getattr(sysconfig, "get_build_info", None)
     if get_build_info is not None:  # TF >= 2.3
         build = dict(get_build_info())
-        info["build"] = dict((str(k), v if isinstance(v, (bool, int, float, type(None))) else str(v))
-                             for k, v in build.items())
+        info["build"] = dict(
+            (str(k), v if isinstance(v, (bool, int, float, type(None))) else str(v)) for k, v in build.items()
+        )
         info["cuda_build"] = bool(build.get("is_cuda_build"))
     else:  # TF 1.x: what it exposes
         info["build"] = UNKNOWN
@@ -222,14 +233,17 @@ def tensorflow_info(tf):
     return info
 
 
-_TF_DIST = re.compile(r"^(tensorflow|tensorflow[_-]cpu|tensorflow[_-]gpu|tf[_-]nightly\w*|intel[_-]tensorflow)"
-                      r"-([^-]+?)\.(?:dist|egg)-info$", re.I)
+_TF_DIST = re.compile(
+    r"^(tensorflow|tensorflow[_-]cpu|tensorflow[_-]gpu|tf[_-]nightly\w*|intel[_-]tensorflow)"
+    r"-([^-]+?)\.(?:dist|egg)-info$",
+    re.I,
+)
 
 
 def tensorflow_metadata(paths=None):
     """TF's version from its package metadata and its build from build_info.py, without
     importing it (a second's look instead of a TF import): what the sweep's host check uses."""
-    for folder in (sys.path if paths is None else paths):
+    for folder in sys.path if paths is None else paths:
         try:
             names = sorted(os.listdir(folder or "."))
         except (IOError, OSError):
@@ -238,8 +252,13 @@ def tensorflow_metadata(paths=None):
             match = _TF_DIST.match(name)
             if not match or not os.path.isdir(os.path.join(folder, "tensorflow")):
                 continue
-            info = {"version": match.group(2), "distribution": match.group(1), "source": "package metadata",
-                    "build": UNKNOWN, "cuda_build": UNKNOWN}
+            info = {
+                "version": match.group(2),
+                "distribution": match.group(1),
+                "source": "package metadata",
+                "build": UNKNOWN,
+                "cuda_build": UNKNOWN,
+            }
             try:
                 text = _read(os.path.join(folder, "tensorflow", "python", "platform", "build_info.py"))
                 pairs = re.search(r"OrderedDict\((\[.*\])\)", text, re.S)
@@ -247,8 +266,9 @@ def tensorflow_metadata(paths=None):
             except (IOError, OSError, ValueError, SyntaxError):
                 build = None
             if build:
-                info["build"] = dict((str(k), v if isinstance(v, (bool, int, float, type(None))) else str(v))
-                                     for k, v in build.items())
+                info["build"] = dict(
+                    (str(k), v if isinstance(v, (bool, int, float, type(None))) else str(v)) for k, v in build.items()
+                )
                 info["cuda_build"] = bool(build.get("is_cuda_build"))
             return info
     return _Unknown("no TensorFlow package on this Python's path (%s)" % sys.executable)
@@ -276,8 +296,9 @@ def _cuda(tf_info):
             text = _read(path)
         except (IOError, OSError):
             continue
-        match = re.search(r'"cuda"\s*:\s*\{[^}]*"version"\s*:\s*"([^"]+)"', text) or \
-            re.search(r"CUDA Version\s+([\d.]+)", text)
+        match = re.search(r'"cuda"\s*:\s*\{[^}]*"version"\s*:\s*"([^"]+)"', text) or re.search(
+            r"CUDA Version\s+([\d.]+)", text
+        )
         if match:
             return {"version": match.group(1), "source": path}
     return _Unknown("TF does not say (not a CUDA build, or not imported) and no CUDA toolkit in /usr/local/cuda")
@@ -300,8 +321,8 @@ def _cudnn(tf_info):
 
 # --- the document ----------------------------------------------------------------------------
 
-def collect(tf=None, instance_type=None, environ=None, nvidia_smi="nvidia-smi", tf_unknown_why=None,
-            tf_metadata=False):
+
+def collect(tf=None, instance_type=None, environ=None, nvidia_smi="nvidia-smi", tf_unknown_why=None, tf_metadata=False):
     """This node's environment document (never raises). `tf`: an imported TensorFlow module;
     else, with `tf_metadata`, TF's package metadata; else its fields are unknown
     (`tf_unknown_why` says why, if the caller knows)."""
@@ -309,8 +330,12 @@ def collect(tf=None, instance_type=None, environ=None, nvidia_smi="nvidia-smi", 
     doc = _Doc()
     doc.put("collected_at", lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     doc.put("host", socket.gethostname)
-    doc.put("instance_type", lambda: instance_type or _Unknown(
-        "the inventory gives no instance_type for this host (only EC2 inventories do)"))
+    doc.put(
+        "instance_type",
+        lambda: (
+            instance_type or _Unknown("the inventory gives no instance_type for this host (only EC2 inventories do)")
+        ),
+    )
     info = _cpuinfo()
     doc.put("cpu.model", lambda: _cpu_model(info))
     doc.put("cpu.logical_cores", _logical_cores)
@@ -348,7 +373,10 @@ def collect_in(python, script=None, instance_type=None, timeout=120):
         if rc == 0:
             return json.loads(stdout.strip().splitlines()[-1])
         why = "%s could not import TensorFlow (exit %d): %s" % (
-            python, rc, (stderr.strip().splitlines() or ["no output"])[-1][:300])
+            python,
+            rc,
+            (stderr.strip().splitlines() or ["no output"])[-1][:300],
+        )
     except (OSError, RuntimeError, ValueError, IndexError) as err:
         why = "%s could not report its environment: %s" % (python, err)
     return collect(instance_type=instance_type, tf_unknown_why=why)
@@ -365,12 +393,22 @@ def main(argv=None):
     if "--tensorflow" in argv:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         try:
-            import tensorflow as tf  # noqa: the point of --tensorflow
+            import tensorflow as tf  # noqa: F401 (importing is the point of --tensorflow)
         except Exception as err:  # an ImportError, or a broken install
             tf, why = None, "import tensorflow failed: %s: %s" % (type(err).__name__, err)
-    sys.stdout.write(json.dumps(collect(tf=tf, instance_type=instance_type, environ=environ, tf_unknown_why=why,
-                                        tf_metadata="--tensorflow-metadata" in argv),
-                                sort_keys=True) + "\n")
+    sys.stdout.write(
+        json.dumps(
+            collect(
+                tf=tf,
+                instance_type=instance_type,
+                environ=environ,
+                tf_unknown_why=why,
+                tf_metadata="--tensorflow-metadata" in argv,
+            ),
+            sort_keys=True,
+        )
+        + "\n"
+    )
     sys.stdout.flush()
     return 0
 

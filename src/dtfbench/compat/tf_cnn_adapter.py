@@ -57,13 +57,28 @@ _PREFIX = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+\S+:\d+\] |IN
 _NUMBER = r"(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?nan|-?inf)"
 # '%i\t%s\t%.3f' with %s = 'images/sec: %.1f +/- %.1f (jitter = %.1f)' (or, at other scales,
 # 'images/sec: %.1f'); later versions append '\t%.3f\t%.3f' (top-1, top-5 accuracy).
-_STEP = re.compile(r"^(\d+)\timages/sec: " + _NUMBER
-                   + r"(?: \+/- " + _NUMBER + r" \(jitter = " + _NUMBER + r"\))?"
-                   + r"\t" + _NUMBER + r"(?:\t" + _NUMBER + r"\t" + _NUMBER + r")?\s*$")
+_STEP = re.compile(
+    r"^(\d+)\timages/sec: "
+    + _NUMBER
+    + r"(?: \+/- "
+    + _NUMBER
+    + r" \(jitter = "
+    + _NUMBER
+    + r"\))?"
+    + r"\t"
+    + _NUMBER
+    + r"(?:\t"
+    + _NUMBER
+    + r"\t"
+    + _NUMBER
+    + r")?\s*$"
+)
 _TOTAL = re.compile(r"^total images/sec: " + _NUMBER + r"\s*$")
 _STEP_HEADER = re.compile(r"^Step\tImg/sec\t")
-_HEADER = re.compile(r"^(TensorFlow|Model|Dataset|Mode|SingleSess|Batch size|Num batches|Num epochs|"
-                     r"Devices|Data format|Optimizer|Variables|Sync|Staged vars|Use NCCL|AllReduce):\s+(.*?)\s*$")
+_HEADER = re.compile(
+    r"^(TensorFlow|Model|Dataset|Mode|SingleSess|Batch size|Num batches|Num epochs|"
+    r"Devices|Data format|Optimizer|Variables|Sync|Staged vars|Use NCCL|AllReduce):\s+(.*?)\s*$"
+)
 _PS = re.compile(r"^Running parameter server (\d+)")
 _ERROR = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\b.*")
 
@@ -97,10 +112,17 @@ class OutputParser(object):
             step = _STEP.match(text)
             if step:
                 number, rate, uncertainty, jitter, loss, top1, top5 = step.groups()
-                self.steps.append({"step": int(number), "images_per_sec": _float(rate),
-                                   "uncertainty": _float(uncertainty), "jitter": _float(jitter),
-                                   "total_loss": _float(loss), "top_1_accuracy": _float(top1),
-                                   "top_5_accuracy": _float(top5)})
+                self.steps.append(
+                    {
+                        "step": int(number),
+                        "images_per_sec": _float(rate),
+                        "uncertainty": _float(uncertainty),
+                        "jitter": _float(jitter),
+                        "total_loss": _float(loss),
+                        "top_1_accuracy": _float(top1),
+                        "top_5_accuracy": _float(top5),
+                    }
+                )
                 return
             total = _TOTAL.match(text)
             if total:
@@ -146,6 +168,7 @@ class OutputParser(object):
 
 
 # --- the flags ---------------------------------------------------------------------------
+
 
 def split_arguments(argv):
     """(the adapter's own options as a dict, the arguments for the script) from argv."""
@@ -211,6 +234,7 @@ class UsageError(ValueError):
 
 # --- the result ----------------------------------------------------------------------------
 
+
 def samples(result):
     """Every number of a result as {metric, value, unit}, as dtfbench.workload.benchmark_output.samples."""
     out = []
@@ -244,8 +268,18 @@ def _signal_name(number):
     return "signal %d" % number
 
 
-def build_result(parser, flags, returncode, wall_seconds, workload=None, commit=None, script=None,
-                 stopped_by=None, error=None, environment=None):
+def build_result(
+    parser,
+    flags,
+    returncode,
+    wall_seconds,
+    workload=None,
+    commit=None,
+    script=None,
+    stopped_by=None,
+    error=None,
+    environment=None,
+):
     """The result document (dtfbench.workload.benchmark_output's schema 1) of one worker.
 
     tf_cnn_benchmarks' 'total images/sec' counts every worker's steps (the global step), so it
@@ -282,23 +316,27 @@ def build_result(parser, flags, returncode, wall_seconds, workload=None, commit=
         if line:
             reason += ": " + line
     elif total is None:
-        reason = ("tf_cnn_benchmarks exited 0 but printed no 'total images/sec' line (%d step rows); "
-                  "see the task's log" % len(parser.steps))
+        reason = (
+            "tf_cnn_benchmarks exited 0 but printed no 'total images/sec' line (%d step rows); "
+            "see the task's log" % len(parser.steps)
+        )
     status = "ok" if reason is None else "failed"
 
     config = dict((key, value) for key, value in flags.items())
-    config.update({
-        "job_name": flags.get("job_name") or "worker",
-        "task_index": _as_int(flags.get("task_index"), 0),
-        "model": flags.get("model") or parser.header.get("Model"),
-        "batch_size": per_device,
-        "num_gpus": num_gpus,
-        "variable_update": flags.get("variable_update") or parser.header.get("Variables"),
-        "cross_replica_sync": _as_bool(flags.get("cross_replica_sync"), True),
-        # tf_cnn_benchmarks takes each model's own size; it prints none.
-        "image_size": None,
-        "data_dir": flags.get("data_dir") or None,
-    })
+    config.update(
+        {
+            "job_name": flags.get("job_name") or "worker",
+            "task_index": _as_int(flags.get("task_index"), 0),
+            "model": flags.get("model") or parser.header.get("Model"),
+            "batch_size": per_device,
+            "num_gpus": num_gpus,
+            "variable_update": flags.get("variable_update") or parser.header.get("Variables"),
+            "cross_replica_sync": _as_bool(flags.get("cross_replica_sync"), True),
+            # tf_cnn_benchmarks takes each model's own size; it prints none.
+            "image_size": None,
+            "data_dir": flags.get("data_dir") or None,
+        }
+    )
     result = {
         "schema": SCHEMA_VERSION,
         "status": status,
@@ -322,8 +360,14 @@ def build_result(parser, flags, returncode, wall_seconds, workload=None, commit=
         "cpu_time": {"measured": None, "unit": "s"},
         "gpu_utilization": None,
         "environment": environment,
-        "workload": {"name": "tf_cnn_benchmarks", "label": workload, "commit": commit, "script": script,
-                     "exit_code": returncode, "step_header": parser.step_header},
+        "workload": {
+            "name": "tf_cnn_benchmarks",
+            "label": workload,
+            "commit": commit,
+            "script": script,
+            "exit_code": returncode,
+            "step_header": parser.step_header,
+        },
     }
     result["samples"] = samples(result)
     return result
@@ -347,6 +391,7 @@ def write_result_atomically(path, result):
 
 
 # --- running the script ----------------------------------------------------------------------
+
 
 def collect_environment(python):
     """The node's environment document as `python` (the script's) sees it, from environment.py
@@ -404,12 +449,15 @@ class Runner(object):
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"  # its lines reach the log (and the parser) as printed
         self.install_handlers()
-        self.child = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      env=env, close_fds=True)
+        self.child = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, close_fds=True
+        )
         if self.signalled is not None:  # a signal that came before the child existed
             self._forward(self.signalled, None)
-        pumps = [threading.Thread(target=_pump, args=(self.child.stdout, sys.stdout, parser)),
-                 threading.Thread(target=_pump, args=(self.child.stderr, sys.stderr, parser))]
+        pumps = [
+            threading.Thread(target=_pump, args=(self.child.stdout, sys.stdout, parser)),
+            threading.Thread(target=_pump, args=(self.child.stderr, sys.stderr, parser)),
+        ]
         for pump in pumps:
             pump.daemon = True
             pump.start()
@@ -449,9 +497,18 @@ def main(argv=None):
     def finish(returncode, wall, stopped_by=None, error=None):
         if flags.get("job_name") == "ps":
             return
-        result = build_result(parser, flags, returncode, wall, workload=own.get("workload"),
-                              commit=own.get("commit"), script=script, stopped_by=stopped_by, error=error,
-                              environment=found.get("environment"))
+        result = build_result(
+            parser,
+            flags,
+            returncode,
+            wall,
+            workload=own.get("workload"),
+            commit=own.get("commit"),
+            script=script,
+            stopped_by=stopped_by,
+            error=error,
+            environment=found.get("environment"),
+        )
         if result_file:
             # In the file only: the log ends as the script's output did ('total images/sec: N'
             # and the dashes), so the study's extraction (tail -2 | head -n 1 | cut -d' ' -f3)
@@ -463,8 +520,11 @@ def main(argv=None):
         return result
 
     if not script or not os.path.isfile(script):
-        message = ("--tf_cnn_script must name tf_cnn_benchmarks.py; %r is no file"
-                   % script if script else "--tf_cnn_script PATH/tf_cnn_benchmarks.py is required")
+        message = (
+            "--tf_cnn_script must name tf_cnn_benchmarks.py; %r is no file" % script
+            if script
+            else "--tf_cnn_script PATH/tf_cnn_benchmarks.py is required"
+        )
         sys.stderr.write("%s: error: %s\n" % (PROG, message))
         finish(None, 0.0, error="%s: %s" % (PROG, message))
         return 2

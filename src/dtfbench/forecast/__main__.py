@@ -1,4 +1,5 @@
 """``python -m dtfbench.forecast``: predicted scaling, the best PS count and a sweep's cost."""
+
 import sys
 
 from .predict import main

@@ -37,8 +37,9 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 # A sweep's groups: the runs the model is fitted on and that are compared with each other.
 GROUP_KEYS = ("model", "batch_size", "image_size", "data", "workload", "devices_per_worker", "ps_on_worker_nodes")
@@ -62,9 +63,14 @@ class Settings:
         return self.stop_below_efficiency is not None or self.min_doubling_gain is not None
 
 
-def check_settings(num_ps_auto_keep: Any = DEFAULT_KEEP, stop_below_efficiency: Any = None,
-                   min_doubling_gain: Any = None, num_ps_auto: bool = False) -> Settings:
+def check_settings(
+    num_ps_auto_keep: Any = DEFAULT_KEEP,
+    stop_below_efficiency: Any = None,
+    min_doubling_gain: Any = None,
+    num_ps_auto: bool = False,
+) -> Settings:
     """One clear error per bad value (the plan calls this before anything starts)."""
+
     def number(name: str, value: Any, low: float, high: float | None, example: str) -> float | None:
         if value is None or value == "":
             return None
@@ -72,29 +78,42 @@ def check_settings(num_ps_auto_keep: Any = DEFAULT_KEEP, stop_below_efficiency: 
             x = float(value)
         except (TypeError, ValueError):
             x = math.nan
-        if not (math.isfinite(x) and x >= low and (high is None or x <= high)) or (name == "stop_below_efficiency" and x == 0):
+        if not (math.isfinite(x) and x >= low and (high is None or x <= high)) or (
+            name == "stop_below_efficiency" and x == 0
+        ):
             span = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
-            raise AdaptiveError(f"{name}={value!r}: give a number {span}"
-                                f"{' (above 0)' if name == 'stop_below_efficiency' else ''}, e.g. {name}={example}, "
-                                "or leave it out")
+            raise AdaptiveError(
+                f"{name}={value!r}: give a number {span}"
+                f"{' (above 0)' if name == 'stop_below_efficiency' else ''}, e.g. {name}={example}, "
+                "or leave it out"
+            )
         return x
+
     try:
         keep = int(str(num_ps_auto_keep).strip())
     except ValueError:
         keep = 0
     if keep < 1:
-        raise AdaptiveError(f"num_ps_auto_keep={num_ps_auto_keep!r}: give a whole number >= 1 (the best PS counts "
-                            "kept at each GPU count, each with its neighbours), e.g. num_ps_auto_keep=1")
-    return Settings(num_ps_auto, keep, number("stop_below_efficiency", stop_below_efficiency, 0.0, 1.0, "0.5"),
-                    number("min_doubling_gain", min_doubling_gain, 0.0, None, "0.1"))
+        raise AdaptiveError(
+            f"num_ps_auto_keep={num_ps_auto_keep!r}: give a whole number >= 1 (the best PS counts "
+            "kept at each GPU count, each with its neighbours), e.g. num_ps_auto_keep=1"
+        )
+    return Settings(
+        num_ps_auto,
+        keep,
+        number("stop_below_efficiency", stop_below_efficiency, 0.0, 1.0, "0.5"),
+        number("min_doubling_gain", min_doubling_gain, 0.0, None, "0.1"),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # The two rules, on plain numbers (unit-tested on their own)
 # ---------------------------------------------------------------------------------------
 
-def narrowed_ps_counts(candidates: Sequence[int], predicted: Mapping[int, float], keep: int,
-                       node_bytes: Mapping[int, float] | None = None) -> list[int]:
+
+def narrowed_ps_counts(
+    candidates: Sequence[int], predicted: Mapping[int, float], keep: int, node_bytes: Mapping[int, float] | None = None
+) -> list[int]:
     """The `keep` PS counts predicted best and their neighbours in `candidates`.
 
     Ties (equal to 1 part in 10^6): the fewer bytes through the busiest NIC (`node_bytes`,
@@ -108,7 +127,7 @@ def narrowed_ps_counts(candidates: Sequence[int], predicted: Mapping[int, float]
     kept: set[int] = set()
     for p in order[:keep]:
         i = positions.index(p)
-        kept.update(positions[max(0, i - 1):i + 2])
+        kept.update(positions[max(0, i - 1) : i + 2])
     return sorted(kept)
 
 
@@ -125,20 +144,25 @@ def stop_reason(best_by_count: Mapping[int, float], settings: Settings) -> str |
     efficiency = rate / last / (best_by_count[first] / first)
     against = "the 1-GPU rate" if first == 1 else f"the per-GPU rate at {first} GPUs, the sweep's smallest count"
     if settings.stop_below_efficiency is not None and efficiency < settings.stop_below_efficiency:
-        return (f"the best configuration at {last} GPUs measured {rate:.1f} images/sec, {efficiency:.0%} "
-                f"efficiency (against {against}), below stop_below_efficiency={settings.stop_below_efficiency:g}")
+        return (
+            f"the best configuration at {last} GPUs measured {rate:.1f} images/sec, {efficiency:.0%} "
+            f"efficiency (against {against}), below stop_below_efficiency={settings.stop_below_efficiency:g}"
+        )
     if settings.min_doubling_gain is not None:
         gain = (rate / best_by_count[before]) ** (1.0 / math.log2(last / before)) - 1.0
         if gain < settings.min_doubling_gain:
-            return (f"from {before} to {last} GPUs the best configuration went from {best_by_count[before]:.1f} to "
-                    f"{rate:.1f} images/sec, {gain:+.0%} per doubling of the GPUs, below "
-                    f"min_doubling_gain={settings.min_doubling_gain:g}")
+            return (
+                f"from {before} to {last} GPUs the best configuration went from {best_by_count[before]:.1f} to "
+                f"{rate:.1f} images/sec, {gain:+.0%} per doubling of the GPUs, below "
+                f"min_doubling_gain={settings.min_doubling_gain:g}"
+            )
     return None
 
 
 # ---------------------------------------------------------------------------------------
 # Calibration on the sweep's own runs
 # ---------------------------------------------------------------------------------------
+
 
 def group_of(row: Mapping[str, Any]) -> dict[str, Any]:
     group = {k: row.get(k) for k in GROUP_KEYS}
@@ -150,6 +174,7 @@ def group_of(row: Mapping[str, Any]) -> dict[str, Any]:
 def variables_of(model: str, rows: Iterable[Mapping[str, Any]]):
     """The model's variable bytes: the table's, else what the runs' PSs held (ps_bytes)."""
     from . import scaling_model
+
     if model in scaling_model.MODEL_VARIABLES:
         return scaling_model.Variables.of(model)
     totals, largest = [], []
@@ -161,8 +186,10 @@ def variables_of(model: str, rows: Iterable[Mapping[str, Any]]):
                 if len(held) > 1:
                     largest.append(max(held))
     if not totals:
-        raise AdaptiveError(f"no variable sizes for model {model!r} (not in the model's table, and its runs "
-                            "did not report their PSs' bytes)")
+        raise AdaptiveError(
+            f"no variable sizes for model {model!r} (not in the model's table, and its runs "
+            "did not report their PSs' bytes)"
+        )
     total = min(totals)
     # With several PSs the fullest holds at least the largest variable: an upper bound of it.
     return scaling_model.Variables.of(None, total, min(min(largest), total) if largest else 0.0)
@@ -172,6 +199,7 @@ def calibrate(rows: Sequence[Mapping[str, Any]], batch_size: int, model: str):
     """Fit the scaling model to a group's ok runs (their per-configuration means)."""
     from ..report import stats
     from . import scaling_model
+
     summaries = [s for s in stats.summarise(rows) if s["status"] == "ok"]
     hosts = {}
     for r in rows:
@@ -185,6 +213,7 @@ def calibrate(rows: Sequence[Mapping[str, Any]], batch_size: int, model: str):
 def best_by_count(rows: Iterable[Mapping[str, Any]]) -> dict[int, float]:
     """The best configuration's mean images/sec at each GPU count (ok runs only)."""
     from ..report import stats
+
     best: dict[int, float] = {}
     for s in stats.summarise([r for r in rows if r.get("status") == "ok"]):
         if s["status"] == "ok" and s.get("images_per_sec") is not None:
@@ -194,18 +223,25 @@ def best_by_count(rows: Iterable[Mapping[str, Any]]) -> dict[int, float]:
 
 def _config(run: Mapping[str, Any], num_ps: int | None = None):
     from .scaling_model import Config
+
     nodes = int(run.get("worker_nodes") or 1)
-    return Config(int(run["gpus"]), max(1, math.ceil(int(run["gpus"]) / nodes)),
-                  int(run["num_ps"] if num_ps is None else num_ps), run["variable_update"],
-                  bool(run.get("ps_on_worker_nodes", True)))
+    return Config(
+        int(run["gpus"]),
+        max(1, math.ceil(int(run["gpus"]) / nodes)),
+        int(run["num_ps"] if num_ps is None else num_ps),
+        run["variable_update"],
+        bool(run.get("ps_on_worker_nodes", True)),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # One count of one group
 # ---------------------------------------------------------------------------------------
 
-def decide(planned: Sequence[Mapping[str, Any]], measured: Sequence[Mapping[str, Any]], gpus: int,
-           settings: Settings) -> dict[str, Any]:
+
+def decide(
+    planned: Sequence[Mapping[str, Any]], measured: Sequence[Mapping[str, Any]], gpus: int, settings: Settings
+) -> dict[str, Any]:
     """The decision for one group at `gpus`: which planned runs of that count to do.
 
     `planned`: the group's planned runs (every count); `measured`: the group's recorded runs
@@ -216,8 +252,14 @@ def decide(planned: Sequence[Mapping[str, Any]], measured: Sequence[Mapping[str,
     below = [r for r in measured if int(r["gpus"]) < gpus]
     ok_below = [r for r in below if r.get("status") == "ok"]
     configs = sorted({(r["variable_update"], int(r["num_ps"])) for r in here})
-    decision: dict[str, Any] = {"gpus": gpus, "run_ids": [r["run_id"] for r in here], "kept": configs,
-                                "skipped": [], "skipped_counts": [], "predicted": {}}
+    decision: dict[str, Any] = {
+        "gpus": gpus,
+        "run_ids": [r["run_id"] for r in here],
+        "kept": configs,
+        "skipped": [],
+        "skipped_counts": [],
+        "predicted": {},
+    }
     model, batch = here[0]["model"], here[0]["batch_size"]
 
     def fitted():
@@ -228,17 +270,25 @@ def decide(planned: Sequence[Mapping[str, Any]], measured: Sequence[Mapping[str,
     why = stop_reason(best_by_count(ok_below), settings) if settings.stops and not started else None
     if why:
         later = sorted({int(r["gpus"]) for r in planned if int(r["gpus"]) >= gpus})
-        decision.update(action="stopped", reason=f"stopped before {gpus} GPUs: {why}; skipped "
-                        f"{', '.join(map(str, later))} GPUs", run_ids=[], kept=[], skipped=configs,
-                        skipped_counts=later)
+        decision.update(
+            action="stopped",
+            reason=f"stopped before {gpus} GPUs: {why}; skipped {', '.join(map(str, later))} GPUs",
+            run_ids=[],
+            kept=[],
+            skipped=configs,
+            skipped_counts=later,
+        )
         try:
             fit = fitted()
             for count in later:
                 runs = [r for r in planned if int(r["gpus"]) == count and r["variable_update"] in MODELLED_UPDATES]
                 if runs:
                     rate, run = max(((fit.images_per_sec(_config(r)), r) for r in runs), key=lambda x: x[0])
-                    decision["predicted"][str(count)] = {"images_per_sec": rate, "num_ps": run["num_ps"],
-                                                        "variable_update": run["variable_update"]}
+                    decision["predicted"][str(count)] = {
+                        "images_per_sec": rate,
+                        "num_ps": run["num_ps"],
+                        "variable_update": run["variable_update"],
+                    }
         except Exception as err:  # noqa: BLE001 - a prediction is extra information; the stop stands
             decision["prediction_note"] = f"no prediction for the skipped counts: {err}"
         return decision
@@ -246,18 +296,27 @@ def decide(planned: Sequence[Mapping[str, Any]], measured: Sequence[Mapping[str,
         decision.update(action="full", reason=f"{gpus} GPUs: every planned configuration")
         return decision
     if not any(int(r["gpus"]) > 1 for r in ok_below) or not any(int(r["gpus"]) == 1 for r in ok_below):
-        missing = ("nothing measured yet" if not ok_below else "no 1-GPU run in this sweep (it gives the compute)"
-                   if not any(int(r["gpus"]) == 1 for r in ok_below) else "nothing measured above 1 GPU yet")
-        decision.update(action="full", reason=f"{gpus} GPUs: every planned PS count ({missing}: the model is "
-                        "not calibrated)")
+        missing = (
+            "nothing measured yet"
+            if not ok_below
+            else "no 1-GPU run in this sweep (it gives the compute)"
+            if not any(int(r["gpus"]) == 1 for r in ok_below)
+            else "nothing measured above 1 GPU yet"
+        )
+        decision.update(
+            action="full", reason=f"{gpus} GPUs: every planned PS count ({missing}: the model is not calibrated)"
+        )
         return decision
     try:
         fit = fitted()
     except Exception as err:  # noqa: BLE001 - any reason the model cannot be fitted: run the full set, say why
-        decision.update(action="full", reason=f"{gpus} GPUs: every planned PS count (the model could not be "
-                        f"fitted to the smaller counts: {err})")
+        decision.update(
+            action="full",
+            reason=f"{gpus} GPUs: every planned PS count (the model could not be fitted to the smaller counts: {err})",
+        )
         return decision
     from . import scaling_model
+
     kept, skipped, predicted = [], [], {}
     for update in sorted({r["variable_update"] for r in here}):
         runs = [r for r in here if r["variable_update"] == update]
@@ -275,24 +334,37 @@ def decide(planned: Sequence[Mapping[str, Any]], measured: Sequence[Mapping[str,
     keep_set = set(kept)
     decision.update(
         action="narrowed" if skipped else "full",
-        reason=(f"{gpus} GPUs: {len(kept)} of {len(configs)} configurations (num_ps=auto: the model fitted to "
-                f"the sweep's runs below {gpus} GPUs ranks "
-                + "; ".join(f"{u} {', '.join(str(p) for v, p in kept if v == u)} PS" for u in
-                            sorted({u for u, _ in kept}))
-                + " best, with neighbours)"),
+        reason=(
+            f"{gpus} GPUs: {len(kept)} of {len(configs)} configurations (num_ps=auto: the model fitted to "
+            f"the sweep's runs below {gpus} GPUs ranks "
+            + "; ".join(f"{u} {', '.join(str(p) for v, p in kept if v == u)} PS" for u in sorted({u for u, _ in kept}))
+            + " best, with neighbours)"
+        ),
         run_ids=[r["run_id"] for r in here if (r["variable_update"], int(r["num_ps"])) in keep_set],
-        kept=sorted(kept), skipped=sorted(skipped), predicted=predicted,
-        fit={"t1_s": fit.t1, "bandwidth_gb_s": fit.bandwidth_gb_s if math.isfinite(fit.bandwidth_gb_s) else None,
-             "rms_relative_error": fit.rms_relative_error, "points": fit.points})
+        kept=sorted(kept),
+        skipped=sorted(skipped),
+        predicted=predicted,
+        fit={
+            "t1_s": fit.t1,
+            "bandwidth_gb_s": fit.bandwidth_gb_s if math.isfinite(fit.bandwidth_gb_s) else None,
+            "rms_relative_error": fit.rms_relative_error,
+            "points": fit.points,
+        },
+    )
     return decision
 
 
 def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:
     """Decide every group at request['gpus'], record the decisions, and return the runs to do."""
     from ..results import store, sweep_steps
+
     keep = request.get("num_ps_auto_keep")
-    settings = check_settings(DEFAULT_KEEP if keep in (None, "") else keep, request.get("stop_below_efficiency"),
-                              request.get("min_doubling_gain"), bool(request.get("num_ps_auto")))
+    settings = check_settings(
+        DEFAULT_KEEP if keep in (None, "") else keep,
+        request.get("stop_below_efficiency"),
+        request.get("min_doubling_gain"),
+        bool(request.get("num_ps_auto")),
+    )
     try:
         sweep_id, gpus, planned = str(request["sweep_id"]), int(request["gpus"]), list(request["runs"])
     except (KeyError, TypeError, ValueError) as err:
@@ -316,6 +388,7 @@ def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:
 
     def group_of_recorded(row):
         return group_of(by_digest.get(str(row["run_id"]).rsplit("-", 1)[-1], row))
+
     for key in keys:
         mine = [r for r in planned if group_of(r) == key]
         if not any(int(r["gpus"]) == gpus for r in mine):
@@ -323,8 +396,13 @@ def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:
         groups.append(key)
         decision = decide(mine, [r for r in recorded if group_of_recorded(r) == key], gpus, settings)
         decision["group"] = key
-        seen = [e for e in earlier if e["action"] == "stopped" and e["detail"].get("group") == key
-                and gpus in e["detail"].get("skipped_counts", [])]
+        seen = [
+            e
+            for e in earlier
+            if e["action"] == "stopped"
+            and e["detail"].get("group") == key
+            and gpus in e["detail"].get("skipped_counts", [])
+        ]
         if decision["action"] == "stopped":
             stopped.append(key)
         if not (decision["action"] == "stopped" and seen):  # a stop is recorded once, at its first count

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from . import predict as forecast, pricing, scaling_model
+from . import predict as forecast
+from . import pricing, scaling_model
 from .scaling_model import Config
 
 PUBLISHED_MODEL = "inception3"
@@ -50,17 +52,19 @@ class Estimate:
     basis: str
 
     def message(self) -> str:
-        return (f"predicted cost of the planned sweep: ${self.cost_usd:,.2f} = {self.instances} x "
-                f"{self.instance_type} x {self.hours:.2f} h x ${self.usd_per_hour:g}/h "
-                f"({self.runs} runs in {self.run_hours:.2f} h, + {self.hours - self.run_hours:.2f} h setup; "
-                f"price: {self.price_note}; "
-                f"step times: {self.basis})")
+        return (
+            f"predicted cost of the planned sweep: ${self.cost_usd:,.2f} = {self.instances} x "
+            f"{self.instance_type} x {self.hours:.2f} h x ${self.usd_per_hour:g}/h "
+            f"({self.runs} runs in {self.run_hours:.2f} h, + {self.hours - self.run_hours:.2f} h setup; "
+            f"price: {self.price_note}; "
+            f"step times: {self.basis})"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__, message=self.message())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fit(system: str) -> scaling_model.Fit:
     return forecast.calibrate(forecast.published_observations(system), PUBLISHED_MODEL, PUBLISHED_BATCH)
 
@@ -77,12 +81,16 @@ def calibration(instance_type: str, gpus_per_instance: int) -> tuple[scaling_mod
     """The fit that times runs on `instance_type`, and what it is based on, in words."""
     own = f"aws-{instance_type}"
     if _has_table(own):
-        return _fit(own), (f"the scaling model fitted to the study's published {instance_type} table "
-                           f"({PUBLISHED_MODEL}, batch {PUBLISHED_BATCH}, synthetic data)")
+        return _fit(own), (
+            f"the scaling model fitted to the study's published {instance_type} table "
+            f"({PUBLISHED_MODEL}, batch {PUBLISHED_BATCH}, synthetic data)"
+        )
     system = FALLBACK_SYSTEM[1 if gpus_per_instance <= 1 else 8]
-    return _fit(system), (f"no published table of {instance_type}: the scaling model fitted to the study's "
-                          f"{system[len('aws-'):]} table (K80 GPUs; a newer GPU is faster, so the cost is "
-                          "likely overstated)")
+    return _fit(system), (
+        f"no published table of {instance_type}: the scaling model fitted to the study's "
+        f"{system[len('aws-') :]} table (K80 GPUs; a newer GPU is faster, so the cost is "
+        "likely overstated)"
+    )
 
 
 def _price(instance_type: str, price_usd_per_hour, price_file) -> pricing.Price:
@@ -93,18 +101,24 @@ def _price(instance_type: str, price_usd_per_hour, price_file) -> pricing.Price:
         except (TypeError, ValueError):
             figure = math.nan
         if not math.isfinite(figure) or figure < 0:
-            raise GuardError(f"price_usd_per_hour={given} must be a number >= 0 (USD per instance-hour); "
-                             "give the price of one instance-hour, or leave it out for the price table's")
+            raise GuardError(
+                f"price_usd_per_hour={given} must be a number >= 0 (USD per instance-hour); "
+                "give the price of one instance-hour, or leave it out for the price table's"
+            )
     try:
         if given is None and not instance_type:
             raise pricing.PriceError(
                 "the nodes' instance type is not known (no instance_type host variable: the aws_ec2 "
                 "inventory of provision-aws.yml sets it), so the sweep has no price; give "
-                "-e price_usd_per_hour=... (USD per instance-hour) or -e instance_type=...")
+                "-e price_usd_per_hour=... (USD per instance-hour) or -e instance_type=..."
+            )
         return pricing.price_for(instance_type, pricing.load_prices(price_file or None), given)
     except pricing.PriceError as err:
-        raise GuardError(str(err).replace("(--price-usd-per-hour)", "(-e price_usd_per_hour=...)")
-                         .replace("--price-file)", "-e price_file=...)")) from None
+        raise GuardError(
+            str(err)
+            .replace("(--price-usd-per-hour)", "(-e price_usd_per_hour=...)")
+            .replace("--price-file)", "-e price_file=...)")
+        ) from None
 
 
 def _whole(value, name: str, least: int) -> int:
@@ -123,15 +137,23 @@ def _step_seconds(fit: scaling_model.Fit, run: Mapping[str, Any], gpus_per_insta
     num_ps = int(run.get("num_ps") or 0)
     if update not in scaling_model.VARIABLE_UPDATES:  # collective_all_reduce
         update, num_ps = "distributed_replicated", 1
-    config = Config(gpus, max(1, min(gpus_per_instance, gpus)), max(1, num_ps), update,
-                    bool(run.get("ps_on_worker_nodes", True)))
+    config = Config(
+        gpus, max(1, min(gpus_per_instance, gpus)), max(1, num_ps), update, bool(run.get("ps_on_worker_nodes", True))
+    )
     batch = float(run.get("batch_size") or PUBLISHED_BATCH)
     return fit.step_time(config) * batch / PUBLISHED_BATCH
 
 
-def estimate(runs: Sequence[Mapping[str, Any]], instance_type: str, instances: int, gpus_per_instance: int,
-             price_usd_per_hour: float | str | None = None, price_file: str | None = None,
-             setup_minutes: float = 0.0, run_overhead_s: float = forecast.DEFAULT_RUN_OVERHEAD_S) -> Estimate:
+def estimate(
+    runs: Sequence[Mapping[str, Any]],
+    instance_type: str,
+    instances: int,
+    gpus_per_instance: int,
+    price_usd_per_hour: float | str | None = None,
+    price_file: str | None = None,
+    setup_minutes: float = 0.0,
+    run_overhead_s: float = forecast.DEFAULT_RUN_OVERHEAD_S,
+) -> Estimate:
     """The predicted cost of the `runs` not yet done (``done`` false) on `instances` nodes."""
     price = _price(instance_type, price_usd_per_hour, price_file)
     instances = _whole(instances, "instances", 1)
@@ -152,8 +174,17 @@ def estimate(runs: Sequence[Mapping[str, Any]], instance_type: str, instances: i
     run_hours = seconds / 3600.0
     hours = run_hours + setup_minutes / 60.0
     note = f"{price.source}, {price.as_of}" if price.source != "price_usd_per_hour" else "price_usd_per_hour"
-    return Estimate(instance_type or "node", instances, len(pending), run_hours, hours, price.usd_per_hour,
-                    pricing.cost_usd(instances, hours, price.usd_per_hour), note, basis)
+    return Estimate(
+        instance_type or "node",
+        instances,
+        len(pending),
+        run_hours,
+        hours,
+        price.usd_per_hour,
+        pricing.cost_usd(instances, hours, price.usd_per_hour),
+        note,
+        basis,
+    )
 
 
 def check(estimate_: Estimate, max_cost_usd: float | str | None = None) -> None:
@@ -178,8 +209,10 @@ def planned_runs(sweep: Mapping[str, Any], instances: int, gpus_per_instance: in
     """
     from ..plan import sweep as plan
 
-    hosts = [{"name": f"node{i}", "address": f"10.0.0.{i}", "devices": gpus_per_instance, "device_type": "gpu"}
-             for i in range(1, instances + 1)]
+    hosts = [
+        {"name": f"node{i}", "address": f"10.0.0.{i}", "devices": gpus_per_instance, "device_type": "gpu"}
+        for i in range(1, instances + 1)
+    ]
     request = {k: v for k, v in sweep.items() if v not in (None, "", [])}
     request.setdefault("gpus", doubling_gpus(instances * gpus_per_instance))
     for key in ("model", "batch_size"):
@@ -194,6 +227,8 @@ def node_type(types: Iterable[str], price_given: bool) -> str:
     """The one instance type of the nodes ('' when unknown): several types need a given price."""
     kinds = sorted({str(t) for t in types if t})
     if len(kinds) > 1 and not price_given:
-        raise GuardError(f"the nodes run several instance types ({', '.join(kinds)}) and the guard prices one; "
-                         "give -e price_usd_per_hour=... (the mean price of a node per hour)")
+        raise GuardError(
+            f"the nodes run several instance types ({', '.join(kinds)}) and the guard prices one; "
+            "give -e price_usd_per_hour=... (the mean price of a node per hour)"
+        )
     return kinds[0] if kinds else ""

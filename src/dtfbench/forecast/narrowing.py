@@ -35,11 +35,13 @@ UPDATES = adaptive_sweep.MODELLED_UPDATES
 
 def _plan_ps(workers: int, update: str) -> list[int]:
     from ..plan.sweep import default_num_ps  # run-benchmark's own PS counts
+
     return default_num_ps(workers, update)
 
 
-def oracle(keep: int = adaptive_sweep.DEFAULT_KEEP, systems=tuple(scaling_validation.TABLES),
-           candidates: str = "study") -> list[dict[str, Any]]:
+def oracle(
+    keep: int = adaptive_sweep.DEFAULT_KEEP, systems=tuple(scaling_validation.TABLES), candidates: str = "study"
+) -> list[dict[str, Any]]:
     """One row per (system, GPU count): the narrowed set, whether it holds the published best,
     and the runs of the full and narrowed sweeps at that count. `candidates`: 'study' (1 to
     the workers) or 'plan' (run-benchmark's default_num_ps, pruned above 8 workers)."""
@@ -63,10 +65,19 @@ def oracle(keep: int = adaptive_sweep.DEFAULT_KEEP, systems=tuple(scaling_valida
                     moved = {p: scaling_model.node_bytes(c, variables) for p, c in configs.items()}
                     kept |= {(u, p) for p in adaptive_sweep.narrowed_ps_counts(ps[u], rates, keep, moved)}
             best = (target.config.variable_update, target.config.num_ps)
-            result.append({"system": system, "gpus": n, "published_best": best, "narrowed": kept != full,
-                           "kept_ps": {u: sorted(p for v, p in kept if v == u) for u in UPDATES},
-                           "contains_best": best in kept, "best_in_candidates": best in full,
-                           "full_runs": len(full) * REPETITIONS, "runs": len(kept) * REPETITIONS})
+            result.append(
+                {
+                    "system": system,
+                    "gpus": n,
+                    "published_best": best,
+                    "narrowed": kept != full,
+                    "kept_ps": {u: sorted(p for v, p in kept if v == u) for u in UPDATES},
+                    "contains_best": best in kept,
+                    "best_in_candidates": best in full,
+                    "full_runs": len(full) * REPETITIONS,
+                    "runs": len(kept) * REPETITIONS,
+                }
+            )
     return result
 
 
@@ -74,34 +85,54 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     narrowed = [r for r in rows if r["narrowed"]]
     full = sum(r["full_runs"] for r in rows)
     done = sum(r["runs"] for r in rows)
-    return {"counts": len(rows), "narrowed_counts": len(narrowed),
-            "narrowed_hits": sum(1 for r in narrowed if r["contains_best"]),
-            "hits": sum(1 for r in rows if r["contains_best"]),
-            "full_runs": full, "runs": done, "saved_runs": full - done,
-            "saved_share": (full - done) / full if full else 0.0}
+    return {
+        "counts": len(rows),
+        "narrowed_counts": len(narrowed),
+        "narrowed_hits": sum(1 for r in narrowed if r["contains_best"]),
+        "hits": sum(1 for r in rows if r["contains_best"]),
+        "full_runs": full,
+        "runs": done,
+        "saved_runs": full - done,
+        "saved_share": (full - done) / full if full else 0.0,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dtfbench.narrowing_validation",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", type=int, default=adaptive_sweep.DEFAULT_KEEP,
-                        help="best PS counts kept at each count, each with its neighbours")
+    parser = argparse.ArgumentParser(
+        prog="python -m dtfbench.narrowing_validation", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--keep",
+        type=int,
+        default=adaptive_sweep.DEFAULT_KEEP,
+        help="best PS counts kept at each count, each with its neighbours",
+    )
     args = parser.parse_args(argv)
     for candidates in ("study", "plan"):
         rows = oracle(args.keep, candidates=candidates)
         s = summary(rows)
-        print(f"## Candidates: {'the study (1 to the workers)' if candidates == 'study' else 'default_num_ps'}, "
-              f"keep={args.keep}\n")
+        print(
+            f"## Candidates: {'the study (1 to the workers)' if candidates == 'study' else 'default_num_ps'}, "
+            f"keep={args.keep}\n"
+        )
         print("| system | GPUs | published best | narrowed to (PS) | holds it | runs (full) |")
         print("|---|---|---|---|---|---|")
         for r in rows:
-            kept = "; ".join(f"{u}: {','.join(map(str, ps))}" for u, ps in r["kept_ps"].items()) if r["narrowed"] else "full set"
-            print(f"| {reference.display_name(r['system'])} | {r['gpus']} | {r['published_best'][0]}, "
-                  f"{r['published_best'][1]} PS | {kept} | {'yes' if r['contains_best'] else 'no'} | "
-                  f"{r['runs']} ({r['full_runs']}) |")
-        print(f"\nNarrowed {s['narrowed_counts']} of {s['counts']} counts; the narrowed set held the published "
-              f"best in {s['narrowed_hits']} of {s['narrowed_counts']} ({s['hits']} of {s['counts']} counts in all); "
-              f"runs {s['runs']} of {s['full_runs']} ({s['saved_share']:.0%} saved)\n")
+            kept = (
+                "; ".join(f"{u}: {','.join(map(str, ps))}" for u, ps in r["kept_ps"].items())
+                if r["narrowed"]
+                else "full set"
+            )
+            print(
+                f"| {reference.display_name(r['system'])} | {r['gpus']} | {r['published_best'][0]}, "
+                f"{r['published_best'][1]} PS | {kept} | {'yes' if r['contains_best'] else 'no'} | "
+                f"{r['runs']} ({r['full_runs']}) |"
+            )
+        print(
+            f"\nNarrowed {s['narrowed_counts']} of {s['counts']} counts; the narrowed set held the published "
+            f"best in {s['narrowed_hits']} of {s['narrowed_counts']} ({s['hits']} of {s['counts']} counts in all); "
+            f"runs {s['runs']} of {s['full_runs']} ({s['saved_share']:.0%} saved)\n"
+        )
     return 0
 
 

@@ -22,12 +22,12 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
-
-from . import pricing, scaling_model
+from typing import Any, Callable
 
 from ..report import reference
+from . import pricing, scaling_model
 from .scaling_model import Config, Fit, ModelError
 
 # Each added GPU should add at least this share of one GPU's rate to be worth paying for.
@@ -46,6 +46,7 @@ class ForecastError(ValueError):
 
 def _study_ps_counts(num_workers: int, variable_update: str) -> list[int]:
     from ..plan.sweep import default_num_ps  # the sweep's own PS counts
+
     return default_num_ps(num_workers, variable_update)
 
 
@@ -53,21 +54,33 @@ def _study_ps_counts(num_workers: int, variable_update: str) -> list[int]:
 # Calibration
 # ---------------------------------------------------------------------------------------
 
-def published_observations(system: str, model: str = "inception3", batch_size: int = 64,
-                           data: str = "synthetic") -> list[scaling_model.Observation]:
+
+def published_observations(
+    system: str, model: str = "inception3", batch_size: int = 64, data: str = "synthetic"
+) -> list[scaling_model.Observation]:
     theirs = reference.DEFAULT_SYSTEM_MAP.get(system, system)
-    rows = [r for r in reference.published() if r["system"] == theirs and r["model"] == model
-            and r["batch_size"] == batch_size and r["data"] == data and r.get("num_ps")]
+    rows = [
+        r
+        for r in reference.published()
+        if r["system"] == theirs
+        and r["model"] == model
+        and r["batch_size"] == batch_size
+        and r["data"] == data
+        and r.get("num_ps")
+    ]
     if not rows:
         known = sorted({r["system"] for r in reference.published() if r.get("num_ps")})
-        raise ForecastError(f"no published runs for system {system!r} (model {model}, batch {batch_size}, "
-                            f"{data} data); published: {', '.join(known)}; or calibrate from your own "
-                            "runs with --sweep SWEEP_ID")
+        raise ForecastError(
+            f"no published runs for system {system!r} (model {model}, batch {batch_size}, "
+            f"{data} data); published: {', '.join(known)}; or calibrate from your own "
+            "runs with --sweep SWEEP_ID"
+        )
     return scaling_model.observations_from_rows(rows)
 
 
-def store_observations(db: str, sweep_id: str, model: str | None = None, data: str = "synthetic",
-                       gpus_per_node: int | None = None) -> tuple[list[scaling_model.Observation], dict[str, Any]]:
+def store_observations(
+    db: str, sweep_id: str, model: str | None = None, data: str = "synthetic", gpus_per_node: int | None = None
+) -> tuple[list[scaling_model.Observation], dict[str, Any]]:
     """Every ok configuration of a sweep (the mean of its repetitions), and what it ran."""
     from ..report import stats
     from ..results import store
@@ -79,9 +92,11 @@ def store_observations(db: str, sweep_id: str, model: str | None = None, data: s
         conn.close()
     rows = [r for r in rows if r.get("data") == data and (model is None or r.get("model") == model)]
     if not rows:
-        raise ForecastError(f"sweep {sweep_id!r} in {db} has no ok {data}-data runs"
-                            f"{' of model ' + model if model else ''}: nothing to calibrate from; "
-                            "run a small sweep first (gpus=1,2,...) or use the published tables (--system)")
+        raise ForecastError(
+            f"sweep {sweep_id!r} in {db} has no ok {data}-data runs"
+            f"{' of model ' + model if model else ''}: nothing to calibrate from; "
+            "run a small sweep first (gpus=1,2,...) or use the published tables (--system)"
+        )
     hosts = {}
     for r in rows:
         key = tuple(r.get(k) for k in stats.CONFIG_KEYS)
@@ -89,14 +104,21 @@ def store_observations(db: str, sweep_id: str, model: str | None = None, data: s
     summaries = [s for s in stats.summarise(rows) if s["status"] == "ok"]
     for s in summaries:
         s["hosts"] = hosts.get(tuple(s.get(k) for k in stats.CONFIG_KEYS))
-    info = {"models": sorted({str(s["model"]) for s in summaries}),
-            "batch_sizes": sorted({int(s["batch_size"]) for s in summaries if s.get("batch_size")}),
-            "systems": sorted({str(s["system"]) for s in summaries})}
+    info = {
+        "models": sorted({str(s["model"]) for s in summaries}),
+        "batch_sizes": sorted({int(s["batch_size"]) for s in summaries if s.get("batch_size")}),
+        "systems": sorted({str(s["system"]) for s in summaries}),
+    }
     return scaling_model.observations_from_rows(summaries, gpus_per_node), info
 
 
-def calibrate(observations: Sequence[scaling_model.Observation], model: str = "inception3", batch_size: int = 64,
-              variable_bytes: float | None = None, link_gb_s: float | None = None) -> Fit:
+def calibrate(
+    observations: Sequence[scaling_model.Observation],
+    model: str = "inception3",
+    batch_size: int = 64,
+    variable_bytes: float | None = None,
+    link_gb_s: float | None = None,
+) -> Fit:
     try:
         variables = scaling_model.Variables.of(model, variable_bytes, 0.0 if variable_bytes else None)
         return scaling_model.fit(observations, batch_size, variables, link_gb_s)
@@ -108,23 +130,43 @@ def calibrate(observations: Sequence[scaling_model.Observation], model: str = "i
 # Prediction and ranking
 # ---------------------------------------------------------------------------------------
 
-def candidates(gpus: int, gpus_per_node: int, updates: Iterable[str] = UPDATES, devices_per_worker: int = 1,
-               ps_counts: Callable[[int, str], list[int]] = _study_ps_counts) -> list[Config]:
+
+def candidates(
+    gpus: int,
+    gpus_per_node: int,
+    updates: Iterable[str] = UPDATES,
+    devices_per_worker: int = 1,
+    ps_counts: Callable[[int, str], list[int]] = _study_ps_counts,
+) -> list[Config]:
     """The configurations a sweep would try at `gpus`: each update, each of its PS counts."""
     workers = max(1, gpus // devices_per_worker)
     return [Config(gpus, gpus_per_node, p, u) for u in updates for p in ps_counts(workers, u) if p >= 1]
 
 
-def rank(fit: Fit, gpus: int, gpus_per_node: int, updates: Iterable[str] = UPDATES, devices_per_worker: int = 1,
-         ps_counts: Callable[[int, str], list[int]] = _study_ps_counts) -> list[tuple[Config, float]]:
+def rank(
+    fit: Fit,
+    gpus: int,
+    gpus_per_node: int,
+    updates: Iterable[str] = UPDATES,
+    devices_per_worker: int = 1,
+    ps_counts: Callable[[int, str], list[int]] = _study_ps_counts,
+) -> list[tuple[Config, float]]:
     """(configuration, predicted images/sec), best first (ties: fewer PSs, parameter_server first)."""
-    scored = [(c, fit.images_per_sec(c)) for c in candidates(gpus, gpus_per_node, updates, devices_per_worker, ps_counts)]
+    scored = [
+        (c, fit.images_per_sec(c)) for c in candidates(gpus, gpus_per_node, updates, devices_per_worker, ps_counts)
+    ]
     return sorted(scored, key=lambda cr: (-round(cr[1], 6), cr[0].num_ps, UPDATES.index(cr[0].variable_update)))
 
 
-def predict_counts(fit: Fit, gpus_list: Sequence[int], gpus_per_node: int, updates: Iterable[str] = UPDATES,
-                   gain_threshold: float = DEFAULT_GAIN_THRESHOLD, devices_per_worker: int = 1,
-                   ps_counts: Callable[[int, str], list[int]] = _study_ps_counts) -> list[dict[str, Any]]:
+def predict_counts(
+    fit: Fit,
+    gpus_list: Sequence[int],
+    gpus_per_node: int,
+    updates: Iterable[str] = UPDATES,
+    gain_threshold: float = DEFAULT_GAIN_THRESHOLD,
+    devices_per_worker: int = 1,
+    ps_counts: Callable[[int, str], list[int]] = _study_ps_counts,
+) -> list[dict[str, Any]]:
     """One row per GPU count: best and runner-up, speedup, efficiency, and whether the step up pays.
 
     ``gain_per_added_gpu``: (rate(N) - rate(previous N)) / (N - previous N) / 1-GPU rate;
@@ -141,19 +183,35 @@ def predict_counts(fit: Fit, gpus_list: Sequence[int], gpus_per_node: int, updat
         # configuration on one-GPU nodes), else the second.
         differing = [cr for cr in ranked[1:] if abs(cr[1] - rate) > 1e-9 * rate]
         runner = differing[0] if differing else (ranked[1] if len(ranked) > 1 else None)
-        row = {"gpus": gpus, "nodes": best.nodes, "images_per_sec": rate, "speedup": rate / one,
-               "efficiency": rate / one / gpus, "variable_update": best.variable_update, "num_ps": best.num_ps,
-               "network_bound": fit.network_bound(best),
-               "runner_up": None if runner is None else {"variable_update": runner[0].variable_update,
-                                                          "num_ps": runner[0].num_ps, "images_per_sec": runner[1]},
-               "gain_per_added_gpu": None, "worth_it": True, "verdict": "first count"}
+        row = {
+            "gpus": gpus,
+            "nodes": best.nodes,
+            "images_per_sec": rate,
+            "speedup": rate / one,
+            "efficiency": rate / one / gpus,
+            "variable_update": best.variable_update,
+            "num_ps": best.num_ps,
+            "network_bound": fit.network_bound(best),
+            "runner_up": None
+            if runner is None
+            else {
+                "variable_update": runner[0].variable_update,
+                "num_ps": runner[0].num_ps,
+                "images_per_sec": runner[1],
+            },
+            "gain_per_added_gpu": None,
+            "worth_it": True,
+            "verdict": "first count",
+        }
         if previous is not None:
             gain = (rate - previous["images_per_sec"]) / (gpus - previous["gpus"]) / one
             row["gain_per_added_gpu"] = gain
             row["worth_it"] = gain >= gain_threshold
-            row["verdict"] = (f"{previous['gpus']} -> {gpus} GPUs: " +
-                              ("worth it" if row["worth_it"] else "not worth it") +
-                              f", each added GPU adds {gain:.0%} of one GPU's rate")
+            row["verdict"] = (
+                f"{previous['gpus']} -> {gpus} GPUs: "
+                + ("worth it" if row["worth_it"] else "not worth it")
+                + f", each added GPU adds {gain:.0%} of one GPU's rate"
+            )
         rows.append(row)
         previous = row
     return rows
@@ -164,17 +222,22 @@ def saturation(rows: Sequence[dict[str, Any]], gain_threshold: float = DEFAULT_G
     for row in rows:
         if row["gain_per_added_gpu"] is not None and not row["worth_it"]:
             before = rows[rows.index(row) - 1]["gpus"]
-            return (f"beyond {before} GPUs each added GPU adds under {gain_threshold:.0%} of one GPU's rate "
-                    f"({row['gain_per_added_gpu']:.0%} from {before} to {row['gpus']})"
-                    + ("; the network sets the step there" if row["network_bound"] else ""))
+            return (
+                f"beyond {before} GPUs each added GPU adds under {gain_threshold:.0%} of one GPU's rate "
+                f"({row['gain_per_added_gpu']:.0%} from {before} to {row['gpus']})"
+                + ("; the network sets the step there" if row["network_bound"] else "")
+            )
     last = rows[-1]
-    return (f"no saturation up to {last['gpus']} GPUs: each step up adds at least {gain_threshold:.0%} of "
-            f"one GPU's rate per GPU (efficiency at {last['gpus']}: {last['efficiency']:.0%})")
+    return (
+        f"no saturation up to {last['gpus']} GPUs: each step up adds at least {gain_threshold:.0%} of "
+        f"one GPU's rate per GPU (efficiency at {last['gpus']}: {last['efficiency']:.0%})"
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # The sweep's size, time and cost
 # ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class SweepEstimate:
@@ -190,11 +253,19 @@ class SweepEstimate:
         return dict(self.__dict__)
 
 
-def sweep_estimate(fit: Fit, gpus_list: Sequence[int], gpus_per_node: int, updates: Iterable[str] = UPDATES,
-                   repetitions: int = 5, steps: int = 110, devices_per_worker: int = 1,
-                   run_overhead_s: float = DEFAULT_RUN_OVERHEAD_S, setup_minutes: float = DEFAULT_SETUP_MINUTES,
-                   price: pricing.Price | None = None,
-                   ps_counts: Callable[[int, str], list[int]] = _study_ps_counts) -> SweepEstimate:
+def sweep_estimate(
+    fit: Fit,
+    gpus_list: Sequence[int],
+    gpus_per_node: int,
+    updates: Iterable[str] = UPDATES,
+    repetitions: int = 5,
+    steps: int = 110,
+    devices_per_worker: int = 1,
+    run_overhead_s: float = DEFAULT_RUN_OVERHEAD_S,
+    setup_minutes: float = DEFAULT_SETUP_MINUTES,
+    price: pricing.Price | None = None,
+    ps_counts: Callable[[int, str], list[int]] = _study_ps_counts,
+) -> SweepEstimate:
     """Runs (every configuration x repetitions), wall time, and instances x hours x price.
 
     The cluster is sized for the largest count and held for the whole sweep, as
@@ -214,13 +285,21 @@ def sweep_estimate(fit: Fit, gpus_list: Sequence[int], gpus_per_node: int, updat
     if price is None:
         return SweepEstimate(runs, run_hours, hours, instances, None, None, "no price: node-hours only")
     cost = pricing.cost_usd(instances, hours, price.usd_per_hour)
-    return SweepEstimate(runs, run_hours, hours, instances, price.usd_per_hour, cost,
-                         f"{price.instance_type} at ${price.usd_per_hour:g}/h ({price.source}, {price.as_of})")
+    return SweepEstimate(
+        runs,
+        run_hours,
+        hours,
+        instances,
+        price.usd_per_hour,
+        cost,
+        f"{price.instance_type} at ${price.usd_per_hour:g}/h ({price.source}, {price.as_of})",
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # The command
 # ---------------------------------------------------------------------------------------
+
 
 def _ints(text: str, name: str) -> list[int]:
     try:
@@ -237,6 +316,7 @@ def _gpus_per_node(args, rows) -> int:
         return args.gpus_per_node
     if args.instance_type:
         from ..plan import ec2_types
+
         try:
             return ec2_types.instance_type(args.instance_type).gpus
         except ec2_types.Ec2TypeError as err:
@@ -258,14 +338,17 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         model = args.model or (info["models"][0] if len(info["models"]) == 1 else None)
         batch = args.batch_size or (info["batch_sizes"][0] if len(info["batch_sizes"]) == 1 else None)
         if model is None or batch is None:
-            raise ForecastError(f"sweep {args.sweep} ran models {info['models']} and batch sizes "
-                                f"{info['batch_sizes']}: give --model and --batch-size")
+            raise ForecastError(
+                f"sweep {args.sweep} ran models {info['models']} and batch sizes "
+                f"{info['batch_sizes']}: give --model and --batch-size"
+            )
         source = f"sweep {args.sweep} ({args.db})"
     else:
         system = args.calibrate_from or args.system or (f"aws-{args.instance_type}" if args.instance_type else None)
         if not system:
-            raise ForecastError("nothing to calibrate from: give --system (a published one), "
-                                "--calibrate-from, or --sweep SWEEP_ID")
+            raise ForecastError(
+                "nothing to calibrate from: give --system (a published one), --calibrate-from, or --sweep SWEEP_ID"
+            )
         model, batch = args.model or "inception3", args.batch_size or 64
         rows = published_observations(system, model, batch, args.data)
         source = f"published table of {system}"
@@ -274,15 +357,33 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     counts = predict_counts(fit, gpus_list, per_node, updates, args.gain_threshold, args.devices_per_worker)
     price = None
     named = reference.DEFAULT_SYSTEM_MAP.get(args.system or "", args.system or args.calibrate_from or "")
-    instance = args.instance_type or (named[len("aws-"):] if named.startswith("aws-") else None)
+    instance = args.instance_type or (named[len("aws-") :] if named.startswith("aws-") else None)
     if instance or args.price_usd_per_hour is not None:
-        price = pricing.price_for(instance or named or "node", pricing.load_prices(args.price_file),
-                                  args.price_usd_per_hour)
-    estimate = sweep_estimate(fit, gpus_list, per_node, updates, args.repetitions, args.steps,
-                              args.devices_per_worker, args.run_overhead_s, args.setup_minutes, price)
-    result = {"calibrated_from": source, "model": model, "batch_size": batch, "gpus_per_node": per_node,
-              "fit": fit.as_dict(), "counts": counts, "saturation": saturation(counts, args.gain_threshold),
-              "sweep": estimate.as_dict()}
+        price = pricing.price_for(
+            instance or named or "node", pricing.load_prices(args.price_file), args.price_usd_per_hour
+        )
+    estimate = sweep_estimate(
+        fit,
+        gpus_list,
+        per_node,
+        updates,
+        args.repetitions,
+        args.steps,
+        args.devices_per_worker,
+        args.run_overhead_s,
+        args.setup_minutes,
+        price,
+    )
+    result = {
+        "calibrated_from": source,
+        "model": model,
+        "batch_size": batch,
+        "gpus_per_node": per_node,
+        "fit": fit.as_dict(),
+        "counts": counts,
+        "saturation": saturation(counts, args.gain_threshold),
+        "sweep": estimate.as_dict(),
+    }
     if args.max_cost_usd is not None:
         pricing.check_max_cost(estimate.cost_usd, args.max_cost_usd)
     return result
@@ -291,23 +392,31 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
 def render(result: dict[str, Any]) -> str:
     fit = result["fit"]
     bw = fit["bandwidth_gb_s"]
-    lines = [f"Calibrated from the {result['calibrated_from']}: {result['model']}, batch {result['batch_size']} "
-             f"per GPU, {result['gpus_per_node']} GPU(s) per node; 1-GPU step {fit['t1_s']:.3f} s, "
-             f"link {'%.3g GB/s' % bw if bw else 'not limiting in these runs (it carried at least %.3g GB/s)' % fit['bandwidth_floor_gb_s']}, "
-             f"fit error {fit['rms_relative_error']:.1%} (rms over {fit['points']} runs).", "",
-             "| GPUs | nodes | images/sec | speedup | efficiency | best | runner-up | step up |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Calibrated from the {result['calibrated_from']}: {result['model']}, batch {result['batch_size']} "
+        f"per GPU, {result['gpus_per_node']} GPU(s) per node; 1-GPU step {fit['t1_s']:.3f} s, "
+        f"link {'%.3g GB/s' % bw if bw else 'not limiting in these runs (it carried at least %.3g GB/s)' % fit['bandwidth_floor_gb_s']}, "
+        f"fit error {fit['rms_relative_error']:.1%} (rms over {fit['points']} runs).",
+        "",
+        "| GPUs | nodes | images/sec | speedup | efficiency | best | runner-up | step up |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in result["counts"]:
         ru = r["runner_up"]
         runner = f"{ru['variable_update']}, {ru['num_ps']} PS ({ru['images_per_sec']:.0f})" if ru else "-"
-        lines.append(f"| {r['gpus']} | {r['nodes']} | {r['images_per_sec']:.0f} | {r['speedup']:.1f} | "
-                     f"{r['efficiency']:.0%} | {r['variable_update']}, {r['num_ps']} PS"
-                     f"{' (network-bound)' if r['network_bound'] else ''} | {runner} | {r['verdict']} |")
+        lines.append(
+            f"| {r['gpus']} | {r['nodes']} | {r['images_per_sec']:.0f} | {r['speedup']:.1f} | "
+            f"{r['efficiency']:.0%} | {r['variable_update']}, {r['num_ps']} PS"
+            f"{' (network-bound)' if r['network_bound'] else ''} | {runner} | {r['verdict']} |"
+        )
     s = result["sweep"]
     cost = f"${s['cost_usd']:,.2f} ({s['price_note']})" if s["cost_usd"] is not None else s["price_note"]
-    lines += ["", f"Scaling: {result['saturation']}.",
-              f"Sweep: {s['runs']} runs, {s['run_hours']:.1f} h of runs + setup = {s['hours']:.1f} h on "
-              f"{s['instances']} node(s) ({s['instances'] * s['hours']:.1f} node-hours): {cost}."]
+    lines += [
+        "",
+        f"Scaling: {result['saturation']}.",
+        f"Sweep: {s['runs']} runs, {s['run_hours']:.1f} h of runs + setup = {s['hours']:.1f} h on "
+        f"{s['instances']} node(s) ({s['instances'] * s['hours']:.1f} node-hours): {cost}.",
+    ]
     return "\n".join(lines)
 
 
@@ -327,14 +436,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, help="per GPU; default 64 (published) or the sweep's")
     p.add_argument("--data", default="synthetic", choices=("synthetic", "real"))
     p.add_argument("--variable-bytes", type=float, help="the model's variable bytes, for a model the table lacks")
-    p.add_argument("--link-gb-s", type=float, help="the link rate measured between two nodes (iperf), GB/s: "
-                   "bounds the network where the runs never reached it")
+    p.add_argument(
+        "--link-gb-s",
+        type=float,
+        help="the link rate measured between two nodes (iperf), GB/s: "
+        "bounds the network where the runs never reached it",
+    )
     p.add_argument("--repetitions", type=int, default=5)
     p.add_argument("--steps", type=int, default=110, help="warm-up + measured steps per run")
     p.add_argument("--run-overhead-s", type=float, default=DEFAULT_RUN_OVERHEAD_S)
     p.add_argument("--setup-minutes", type=float, default=DEFAULT_SETUP_MINUTES)
-    p.add_argument("--gain-threshold", type=float, default=DEFAULT_GAIN_THRESHOLD,
-                   help="a step up is worth it when each added GPU adds this share of one GPU's rate")
+    p.add_argument(
+        "--gain-threshold",
+        type=float,
+        default=DEFAULT_GAIN_THRESHOLD,
+        help="a step up is worth it when each added GPU adds this share of one GPU's rate",
+    )
     p.add_argument("--price-file", help=f"a price table overriding the packaged one (also ${pricing.PRICE_FILE_ENV})")
     p.add_argument("--price-usd-per-hour", type=float, help="one price per instance-hour, for any system")
     p.add_argument("--max-cost-usd", type=float, help="refuse (exit 2) when the sweep is predicted above this")

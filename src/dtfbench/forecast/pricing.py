@@ -19,10 +19,10 @@ import csv
 import io
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Mapping
 
 PRICE_FILE = "aws_ec2_on_demand.csv"
 PRICE_FILE_ENV = "DTFBENCH_PRICE_FILE"
@@ -59,7 +59,9 @@ def _check_figure(value, where: str) -> float:
 
 def parse_prices(text: str, source: str) -> dict[str, Price]:
     """The rows of a price file ('#' lines are comments); one error names the file and line."""
-    lines = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        (i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip() and not line.lstrip().startswith("#")
+    ]
     if not lines:
         raise PriceError(f"{source}: no prices (expected a header {','.join(COLUMNS)} and rows)")
     reader = csv.reader(io.StringIO("\n".join(line for _, line in lines)))
@@ -73,13 +75,18 @@ def parse_prices(text: str, source: str) -> dict[str, Price]:
         name = row.get("instance_type", "")
         if not name:
             raise PriceError(f"{source} line {lineno}: no instance_type")
-        prices[name] = Price(name, _check_figure(row.get("usd_per_hour"), f"{source} line {lineno} ({name})"),
-                             row.get("as_of", "") or "undated", source)
+        prices[name] = Price(
+            name,
+            _check_figure(row.get("usd_per_hour"), f"{source} line {lineno} ({name})"),
+            row.get("as_of", "") or "undated",
+            source,
+        )
     return prices
 
 
-def load_prices(price_file: str | os.PathLike | None = None,
-                environ: Mapping[str, str] | None = None) -> dict[str, Price]:
+def load_prices(
+    price_file: str | os.PathLike | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Price]:
     """The packaged table, overridden by DTFBENCH_PRICE_FILE and then by `price_file`."""
     environ = os.environ if environ is None else environ
     packaged = (resources.files("dtfbench.forecast") / "price_data" / PRICE_FILE).read_text(encoding="utf-8")
@@ -88,22 +95,27 @@ def load_prices(price_file: str | os.PathLike | None = None,
         if path:
             file = Path(path)
             if not file.is_file():
-                raise PriceError(f"price file {file} does not exist (from "
-                                 f"{'DTFBENCH_PRICE_FILE' if path != price_file else 'price_file'})")
+                raise PriceError(
+                    f"price file {file} does not exist (from "
+                    f"{'DTFBENCH_PRICE_FILE' if path != price_file else 'price_file'})"
+                )
             prices.update(parse_prices(file.read_text(encoding="utf-8"), str(file)))
     return prices
 
 
-def price_for(instance_type: str, prices: Mapping[str, Price] | None = None,
-              usd_per_hour: float | str | None = None) -> Price:
+def price_for(
+    instance_type: str, prices: Mapping[str, Price] | None = None, usd_per_hour: float | str | None = None
+) -> Price:
     """The price of one instance-hour of `instance_type` (or the figure given for every instance)."""
     if usd_per_hour is not None:
         return Price(instance_type, _check_figure(usd_per_hour, "price_usd_per_hour"), "given", "price_usd_per_hour")
     table = load_prices() if prices is None else prices
     if instance_type not in table:
-        raise PriceError(f"no price for instance type {instance_type!r} in the price table "
-                         f"(known: {', '.join(sorted(table))}); give one with price_usd_per_hour "
-                         f"(--price-usd-per-hour) or a price file ({PRICE_FILE_ENV}, --price-file)")
+        raise PriceError(
+            f"no price for instance type {instance_type!r} in the price table "
+            f"(known: {', '.join(sorted(table))}); give one with price_usd_per_hour "
+            f"(--price-usd-per-hour) or a price file ({PRICE_FILE_ENV}, --price-file)"
+        )
     return table[instance_type]
 
 
@@ -114,8 +126,9 @@ def cost_usd(instances: int, hours: float, usd_per_hour: float) -> float:
     return instances * hours * _check_figure(usd_per_hour, "usd_per_hour")
 
 
-def check_max_cost(predicted_usd: float | None, max_cost_usd: float | str | None = None,
-                   what: str = "the planned sweep") -> None:
+def check_max_cost(
+    predicted_usd: float | None, max_cost_usd: float | str | None = None, what: str = "the planned sweep"
+) -> None:
     """Refuse a sweep predicted above max_cost_usd (default DEFAULT_MAX_COST_USD), or one with no price."""
     limit = DEFAULT_MAX_COST_USD if max_cost_usd in (None, "") else max_cost_usd
     try:
@@ -125,9 +138,13 @@ def check_max_cost(predicted_usd: float | None, max_cost_usd: float | str | None
     if not math.isfinite(limit) or limit < 0:
         raise CostLimitError(f"max_cost_usd={max_cost_usd!r} must be a number >= 0 (US dollars)")
     if predicted_usd is None:
-        raise CostLimitError(f"{what} has no predicted cost (no price for its instances); give "
-                             "price_usd_per_hour so that max_cost_usd can be checked")
+        raise CostLimitError(
+            f"{what} has no predicted cost (no price for its instances); give "
+            "price_usd_per_hour so that max_cost_usd can be checked"
+        )
     if predicted_usd > limit:
-        raise CostLimitError(f"{what} is predicted to cost ${predicted_usd:,.2f}, above max_cost_usd="
-                             f"${limit:,.2f}; raise it (-e max_cost_usd={math.ceil(predicted_usd)}) "
-                             "or plan a smaller sweep")
+        raise CostLimitError(
+            f"{what} is predicted to cost ${predicted_usd:,.2f}, above max_cost_usd="
+            f"${limit:,.2f}; raise it (-e max_cost_usd={math.ceil(predicted_usd)}) "
+            "or plan a smaller sweep"
+        )

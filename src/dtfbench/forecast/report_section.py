@@ -15,8 +15,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..results import sweep_steps
 from . import adaptive as adaptive_sweep
@@ -25,6 +26,7 @@ from . import adaptive as adaptive_sweep
 def predicted_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per ok configuration above 1 GPU: measured, predicted, departure; and notes."""
     from ..report import stats
+
     result, notes = [], []
     ok = [r for r in rows if r.get("status") == "ok" and r.get("images_per_sec") is not None]
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
@@ -34,19 +36,34 @@ def predicted_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, An
         counts = sorted({int(r["gpus"]) for r in members})
         for summary in stats.summarise(members):
             gpus = int(summary["gpus"])
-            if gpus == counts[0] or summary["status"] != "ok" or summary["variable_update"] not in \
-                    adaptive_sweep.MODELLED_UPDATES:
+            if (
+                gpus == counts[0]
+                or summary["status"] != "ok"
+                or summary["variable_update"] not in adaptive_sweep.MODELLED_UPDATES
+            ):
                 continue
             below = [r for r in members if int(r["gpus"]) < gpus]
-            row = {"sweep_id": key[0], "system": key[1], "model": summary["model"], "batch_size": summary["batch_size"],
-                   "data": summary["data"], "gpus": gpus, "num_ps": summary["num_ps"],
-                   "variable_update": summary["variable_update"], "measured": summary["images_per_sec"],
-                   "predicted": None, "departure": None,
-                   "calibrated_on": ",".join(str(c) for c in counts if c < gpus)}
+            row = {
+                "sweep_id": key[0],
+                "system": key[1],
+                "model": summary["model"],
+                "batch_size": summary["batch_size"],
+                "data": summary["data"],
+                "gpus": gpus,
+                "num_ps": summary["num_ps"],
+                "variable_update": summary["variable_update"],
+                "measured": summary["images_per_sec"],
+                "predicted": None,
+                "departure": None,
+                "calibrated_on": ",".join(str(c) for c in counts if c < gpus),
+            }
             try:
                 fit = adaptive_sweep.calibrate(below, int(summary["batch_size"]), str(summary["model"]))
-                example = next(r for r in members if all(r.get(k) == summary.get(k) for k in
-                                                          ("gpus", "num_ps", "variable_update", "num_workers")))
+                example = next(
+                    r
+                    for r in members
+                    if all(r.get(k) == summary.get(k) for k in ("gpus", "num_ps", "variable_update", "num_workers"))
+                )
                 hosts = example.get("hosts") or []
                 config = adaptive_sweep._config(dict(example, worker_nodes=len(hosts) or 1))
                 row["predicted"] = fit.images_per_sec(config)
@@ -74,9 +91,14 @@ def decision_lines(db: str | Path, sweep_ids: Iterable[str]) -> list[str]:
             elif d["action"] == "stopped":
                 predicted = detail.get("predicted") or {}
                 if predicted:
-                    skipped = " The model (fitted to the smaller counts) predicted for the skipped counts: " + "; ".join(
-                        f"{c} GPUs {p['images_per_sec']:.1f} images/sec ({p['variable_update']}, {p['num_ps']} PS)"
-                        for c, p in sorted(predicted.items(), key=lambda kv: int(kv[0]))) + "."
+                    skipped = (
+                        " The model (fitted to the smaller counts) predicted for the skipped counts: "
+                        + "; ".join(
+                            f"{c} GPUs {p['images_per_sec']:.1f} images/sec ({p['variable_update']}, {p['num_ps']} PS)"
+                            for c, p in sorted(predicted.items(), key=lambda kv: int(kv[0]))
+                        )
+                        + "."
+                    )
             lines.append(f"- sweep `{sweep_id}`, {d['gpus']} GPUs, {d['action']}: {d['reason']}.{skipped}")
     return lines
 
@@ -91,15 +113,23 @@ def markdown(rows: Sequence[Mapping[str, Any]], db: str | Path) -> str:
     if decisions:
         md += ["## What the adaptive sweep ran and skipped (num_ps=auto, stop_below_efficiency)", ""] + decisions + [""]
     if predicted:
-        md += ["## Predicted beside measured", "",
-               "Predicted: the scaling model fitted to the runs of the same sweep at the smaller GPU counts only "
-               "(column 'calibrated on'; on 1 GPU alone it predicts linear scaling). Departure: (measured - "
-               "predicted) / predicted; a large one is where the system stopped behaving as the smaller counts "
-               "said (docs/scaling_model.md).", "",
-               "| sweep | system | model | GPUs | PS | variable update | measured img/s | predicted img/s | "
-               "departure | calibrated on (GPUs) |", "|---|---|---|---|---|---|---|---|---|---|"]
-        md += [f"| {r['sweep_id']} | {r['system']} | {r['model']} | {r['gpus']} | {r['num_ps']} | {r['variable_update']} "
-               f"| {r['measured']:.1f} | {_f(r['predicted'], '.1f')} | {_f(r['departure'], '+.0%')} | "
-               f"{r['calibrated_on']} |" for r in predicted]
+        md += [
+            "## Predicted beside measured",
+            "",
+            "Predicted: the scaling model fitted to the runs of the same sweep at the smaller GPU counts only "
+            "(column 'calibrated on'; on 1 GPU alone it predicts linear scaling). Departure: (measured - "
+            "predicted) / predicted; a large one is where the system stopped behaving as the smaller counts "
+            "said (docs/scaling_model.md).",
+            "",
+            "| sweep | system | model | GPUs | PS | variable update | measured img/s | predicted img/s | "
+            "departure | calibrated on (GPUs) |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        md += [
+            f"| {r['sweep_id']} | {r['system']} | {r['model']} | {r['gpus']} | {r['num_ps']} | {r['variable_update']} "
+            f"| {r['measured']:.1f} | {_f(r['predicted'], '.1f')} | {_f(r['departure'], '+.0%')} | "
+            f"{r['calibrated_on']} |"
+            for r in predicted
+        ]
         md += [""] + [f"- Note: {n}" for n in notes]
     return "\n".join(md).rstrip() + "\n"

@@ -33,8 +33,9 @@ from below. images/sec = gpus x batch / step. Details and the fit of the study's
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.optimize import nnls
@@ -46,10 +47,10 @@ FLOAT_BYTES = 4
 # classes; total incl. batch-norm statistics, which live on the PSs too) and of the largest
 # single variable, which one PS holds whole.
 MODEL_VARIABLES: dict[str, tuple[int, int]] = {
-    "inception3": (23_851_784, 2_048 * 1_000),   # the classifier kernel 2048x1000
+    "inception3": (23_851_784, 2_048 * 1_000),  # the classifier kernel 2048x1000
     "resnet50": (25_636_712, 2_048 * 1_000),
     "resnet101": (44_707_176, 2_048 * 1_000),
-    "vgg16": (138_357_544, 25_088 * 4_096),      # fc1 kernel
+    "vgg16": (138_357_544, 25_088 * 4_096),  # fc1 kernel
 }
 
 VARIABLE_UPDATES = ("parameter_server", "distributed_replicated")
@@ -75,16 +76,20 @@ class Variables:
     largest_bytes: float
 
     @classmethod
-    def of(cls, model: str | None = None, total_bytes: float | None = None,
-           largest_bytes: float | None = None) -> "Variables":
+    def of(
+        cls, model: str | None = None, total_bytes: float | None = None, largest_bytes: float | None = None
+    ) -> Variables:
         if total_bytes is not None:
             if total_bytes <= 0 or (largest_bytes is not None and not 0 <= largest_bytes <= total_bytes):
-                raise ModelError(f"variable bytes {total_bytes} / largest {largest_bytes}: need "
-                                 "total > 0 and 0 <= largest <= total")
+                raise ModelError(
+                    f"variable bytes {total_bytes} / largest {largest_bytes}: need total > 0 and 0 <= largest <= total"
+                )
             return cls(float(total_bytes), float(largest_bytes or 0.0))
         if model not in MODEL_VARIABLES:
-            raise ModelError(f"no variable sizes for model {model!r}; known: {', '.join(MODEL_VARIABLES)} "
-                             "(or give the variable bytes, --variable-bytes)")
+            raise ModelError(
+                f"no variable sizes for model {model!r}; known: {', '.join(MODEL_VARIABLES)} "
+                "(or give the variable bytes, --variable-bytes)"
+            )
         params, largest = MODEL_VARIABLES[model]
         return cls(params * FLOAT_BYTES, largest * FLOAT_BYTES)
 
@@ -105,8 +110,7 @@ class Config:
         if self.num_ps < 1:
             raise ModelError(f"num_ps={self.num_ps}: the model covers parameter-server modes, num_ps >= 1")
         if self.variable_update not in VARIABLE_UPDATES:
-            raise ModelError(f"variable_update={self.variable_update!r}: the model knows "
-                             f"{', '.join(VARIABLE_UPDATES)}")
+            raise ModelError(f"variable_update={self.variable_update!r}: the model knows {', '.join(VARIABLE_UPDATES)}")
 
     @property
     def nodes(self) -> int:
@@ -140,8 +144,8 @@ def node_bytes(config: Config, variables: Variables) -> float:
     share = min(S, max(S / p, big) + (k - 1) * S / p)
     if config.ps_on_worker_nodes:
         remote_senders = senders - u
-        ps_host = u * S * (1 - k / p) + remote_senders * share   # its own traffic + its PSs'
-        plain = u * S                                             # a node holding no PS
+        ps_host = u * S * (1 - k / p) + remote_senders * share  # its own traffic + its PSs'
+        plain = u * S  # a node holding no PS
         return max(ps_host, plain if p < n else 0.0)
     return max(u * S, senders * share)
 
@@ -191,12 +195,19 @@ class Fit:
         return config.gpus * self.batch_size / self.step_time(config)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"t1_s": self.t1, "batch_size": self.batch_size,
-                "variable_bytes": self.variables.total_bytes, "largest_variable_bytes": self.variables.largest_bytes,
-                "coefficients": dict(self.coefficients),
-                "bandwidth_gb_s": self.bandwidth_gb_s if math.isfinite(self.bandwidth_gb_s) else None,
-                "bandwidth_floor_gb_s": self.bandwidth_floor_gb_s, "rms_relative_error": self.rms_relative_error,
-                "points": self.points, "network_bound_points": self.network_bound_points, "notes": list(self.notes)}
+        return {
+            "t1_s": self.t1,
+            "batch_size": self.batch_size,
+            "variable_bytes": self.variables.total_bytes,
+            "largest_variable_bytes": self.variables.largest_bytes,
+            "coefficients": dict(self.coefficients),
+            "bandwidth_gb_s": self.bandwidth_gb_s if math.isfinite(self.bandwidth_gb_s) else None,
+            "bandwidth_floor_gb_s": self.bandwidth_floor_gb_s,
+            "rms_relative_error": self.rms_relative_error,
+            "points": self.points,
+            "network_bound_points": self.network_bound_points,
+            "notes": list(self.notes),
+        }
 
 
 @dataclass(frozen=True)
@@ -213,8 +224,9 @@ def _nnls_compute(A: np.ndarray, y: np.ndarray, t1: float, rows: np.ndarray) -> 
     return x
 
 
-def fit(observations: Sequence[Observation], batch_size: int, variables: Variables,
-        link_gb_s: float | None = None) -> Fit:
+def fit(
+    observations: Sequence[Observation], batch_size: int, variables: Variables, link_gb_s: float | None = None
+) -> Fit:
     """Fit a system's parameters to its runs (at least the 1-GPU one).
 
     `link_gb_s`: a link rate measured outside the runs (iperf between two nodes, GB/s). The
@@ -238,7 +250,7 @@ def fit(observations: Sequence[Observation], batch_size: int, variables: Variabl
 
     def evaluate(bandwidth: float):
         network = B / bandwidth if math.isfinite(bandwidth) else np.zeros_like(B)
-        free = network < y * (1 - 1e-9)        # runs the network did not bound
+        free = network < y * (1 - 1e-9)  # runs the network did not bound
         x = _nnls_compute(A, y, t1, free)
         pred = np.maximum(t1 + A @ x, network)
         rss = float(np.sum(((pred - y) / y) ** 2))
@@ -252,8 +264,10 @@ def fit(observations: Sequence[Observation], batch_size: int, variables: Variabl
     if link_gb_s is not None:
         top = max(float(link_gb_s), floor)
         if floor > link_gb_s:
-            notes.append(f"the runs moved {floor:.3g} GB/s through one NIC, more than the link rate given "
-                         f"({link_gb_s:.3g} GB/s): using {floor:.3g}")
+            notes.append(
+                f"the runs moved {floor:.3g} GB/s through one NIC, more than the link rate given "
+                f"({link_gb_s:.3g} GB/s): using {floor:.3g}"
+            )
         grid = np.geomspace(floor, top, BANDWIDTH_GRID_POINTS) if 0 < floor < top else np.array([top])
         # Equal fits: the highest rate (the link, when the runs never reached it).
         chosen = min((evaluate(float(bw)) for bw in grid), key=lambda r: (round(r[0], 12), -r[1]))
@@ -261,7 +275,7 @@ def fit(observations: Sequence[Observation], batch_size: int, variables: Variabl
         grid = np.geomspace(floor, floor * BANDWIDTH_GRID_SPAN, BANDWIDTH_GRID_POINTS)
         limited = min((evaluate(float(bw)) for bw in grid), key=lambda r: r[0])
         n, k = len(y), len(FEATURES)
-        aic = lambda rss, params: n * math.log(max(rss / n, NOISE ** 2)) + 2 * params  # noqa: E731
+        aic = lambda rss, params: n * math.log(max(rss / n, NOISE**2)) + 2 * params  # noqa: E731
         if limited[3] > 0 and aic(limited[0], k + 1) < aic(unlimited[0], k):
             chosen = limited
         else:
@@ -269,15 +283,24 @@ def fit(observations: Sequence[Observation], batch_size: int, variables: Variabl
     else:
         notes.append("no multi-node run: the network is not fitted")
     rss, bandwidth, x, bound = chosen
-    return Fit(t1=t1, batch_size=batch_size, variables=variables,
-               coefficients={k: float(v) for k, v in zip(FEATURES, x)}, bandwidth_gb_s=float(bandwidth),
-               bandwidth_floor_gb_s=floor, rms_relative_error=math.sqrt(rss / len(y)), points=len(y),
-               network_bound_points=bound, notes=notes)
+    return Fit(
+        t1=t1,
+        batch_size=batch_size,
+        variables=variables,
+        coefficients={k: float(v) for k, v in zip(FEATURES, x)},
+        bandwidth_gb_s=float(bandwidth),
+        bandwidth_floor_gb_s=floor,
+        rms_relative_error=math.sqrt(rss / len(y)),
+        points=len(y),
+        network_bound_points=bound,
+        notes=notes,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # The baseline of the validation: the Optimus form (Peng et al., EuroSys 2018).
 # ---------------------------------------------------------------------------------------
+
 
 def optimus_features(config: Config) -> list[float]:
     """step = b + c*w/p + d*w + e*p, w worker nodes, p PSs."""
@@ -313,8 +336,16 @@ def observations_from_rows(rows: Iterable[Mapping[str, Any]], gpus_per_node: int
         nodes = r.get("nodes") or (len(r["hosts"]) if r.get("hosts") else None) or r.get("num_workers") or 1
         per_node = gpus_per_node or r.get("gpus_per_node") or max(1, math.ceil(gpus / int(nodes)))
         placed = r.get("ps_on_worker_nodes")
-        result.append(Observation(Config(gpus=gpus, gpus_per_node=per_node, num_ps=int(r.get("num_ps") or 1),
-                                         variable_update=r["variable_update"],
-                                         ps_on_worker_nodes=True if placed is None else bool(placed)),
-                                  float(r["images_per_sec"])))
+        result.append(
+            Observation(
+                Config(
+                    gpus=gpus,
+                    gpus_per_node=per_node,
+                    num_ps=int(r.get("num_ps") or 1),
+                    variable_update=r["variable_update"],
+                    ps_on_worker_nodes=True if placed is None else bool(placed),
+                ),
+                float(r["images_per_sec"]),
+            )
+        )
     return result

@@ -23,12 +23,10 @@ import sys
 from typing import Any
 
 from ..report import reference
-
 from . import scaling_model
 from .scaling_model import Observation
 
-TABLES = {"piz-daint": "cscs-2017-table1", "aws-p2.xlarge": "cscs-2017-table2",
-          "aws-p2.8xlarge": "cscs-2017-table3"}
+TABLES = {"piz-daint": "cscs-2017-table1", "aws-p2.xlarge": "cscs-2017-table2", "aws-p2.8xlarge": "cscs-2017-table3"}
 EXTRAPOLATE_FROM = (8, 16, 32, 64)
 MODEL, BATCH = "inception3", 64
 
@@ -43,8 +41,13 @@ def _errors(train: list[Observation], target: Observation) -> dict[str, float]:
     ours = scaling_model.fit(train, BATCH, variables).images_per_sec(target.config)
     base = scaling_model.fit_optimus(train, BATCH).images_per_sec(target.config)
     actual = target.images_per_sec
-    return {"actual": actual, "model": ours, "baseline": base,
-            "model_error": (ours - actual) / actual * 100.0, "baseline_error": (base - actual) / actual * 100.0}
+    return {
+        "actual": actual,
+        "model": ours,
+        "baseline": base,
+        "model_error": (ours - actual) / actual * 100.0,
+        "baseline_error": (base - actual) / actual * 100.0,
+    }
 
 
 def extrapolations(systems=tuple(TABLES)) -> list[dict[str, Any]]:
@@ -54,8 +57,15 @@ def extrapolations(systems=tuple(TABLES)) -> list[dict[str, Any]]:
         for n in EXTRAPOLATE_FROM:
             target = [o for o in rows if o.config.gpus == 2 * n]
             if target:
-                result.append({"system": system, "kind": "extrapolate", "fit_up_to": n, "gpus": 2 * n,
-                               **_errors([o for o in rows if o.config.gpus <= n], target[0])})
+                result.append(
+                    {
+                        "system": system,
+                        "kind": "extrapolate",
+                        "fit_up_to": n,
+                        "gpus": 2 * n,
+                        **_errors([o for o in rows if o.config.gpus <= n], target[0]),
+                    }
+                )
     return result
 
 
@@ -64,16 +74,28 @@ def leave_one_out(systems=tuple(TABLES)) -> list[dict[str, Any]]:
     for system in systems:
         rows = table(system)
         for i in range(1, len(rows) - 1):
-            result.append({"system": system, "kind": "leave-one-out", "fit_up_to": None,
-                           "gpus": rows[i].config.gpus, **_errors(rows[:i] + rows[i + 1:], rows[i])})
+            result.append(
+                {
+                    "system": system,
+                    "kind": "leave-one-out",
+                    "fit_up_to": None,
+                    "gpus": rows[i].config.gpus,
+                    **_errors(rows[:i] + rows[i + 1 :], rows[i]),
+                }
+            )
     return result
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     ours = [abs(r["model_error"]) for r in rows]
     base = [abs(r["baseline_error"]) for r in rows]
-    return {"model_median": statistics.median(ours), "model_max": max(ours),
-            "baseline_median": statistics.median(base), "baseline_max": max(base), "cases": len(rows)}
+    return {
+        "model_median": statistics.median(ours),
+        "model_max": max(ours),
+        "baseline_median": statistics.median(base),
+        "baseline_max": max(base),
+        "cases": len(rows),
+    }
 
 
 def doubling_verdict(system: str, fit_up_to: int, threshold: float = 0.10) -> dict[str, Any]:
@@ -88,23 +110,34 @@ def doubling_verdict(system: str, fit_up_to: int, threshold: float = 0.10) -> di
 
 
 def _fmt(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| system | case | GPUs | published | model | error | Optimus form | error |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| system | case | GPUs | published | model | error | Optimus form | error |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         case = f"fit <= {r['fit_up_to']}" if r["fit_up_to"] else "leave out"
-        lines.append(f"| {reference.display_name(r['system'])} | {case} | {r['gpus']} | {r['actual']:.0f} | "
-                     f"{r['model']:.0f} | {r['model_error']:+.1f}% | {r['baseline']:.0f} | {r['baseline_error']:+.1f}% |")
+        lines.append(
+            f"| {reference.display_name(r['system'])} | {case} | {r['gpus']} | {r['actual']:.0f} | "
+            f"{r['model']:.0f} | {r['model_error']:+.1f}% | {r['baseline']:.0f} | {r['baseline_error']:+.1f}% |"
+        )
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="python -m dtfbench.scaling_validation", description=__doc__.splitlines()[0]).parse_args(argv)
-    for title, rows in (("Extrapolation (fit on <= N GPUs, predict 2N)", extrapolations()),
-                        ("Leave-one-out (interior rows)", leave_one_out())):
+    argparse.ArgumentParser(
+        prog="python -m dtfbench.scaling_validation", description=__doc__.splitlines()[0]
+    ).parse_args(argv)
+    for title, rows in (
+        ("Extrapolation (fit on <= N GPUs, predict 2N)", extrapolations()),
+        ("Leave-one-out (interior rows)", leave_one_out()),
+    ):
         s = summary(rows)
         print(f"## {title}\n")
         print("\n".join(_fmt(rows)))
-        print(f"\n{s['cases']} cases: model median {s['model_median']:.1f}%, max {s['model_max']:.1f}%; "
-              f"Optimus form median {s['baseline_median']:.1f}%, max {s['baseline_max']:.1f}%\n")
+        print(
+            f"\n{s['cases']} cases: model median {s['model_median']:.1f}%, max {s['model_max']:.1f}%; "
+            f"Optimus form median {s['baseline_median']:.1f}%, max {s['baseline_max']:.1f}%\n"
+        )
     v = doubling_verdict("aws-p2.xlarge", 64)
     print(f"p2.xlarge, fitted on <= 64 GPUs, 64 -> 128: {v['verdict']}")
     return 0

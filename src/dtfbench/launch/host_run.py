@@ -9,7 +9,6 @@ raises ``TaskError``. Each task is a ``TfTask`` (``task.py``); while it waits, t
 watches for the controller going away and then stops every task of the run on this host.
 """
 
-
 from __future__ import absolute_import, division, print_function
 
 import json
@@ -87,8 +86,14 @@ class HostRun(object):
 
     def argv(self, task):
         spec = self.params["cluster_spec"] or {}
-        flags = ["--job_name", task["job"], "--task_index", str(task["task_index"]),
-                 "--worker_hosts", ",".join(spec.get("worker") or [])]
+        flags = [
+            "--job_name",
+            task["job"],
+            "--task_index",
+            str(task["task_index"]),
+            "--worker_hosts",
+            ",".join(spec.get("worker") or []),
+        ]
         if spec.get("ps"):
             flags += ["--ps_hosts", ",".join(spec["ps"])]
         result = self.result_file(task)
@@ -97,9 +102,14 @@ class HostRun(object):
         return list(self.params["program"]) + flags + list(self.params["program_args"])
 
     def task_params(self, task, **extra):
-        params = dict(name=self.name(task), run_dir=self.run_dir, port=task["port"],
-                      ready_host=task["address"], grace_period=self.params["grace_period"],
-                      log_tail_lines=self.params["log_tail_lines"])
+        params = dict(
+            name=self.name(task),
+            run_dir=self.run_dir,
+            port=task["port"],
+            ready_host=task["address"],
+            grace_period=self.params["grace_period"],
+            log_tail_lines=self.params["log_tail_lines"],
+        )
         params.update(extra)
         return params
 
@@ -128,8 +138,13 @@ class HostRun(object):
             inspector.signal_all(loners, groups, signal.SIGTERM)
         reports = [call(self.task_params(task), False, self.warn, "stopped")[1] for task in self.tasks]
         stopped = [r["name"] for r in reports if r.get("terminated")]
-        self.fail("interrupted: %s; stopped %s" % (why, ", ".join(stopped) or "nothing (no task ran)"),
-                  changed=bool(stopped), interrupted=True, failed_at=time.time(), tasks=reports)
+        self.fail(
+            "interrupted: %s; stopped %s" % (why, ", ".join(stopped) or "nothing (no task ran)"),
+            changed=bool(stopped),
+            interrupted=True,
+            failed_at=time.time(),
+            tasks=reports,
+        )
 
     # ---- checked -------------------------------------------------------------------
 
@@ -141,21 +156,30 @@ class HostRun(object):
                 stored_results = json.loads(stored)
                 complete = isinstance(stored_results, list)
             except ValueError:
-                self.warn("the marker %s/%s is not valid JSON: the run is done again"
-                                     % (self.run_dir, COMPLETE_MARKER))
+                self.warn("the marker %s/%s is not valid JSON: the run is done again" % (self.run_dir, COMPLETE_MARKER))
         busy = []
         if not complete:
             for task in self.tasks:
                 if _port_open(task["address"], task["port"], 1.0):
                     pids = self.task(task).listener_hint(task["port"])
-                    busy.append(dict(
-                        job=task["job"], task_index=task["task_index"], address=task["address"],
-                        port=task["port"], pids=pids,
-                        msg="port %d on %s, wanted by %s %d, is already in use%s"
-                            % (task["port"], task["address"], task["job"], task["task_index"],
-                               " (listening pids: %s)" % pids if pids else "")))
-        result = dict(changed=False, complete=complete, busy=busy, run_id=self.params["run_id"],
-                      run_dir=self.run_dir)
+                    busy.append(
+                        dict(
+                            job=task["job"],
+                            task_index=task["task_index"],
+                            address=task["address"],
+                            port=task["port"],
+                            pids=pids,
+                            msg="port %d on %s, wanted by %s %d, is already in use%s"
+                            % (
+                                task["port"],
+                                task["address"],
+                                task["job"],
+                                task["task_index"],
+                                " (listening pids: %s)" % pids if pids else "",
+                            ),
+                        )
+                    )
+        result = dict(changed=False, complete=complete, busy=busy, run_id=self.params["run_id"], run_dir=self.run_dir)
         if complete:
             result["stored_results"] = stored_results
         return self.done(**result)
@@ -167,10 +191,15 @@ class HostRun(object):
         reports = []
         for task in self.tasks:
             params = self.task_params(
-                task, argv=self.argv(task), wait_ready=False, max_runtime=self.params["max_runtime"],
+                task,
+                argv=self.argv(task),
+                wait_ready=False,
+                max_runtime=self.params["max_runtime"],
                 ready_timeout=self.params["ready_timeout"],
-                environment=dict(self.params["environment"],
-                                 CUDA_VISIBLE_DEVICES=task.get("cuda_visible_devices") or ""))
+                environment=dict(
+                    self.params["environment"], CUDA_VISIBLE_DEVICES=task.get("cuda_visible_devices") or ""
+                ),
+            )
             if task["job"] == "ps":
                 # A PS never takes a GPU.
                 params["environment"]["CUDA_VISIBLE_DEVICES"] = ""
@@ -201,21 +230,34 @@ class HostRun(object):
                     failed, result = call(self.task_params(task, ready_timeout=0), False, self.warn, "ready")
                     if failed:
                         record = result.get("exit") or {}
-                        self.fail(result["msg"], changed=True, failed_at=record.get("ended") or time.time(),
-                                       tasks=reports)
+                        self.fail(
+                            result["msg"], changed=True, failed_at=record.get("ended") or time.time(), tasks=reports
+                        )
                 if _port_open(task["address"], task["port"], 0.2):
                     reports[position]["ready"] = True
                     reports[position]["ready_after"] = round(time.time() - self.started_at, 3)
                     waiting.remove(position)
             self.check_controller()
             if waiting and time.time() >= deadline:
-                late = ", ".join("%s %d on %s:%d" % (self.tasks[p]["job"], self.tasks[p]["task_index"],
-                                                     self.tasks[p]["address"], self.tasks[p]["port"])
-                                 for p in waiting)
+                late = ", ".join(
+                    "%s %d on %s:%d"
+                    % (
+                        self.tasks[p]["job"],
+                        self.tasks[p]["task_index"],
+                        self.tasks[p]["address"],
+                        self.tasks[p]["port"],
+                    )
+                    for p in waiting
+                )
                 first = self.task(self.tasks[waiting[0]])
-                self.fail(first.with_tail("%s did not accept connections within ready_timeout=%s s"
-                                               % (late, self.params["ready_timeout"])),
-                               changed=True, failed_at=time.time(), tasks=reports)
+                self.fail(
+                    first.with_tail(
+                        "%s did not accept connections within ready_timeout=%s s" % (late, self.params["ready_timeout"])
+                    ),
+                    changed=True,
+                    failed_at=time.time(),
+                    tasks=reports,
+                )
             if waiting:
                 time.sleep(POLL)
 
@@ -231,9 +273,11 @@ class HostRun(object):
         # TfTask in check mode starts nothing and says which tasks it would start: those
         # that already run are no change (as without check mode).
         would = [report["name"] for report in reports if report.get("changed")]
-        return self.done(changed=bool(would), tasks=reports,
-                         msg="check mode: would start %s" % ", ".join(would) if would
-                         else "check mode: every task already runs")
+        return self.done(
+            changed=bool(would),
+            tasks=reports,
+            msg="check mode: would start %s" % ", ".join(would) if would else "check mode: every task already runs",
+        )
 
     def started(self):
         reports = self.start_and_wait()
@@ -266,12 +310,18 @@ class HostRun(object):
                     ps_done.add(name)  # ours exit by themselves once every worker is done
                     continue
                 # Ended: TfTask's finished phrases how, with the result file and log tail.
-                failed, result = call(self.task_params(task, timeout=0, result_file=self.result_file(task)),
-                                      False, self.warn, "finished")
+                failed, result = call(
+                    self.task_params(task, timeout=0, result_file=self.result_file(task)), False, self.warn, "finished"
+                )
                 if failed:
                     record = result.get("exit") or {}
-                    self.fail(result["msg"], changed=True, failed_at=record.get("ended") or time.time(),
-                                   tasks=reports, workers=self.worker_reports(workers, outcomes))
+                    self.fail(
+                        result["msg"],
+                        changed=True,
+                        failed_at=record.get("ended") or time.time(),
+                        tasks=reports,
+                        workers=self.worker_reports(workers, outcomes),
+                    )
                 if task["job"] == "worker":
                     outcomes[name] = result
                 else:
@@ -280,13 +330,19 @@ class HostRun(object):
             if len(outcomes) < len(workers):
                 if time.time() >= deadline:
                     late = [self.name(t) for t in workers if self.name(t) not in outcomes]
-                    self.fail(self.task([t for t in workers if self.name(t) in late][0]).with_tail(
-                        "%s still run(s) after timeout=%s s" % (", ".join(late), self.params["timeout"])),
-                        changed=True, failed_at=time.time(), tasks=reports,
-                        workers=self.worker_reports(workers, outcomes))
+                    self.fail(
+                        self.task([t for t in workers if self.name(t) in late][0]).with_tail(
+                            "%s still run(s) after timeout=%s s" % (", ".join(late), self.params["timeout"])
+                        ),
+                        changed=True,
+                        failed_at=time.time(),
+                        tasks=reports,
+                        workers=self.worker_reports(workers, outcomes),
+                    )
                 time.sleep(POLL * 2)
-        return self.done(changed=self.any_started(reports), tasks=reports,
-                         workers=self.worker_reports(workers, outcomes))
+        return self.done(
+            changed=self.any_started(reports), tasks=reports, workers=self.worker_reports(workers, outcomes)
+        )
 
     @staticmethod
     def any_started(reports):
@@ -300,9 +356,16 @@ class HostRun(object):
             outcome = outcomes.get(self.name(task))
             if outcome is None:
                 continue
-            reports.append(dict(task_index=task["task_index"], rc=outcome.get("rc"),
-                                signal_name=outcome.get("signal_name"), runtime=outcome.get("runtime"),
-                                result=outcome.get("result"), log_tail=outcome.get("log_tail")))
+            reports.append(
+                dict(
+                    task_index=task["task_index"],
+                    rc=outcome.get("rc"),
+                    signal_name=outcome.get("signal_name"),
+                    runtime=outcome.get("runtime"),
+                    result=outcome.get("result"),
+                    log_tail=outcome.get("log_tail"),
+                )
+            )
         return reports
 
     # ---- stopped ---------------------------------------------------------------------
@@ -325,12 +388,23 @@ class HostRun(object):
             # A task this or an earlier stop ended carries the signal its supervisor received
             # (or the stop's own record); one that the dead-man deadline ended died as well.
             stopped_here = record is not None and (record.get("signals_received") or record.get("stopped_by"))
-            if record is not None and (record.get("signal") or record.get("rc")) \
-                    and (record.get("deadline_exceeded") or not stopped_here):
-                how = ("was killed by %s" % record.get("signal_name") if record.get("signal")
-                       else "exited with rc %s" % record.get("rc"))
-                died.append(dict(name=self.name(task), ended=record.get("ended"),
-                                 msg=inspector.with_tail("task %s %s" % (self.name(task), how))))
+            if (
+                record is not None
+                and (record.get("signal") or record.get("rc"))
+                and (record.get("deadline_exceeded") or not stopped_here)
+            ):
+                how = (
+                    "was killed by %s" % record.get("signal_name")
+                    if record.get("signal")
+                    else "exited with rc %s" % record.get("rc")
+                )
+                died.append(
+                    dict(
+                        name=self.name(task),
+                        ended=record.get("ended"),
+                        msg=inspector.with_tail("task %s %s" % (self.name(task), how)),
+                    )
+                )
         changed = False
         if params["complete_results"] is not None:
             path = os.path.join(self.run_dir, COMPLETE_MARKER)

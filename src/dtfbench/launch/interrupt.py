@@ -126,9 +126,14 @@ def stop_hosts(state: dict[str, Any], workdir: Path) -> tuple[subprocess.Popen |
     env = {k: v for k, v in os.environ.items() if k != MARKER_ENV}
     env[OFF_ENV] = "1"
     with log.open("w") as out:
-        process = subprocess.Popen([*state["stop_argv"], "-e", f"@{extra}"],
-                                   cwd=state.get("cwd") or None, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [*state["stop_argv"], "-e", f"@{extra}"],
+            cwd=state.get("cwd") or None,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     return process, log
 
 
@@ -137,10 +142,16 @@ def record(state: dict[str, Any], reason: str) -> str:
     run = state.get("run")
     if not run or not run.get("submit", True):  # submit=false only writes Slurm job scripts
         return ""
-    payload = dict(run, layout=state.get("layout") or {}, hosts={}, interrupted=reason,
-                   finished_at=datetime.datetime.now(datetime.timezone.utc).isoformat())
-    done = subprocess.run([sys.executable, "-m", "dtfbench.record"], input=json.dumps(payload),
-                          capture_output=True, text=True, timeout=60)
+    payload = dict(
+        run,
+        layout=state.get("layout") or {},
+        hosts={},
+        interrupted=reason,
+        finished_at=datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "dtfbench.record"], input=json.dumps(payload), capture_output=True, text=True, timeout=60
+    )
     if done.returncode != 0:
         return f"; it could not be recorded: {done.stderr.strip() or done.stdout.strip()}"
     return f", recorded as failed (interrupted) in {run.get('results_db')}"
@@ -167,11 +178,17 @@ def act(controller: int, state_file: Path) -> int:
             process.kill()
             rc = None
         names = ", ".join(sorted(hosts))
-        stopped = (f"stopped its tasks on {names} in {time.monotonic() - started:.1f} s" if rc == 0
-                   else f"stopping its tasks on {names} failed (see {log})")
+        stopped = (
+            f"stopped its tasks on {names} in {time.monotonic() - started:.1f} s"
+            if rc == 0
+            else f"stopping its tasks on {names} failed (see {log})"
+        )
     run_id = (run.get("run") or {}).get("run_id")
-    what = f"run {run_id}" if run_id else (
-        f"run {next(iter(hosts.values()))['run_id']}" if hosts else "no run was in progress")
+    what = (
+        f"run {run_id}"
+        if run_id
+        else (f"run {next(iter(hosts.values()))['run_id']}" if hosts else "no run was in progress")
+    )
     parts = [p for p in (what + recorded, stopped) if p]
     line = f"dtfbench: interrupted by {reason}: " + "; ".join(parts)
     sweep_id = run.get("sweep_id") or state.get("sweep_id")

@@ -11,13 +11,13 @@ Python. So it stands alone: standard library only, imports nothing of dtfbench (
 
 usage: python tf_task_supervisor.py tf_task-supervisor MARKER EXIT_FILE -- PROGRAM [ARGS...]
 """
+
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-
 
 DEADLINE_ENV = "TF_TASK_SUPERVISOR_MAX_RUNTIME"
 GRACE_ENV = "TF_TASK_SUPERVISOR_GRACE"
@@ -47,7 +47,7 @@ def kill_group_but_self():
         try:
             with open("/proc/%s/stat" % entry) as handle:
                 data = handle.read()
-            if int(data[data.rfind(")") + 2:].split()[2]) == group:
+            if int(data[data.rfind(")") + 2 :].split()[2]) == group:
                 os.kill(int(entry), signal.SIGKILL)
         except (OSError, ValueError, IndexError):
             pass
@@ -55,8 +55,7 @@ def kill_group_but_self():
 
 def main():
     if len(sys.argv) < 6 or sys.argv[4] != "--":
-        sys.stderr.write("usage: %s tf_task-supervisor MARKER EXIT_FILE -- PROGRAM...\n"
-                         % sys.argv[0])
+        sys.stderr.write("usage: %s tf_task-supervisor MARKER EXIT_FILE -- PROGRAM...\n" % sys.argv[0])
         return 2
     exit_file, argv = sys.argv[3], sys.argv[5:]
     received = []
@@ -69,14 +68,21 @@ def main():
     # The dead-man deadline: the module passes it in the environment, the program never sees it.
     max_runtime = float(os.environ.pop(DEADLINE_ENV, "0") or 0)
     grace = float(os.environ.pop(GRACE_ENV, "10") or 10)
-    record = {"schema": 1, "supervisor_pid": os.getpid(), "argv": argv, "pid": None,
-              "started": time.time(), "rc": None, "signal": None, "signal_name": None}
+    record = {
+        "schema": 1,
+        "supervisor_pid": os.getpid(),
+        "argv": argv,
+        "pid": None,
+        "started": time.time(),
+        "rc": None,
+        "signal": None,
+        "signal_name": None,
+    }
     say("starting: %s" % " ".join(argv))
     try:
         child = subprocess.Popen(argv)
     except OSError as error:
-        record.update(rc=127, error="cannot execute %s: %s" % (argv[0], error),
-                      ended=time.time())
+        record.update(rc=127, error="cannot execute %s: %s" % (argv[0], error), ended=time.time())
         record["duration"] = record["ended"] - record["started"]
         say(record["error"])
         write_exit(exit_file, record)

@@ -18,8 +18,8 @@ import pkgutil
 import re
 import shutil
 import signal
-import stat
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -42,6 +42,7 @@ SUPERVISOR_SOURCE = pkgutil.get_data(__name__.rpartition(".")[0], "supervisor.py
 
 # ------------------------------------------------------------------------------------------
 # Helpers (the /proc readers are dtfbench.linux.procfs)
+
 
 def _child_status(pid):
     """How a supervisor this process started ended, when it died before writing its exit
@@ -122,16 +123,16 @@ class TfTask(object):
     required_if = [("state", "started", ["argv"]), ("state", "ready", ["port"])]
 
     def __init__(self, params, check_mode=False, warn=None):
-        params = dict(dict((key, spec.get("default")) for key, spec in self.argument_spec.items()),
-                      **params)
+        params = dict(dict((key, spec.get("default")) for key, spec in self.argument_spec.items()), **params)
         self.params = params
         self.check_mode = check_mode
         self.warn = warn if warn is not None else (lambda text: None)
         self.name = params["name"]
         if not NAME_RE.match(self.name):
-            raise TaskError("name %r is not a valid task id: use letters, digits, '.', '_', "
-                            "'-', '+', '@', starting with a letter or digit (at most 200)"
-                            % self.name)
+            raise TaskError(
+                "name %r is not a valid task id: use letters, digits, '.', '_', "
+                "'-', '+', '@', starting with a letter or digit (at most 200)" % self.name
+            )
         for option in ("ready_timeout", "timeout", "grace_period", "max_runtime"):
             if params[option] < 0:
                 raise TaskError("%s must be >= 0, got %s" % (option, params[option]))
@@ -148,9 +149,16 @@ class TfTask(object):
         self.marker = base
         self.marker_entry = ("%s=%s" % (MARKER_ENV, self.marker)).encode("utf-8")
         self.started_at = time.time()
-        self.result = dict(changed=False, name=self.name, state=params["state"], pid=None,
-                           running=False, pid_file=self.pid_file, log_file=self.log_file,
-                           exit_file=self.exit_file)
+        self.result = dict(
+            changed=False,
+            name=self.name,
+            state=params["state"],
+            pid=None,
+            running=False,
+            pid_file=self.pid_file,
+            log_file=self.log_file,
+            exit_file=self.exit_file,
+        )
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -202,7 +210,7 @@ class TfTask(object):
 
     def running_argv(self, pid):
         cmd = procfs.cmdline(pid)
-        return cmd[cmd.index("--") + 1:] if "--" in cmd else None
+        return cmd[cmd.index("--") + 1 :] if "--" in cmd else None
 
     def read_exit(self, pid=None):
         """The exit record (of the supervisor pid when given), or None."""
@@ -290,11 +298,17 @@ class TfTask(object):
         """Write an exit record when the supervisor died without writing one."""
         if pid is None or self.read_exit(pid) is not None:
             return
-        record = {"schema": 1, "supervisor_pid": pid, "pid": None, "rc": None,
-                  "signal": int(signal.SIGKILL if killed else signal.SIGTERM),
-                  "signal_name": "SIGKILL" if killed else "SIGTERM", "ended": time.time(),
-                  "stopped_by": "tf_task",
-                  "note": "the supervisor was killed before it could record the exit status"}
+        record = {
+            "schema": 1,
+            "supervisor_pid": pid,
+            "pid": None,
+            "rc": None,
+            "signal": int(signal.SIGKILL if killed else signal.SIGTERM),
+            "signal_name": "SIGKILL" if killed else "SIGTERM",
+            "ended": time.time(),
+            "stopped_by": "tf_task",
+            "note": "the supervisor was killed before it could record the exit status",
+        }
         tmp = "%s.tmp.%d" % (self.exit_file, os.getpid())
         try:
             with open(tmp, "w") as handle:
@@ -304,8 +318,9 @@ class TfTask(object):
             self.warn("could not write %s: %s" % (self.exit_file, error))
 
     def exit_fields(self, record):
-        fields = dict(exit=record, rc=record.get("rc"), signal=record.get("signal"),
-                      signal_name=record.get("signal_name"))
+        fields = dict(
+            exit=record, rc=record.get("rc"), signal=record.get("signal"), signal_name=record.get("signal_name")
+        )
         if record.get("duration") is not None:
             fields["runtime"] = round(record["duration"], 3)
         return fields
@@ -334,11 +349,12 @@ class TfTask(object):
         if "/" in program:
             path = os.path.join(self.chdir, program)
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-                self.fail("argv[0] %s is not an executable file (relative to chdir %s)"
-                               % (program, self.chdir))
+                self.fail("argv[0] %s is not an executable file (relative to chdir %s)" % (program, self.chdir))
         elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
-            self.fail("argv[0] %s is not found in the task's PATH (%s); give its full path"
-                           % (program, env.get("PATH", os.defpath)))
+            self.fail(
+                "argv[0] %s is not found in the task's PATH (%s); give its full path"
+                % (program, env.get("PATH", os.defpath))
+            )
 
     def listener_hint(self, port):
         """Pids listening on the TCP port (best effort, own user's processes only)."""
@@ -352,19 +368,20 @@ class TfTask(object):
             self.result.update(pid=pid, running=True)
             cmd = self.running_argv(pid)
             if cmd is not None and cmd != self.params["argv"]:
-                self.warn("task %s already runs (pid %d) with another command line; it is "
-                                 "left as it is - stop it first to apply the new one: %s"
-                                 % (self.name, pid, " ".join(cmd)))
+                self.warn(
+                    "task %s already runs (pid %d) with another command line; it is "
+                    "left as it is - stop it first to apply the new one: %s" % (self.name, pid, " ".join(cmd))
+                )
             self.result["cmd"] = cmd
             if self.params["port"] is None:
                 return self.done(ready=True)
             if self.check_mode:
-                return self.done(ready=_port_open(self.params["ready_host"], self.params["port"],
-                                                1.0))
+                return self.done(ready=_port_open(self.params["ready_host"], self.params["port"], 1.0))
             return self.wait_ready(pid, None)
         if self.check_mode:
-            return self.done(changed=True, cmd=self.params["argv"], ready=False,
-                           msg="check mode: would start %s" % self.name)
+            return self.done(
+                changed=True, cmd=self.params["argv"], ready=False, msg="check mode: would start %s" % self.name
+            )
         return self.start()
 
     def start(self):
@@ -380,25 +397,29 @@ class TfTask(object):
         # owns or may write to (a shared /tmp planted in advance) could swap it.
         info = os.lstat(self.run_dir)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-            self.fail("run_dir %s is not a directory of this user that only it can write (owner "
-                           "uid %d, mode %o); remove it or choose another run_dir"
-                           % (self.run_dir, info.st_uid, stat.S_IMODE(info.st_mode)))
+            self.fail(
+                "run_dir %s is not a directory of this user that only it can write (owner "
+                "uid %d, mode %o); remove it or choose another run_dir"
+                % (self.run_dir, info.st_uid, stat.S_IMODE(info.st_mode))
+            )
         self.check_program(env)
         # Leftovers of an earlier start (a stale pid file; descendants that outlived it).
         leftovers = self.processes()[0]
         if leftovers:
             terminated, killed, remaining = self.terminate()
-            self.warn("stopped %d leftover process(es) of an earlier start of %s: %s"
-                             % (len(terminated), self.name, terminated))
+            self.warn(
+                "stopped %d leftover process(es) of an earlier start of %s: %s"
+                % (len(terminated), self.name, terminated)
+            )
             if remaining:
-                self.fail("leftover processes of %s survive SIGKILL: %s"
-                               % (self.name, remaining))
+                self.fail("leftover processes of %s survive SIGKILL: %s" % (self.name, remaining))
         if params["port"] is not None and _port_open(params["ready_host"], params["port"], 1.0):
             owners = self.listener_hint(params["port"])
-            self.fail("port %d on %s already accepts connections before %s starts%s; a stale "
-                           "task or another program holds it - stop it or choose another port"
-                           % (params["port"], params["ready_host"], self.name,
-                              " (listening pids: %s)" % owners if owners else ""))
+            self.fail(
+                "port %d on %s already accepts connections before %s starts%s; a stale "
+                "task or another program holds it - stop it or choose another port"
+                % (params["port"], params["ready_host"], self.name, " (listening pids: %s)" % owners if owners else "")
+            )
         script = os.path.join(self.run_dir, SUPERVISOR_NAME)
         if procfs.read(script) != SUPERVISOR_SOURCE:
             tmp = "%s.tmp.%d" % (script, os.getpid())
@@ -414,10 +435,15 @@ class TfTask(object):
         try:
             with open(os.devnull, "rb") as devnull:
                 process = subprocess.Popen(
-                    [sys.executable, script, SUPERVISOR_TAG, self.marker, self.exit_file, "--"]
-                    + list(params["argv"]),
-                    cwd=self.chdir, env=env, stdin=devnull, stdout=log, stderr=log,
-                    close_fds=True, start_new_session=True)
+                    [sys.executable, script, SUPERVISOR_TAG, self.marker, self.exit_file, "--"] + list(params["argv"]),
+                    cwd=self.chdir,
+                    env=env,
+                    stdin=devnull,
+                    stdout=log,
+                    stderr=log,
+                    close_fds=True,
+                    start_new_session=True,
+                )
         except OSError as error:
             self.fail("cannot start the supervisor with %s: %s" % (sys.executable, error))
         finally:
@@ -426,8 +452,7 @@ class TfTask(object):
         with open(tmp, "w") as handle:
             handle.write("%d\n" % process.pid)
         os.rename(tmp, self.pid_file)
-        self.result.update(changed=True, pid=process.pid, running=True,
-                           cmd=list(params["argv"]))
+        self.result.update(changed=True, pid=process.pid, running=True, cmd=list(params["argv"]))
         if params["port"] is None:
             return self.done(ready=True, ready_after=self.elapsed())
         if not params["wait_ready"]:
@@ -437,8 +462,11 @@ class TfTask(object):
     def ready(self):
         pid = self.read_pid()
         if pid is None:
-            self.fail("task %s was never started: no pid file in %s; start it with "
-                           "state=started first" % (self.name, self.run_dir), ready=False)
+            self.fail(
+                "task %s was never started: no pid file in %s; start it with "
+                "state=started first" % (self.name, self.run_dir),
+                ready=False,
+            )
         self.result.update(pid=pid, running=self.is_supervisor(pid))
         if self.check_mode:
             return self.done(ready=_port_open(self.params["ready_host"], self.params["port"], 1.0))
@@ -450,31 +478,44 @@ class TfTask(object):
         params = self.params
         deadline = time.time() + params["ready_timeout"]
         while True:
-            exited = (process.poll() is not None) if process is not None \
-                else not self.is_supervisor(pid)
+            exited = (process.poll() is not None) if process is not None else not self.is_supervisor(pid)
             if exited:
                 record = self.read_exit(pid) or {}
                 fields = self.exit_fields(record) if record else {}
-                how = ("was killed by %s" % record.get("signal_name") if record.get("signal")
-                       else "exited with rc %s" % record.get("rc") if record else "is gone")
+                how = (
+                    "was killed by %s" % record.get("signal_name")
+                    if record.get("signal")
+                    else "exited with rc %s" % record.get("rc")
+                    if record
+                    else "is gone"
+                )
                 if record.get("error"):
                     how += " (%s)" % record["error"]
                 if not record:
                     how += _child_status(pid)
-                self.fail(self.with_tail("task %s %s before port %d was ready"
-                                              % (self.name, how, params["port"])),
-                               running=False, ready=False, log_tail=self.log_tail(), **fields)
+                self.fail(
+                    self.with_tail("task %s %s before port %d was ready" % (self.name, how, params["port"])),
+                    running=False,
+                    ready=False,
+                    log_tail=self.log_tail(),
+                    **fields,
+                )
             remaining = deadline - time.time()
             if _port_open(params["ready_host"], params["port"], min(1.0, max(remaining, 0))):
                 return self.done(ready=True, ready_after=self.elapsed())
             if time.time() >= deadline:
                 break
             time.sleep(min(POLL, max(deadline - time.time(), 0)))
-        msg = ("task %s did not accept connections on %s:%d within ready_timeout=%s s"
-               % (self.name, params["ready_host"], params["port"], params["ready_timeout"]))
+        msg = "task %s did not accept connections on %s:%d within ready_timeout=%s s" % (
+            self.name,
+            params["ready_host"],
+            params["port"],
+            params["ready_timeout"],
+        )
         if process is None:
-            self.fail(self.with_tail(msg + " (it was already running; left running)"),
-                           ready=False, log_tail=self.log_tail())
+            self.fail(
+                self.with_tail(msg + " (it was already running; left running)"), ready=False, log_tail=self.log_tail()
+            )
         terminated, killed, remaining = self.terminate(pid)
         process.wait()
         self.record_stop(pid, bool(killed))
@@ -482,8 +523,15 @@ class TfTask(object):
         if remaining:
             msg += ", but pids %s survive SIGKILL" % remaining
         record = self.read_exit(pid) or {}
-        self.fail(self.with_tail(msg), running=False, ready=False, log_tail=self.log_tail(),
-                       terminated=terminated, killed=killed, **self.exit_fields(record))
+        self.fail(
+            self.with_tail(msg),
+            running=False,
+            ready=False,
+            log_tail=self.log_tail(),
+            terminated=terminated,
+            killed=killed,
+            **self.exit_fields(record),
+        )
 
     def finished(self):
         params = self.params
@@ -498,20 +546,31 @@ class TfTask(object):
                 break
             if not alive:
                 if pid is None:
-                    msg = ("task %s was never started here: no pid file %s"
-                           % (self.name, self.pid_file))
+                    msg = "task %s was never started here: no pid file %s" % (self.name, self.pid_file)
                 else:
-                    msg = ("task %s (pid %d) is gone without an exit status: it was killed with "
-                           "SIGKILL, or the host restarted" % (self.name, pid))
+                    msg = (
+                        "task %s (pid %d) is gone without an exit status: it was killed with "
+                        "SIGKILL, or the host restarted" % (self.name, pid)
+                    )
                 if self.check_mode:
                     return self.done(msg="check mode: " + msg, log_tail=self.log_tail())
-                self.fail(self.with_tail(msg), pid=pid, log_tail=self.log_tail(), rc=None,
-                               signal=None, signal_name=None, result=None, timed_out=False)
+                self.fail(
+                    self.with_tail(msg),
+                    pid=pid,
+                    log_tail=self.log_tail(),
+                    rc=None,
+                    signal=None,
+                    signal_name=None,
+                    result=None,
+                    timed_out=False,
+                )
             self.result.update(pid=pid, running=True)
             if self.check_mode:
-                return self.done(timed_out=False, log_tail=self.log_tail(),
-                               msg="check mode: task %s runs; would wait up to %s s for it"
-                                   % (self.name, params["timeout"]))
+                return self.done(
+                    timed_out=False,
+                    log_tail=self.log_tail(),
+                    msg="check mode: task %s runs; would wait up to %s s for it" % (self.name, params["timeout"]),
+                )
             remaining = deadline - time.time()
             if remaining <= 0:
                 self.finished_timeout(pid)
@@ -521,10 +580,10 @@ class TfTask(object):
         result, problem = self.read_result()
         leftover = [p for p in self.processes()[0] if p != pid]
         if leftover:
-            self.warn("task %s exited but left processes running: %s; stop them with "
-                             "state=stopped" % (self.name, leftover))
-        fields.update(result=result, timed_out=False, log_tail=self.log_tail(),
-                      leftover=leftover)
+            self.warn(
+                "task %s exited but left processes running: %s; stop them with state=stopped" % (self.name, leftover)
+            )
+        fields.update(result=result, timed_out=False, log_tail=self.log_tail(), leftover=leftover)
         if record.get("rc") == 0:
             if problem and problem[0] == "invalid":
                 self.fail(problem[1], **fields)
@@ -547,7 +606,7 @@ class TfTask(object):
         self.fail(self.with_tail("task %s %s" % (self.name, how)), **fields)
 
     def finished_timeout(self, pid):
-        msg = ("task %s still runs after timeout=%s s" % (self.name, self.params["timeout"]))
+        msg = "task %s still runs after timeout=%s s" % (self.name, self.params["timeout"])
         extra = {}
         if self.params["stop_on_timeout"]:
             terminated, killed, remaining = self.terminate(pid)
@@ -555,12 +614,19 @@ class TfTask(object):
             msg += "; stopped it (stop_on_timeout)"
             if remaining:
                 msg += ", but pids %s survive SIGKILL" % remaining
-            extra.update(terminated=terminated, killed=killed,
-                         running=self.is_supervisor(pid))
+            extra.update(terminated=terminated, killed=killed, running=self.is_supervisor(pid))
         else:
             msg += "; it is left running (stop it with state=stopped, or set stop_on_timeout)"
-        self.fail(self.with_tail(msg), timed_out=True, rc=None, signal=None,
-                       signal_name=None, result=None, log_tail=self.log_tail(), **extra)
+        self.fail(
+            self.with_tail(msg),
+            timed_out=True,
+            rc=None,
+            signal=None,
+            signal_name=None,
+            result=None,
+            log_tail=self.log_tail(),
+            **extra,
+        )
 
     def read_result(self):
         """(parsed result or None, None or (kind, message))."""
@@ -574,8 +640,7 @@ class TfTask(object):
         try:
             return json.loads(data), None
         except ValueError as error:
-            return None, ("invalid", "result file %s of task %s is not valid JSON: %s"
-                          % (path, self.name, error))
+            return None, ("invalid", "result file %s of task %s is not valid JSON: %s" % (path, self.name, error))
 
     def stopped(self):
         pid = self.running_supervisor()
@@ -584,8 +649,7 @@ class TfTask(object):
         if not pids:
             return self.done(terminated=[], killed=[], msg="task %s is not running" % self.name)
         if self.check_mode:
-            return self.done(changed=True, terminated=[], killed=[],
-                           msg="check mode: would stop pids %s" % pids)
+            return self.done(changed=True, terminated=[], killed=[], msg="check mode: would stop pids %s" % pids)
         terminated, killed, remaining = self.terminate(pid)
         self.record_stop(pid, bool(killed))
         fields = dict(terminated=terminated, killed=killed, running=self.is_supervisor(pid))
@@ -593,8 +657,7 @@ class TfTask(object):
         if record is not None:
             fields.update(self.exit_fields(record))
         if remaining:
-            self.fail("processes of task %s survive SIGKILL: %s" % (self.name, remaining),
-                           changed=True, **fields)
+            self.fail("processes of task %s survive SIGKILL: %s" % (self.name, remaining), changed=True, **fields)
         return self.done(changed=True, **fields)
 
     def run(self):

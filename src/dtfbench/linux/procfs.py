@@ -30,7 +30,7 @@ def stat_fields(pid):
     data = read("/proc/%d/stat" % pid)
     if not data:
         return None
-    return data[data.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
+    return data[data.rfind(")") + 2 :].split()  # the command name may hold spaces and ')'
 
 
 def stat(pid):

@@ -38,10 +38,20 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Callable
 
-QUERY_FIELDS = ("index", "name", "memory.total", "driver_version", "uuid", "pci.bus_id",
-                "compute_cap", "utilization.gpu", "memory.used")
+QUERY_FIELDS = (
+    "index",
+    "name",
+    "memory.total",
+    "driver_version",
+    "uuid",
+    "pci.bus_id",
+    "compute_cap",
+    "utilization.gpu",
+    "memory.used",
+)
 # Drivers before R510 (e.g. 470, the last one for the K80) do not know this field.
 OPTIONAL_FIELDS = ("compute_cap",)
 UTILIZATION_FIELDS = ("index", "utilization.gpu")
@@ -57,8 +67,12 @@ DEFAULT_TIMEOUT = 30.0
 UNREADABLE = ("[N/A]", "N/A", "[Not Supported]")
 GPU_ERRORS = ("[Unknown Error]", "[GPU requires reset]", "[GPU is lost]", "[Insufficient Permissions]")
 
-NO_DRIVER_MARKERS = ("couldn't communicate with the NVIDIA driver", "Failed to initialize NVML",
-                     "NVML Shared Library Not Found", "Driver Not Loaded")
+NO_DRIVER_MARKERS = (
+    "couldn't communicate with the NVIDIA driver",
+    "Failed to initialize NVML",
+    "NVML Shared Library Not Found",
+    "Driver Not Loaded",
+)
 NO_DEVICES_MARKER = "No devices were found"
 INVALID_FIELD_RE = re.compile(r'Field "([^"]+)" is not a valid field to query')
 LOST_GPU_RE = re.compile(r"Unable to determine the device handle for (?:GPU)?\s*([0-9A-Fa-f:.]+): (.+)")
@@ -66,9 +80,18 @@ LOST_GPU_RE = re.compile(r"Unable to determine the device handle for (?:GPU)?\s*
 # Compute capability by board name, for drivers too old to report compute_cap
 # (CUDA's table: https://developer.nvidia.com/cuda-gpus). Longest names first.
 COMPUTE_CAPABILITY_BY_NAME = (
-    ("K80", "3.7"), ("K520", "3.0"), ("M60", "5.2"), ("P100", "6.0"), ("V100", "7.0"),
-    ("T4", "7.5"), ("A100", "8.0"), ("A10G", "8.6"), ("L40S", "8.9"), ("L4", "8.9"),
-    ("H100", "9.0"), ("H200", "9.0"),
+    ("K80", "3.7"),
+    ("K520", "3.0"),
+    ("M60", "5.2"),
+    ("P100", "6.0"),
+    ("V100", "7.0"),
+    ("T4", "7.5"),
+    ("A100", "8.0"),
+    ("A10G", "8.6"),
+    ("L40S", "8.9"),
+    ("L4", "8.9"),
+    ("H100", "9.0"),
+    ("H200", "9.0"),
 )
 
 
@@ -76,10 +99,17 @@ COMPUTE_CAPABILITY_BY_NAME = (
 # driver can still be told what it holds (a K80 is refused by the current profile before
 # any driver is installed). https://pci-ids.ucw.cz/read/PC/10de
 PCI_DEVICE_NAMES = {
-    "102d": "Tesla K80", "13f2": "Tesla M60", "15f8": "Tesla P100-PCIE-16GB",
-    "1db1": "Tesla V100-SXM2-16GB", "1db5": "Tesla V100-SXM2-32GB", "1eb8": "Tesla T4",
-    "2237": "NVIDIA A10G", "20b0": "NVIDIA A100-SXM4-40GB", "20b2": "NVIDIA A100-SXM4-80GB",
-    "2330": "NVIDIA H100 80GB HBM3", "27b8": "NVIDIA L4",
+    "102d": "Tesla K80",
+    "13f2": "Tesla M60",
+    "15f8": "Tesla P100-PCIE-16GB",
+    "1db1": "Tesla V100-SXM2-16GB",
+    "1db5": "Tesla V100-SXM2-32GB",
+    "1eb8": "Tesla T4",
+    "2237": "NVIDIA A10G",
+    "20b0": "NVIDIA A100-SXM4-40GB",
+    "20b2": "NVIDIA A100-SXM4-80GB",
+    "2330": "NVIDIA H100 80GB HBM3",
+    "27b8": "NVIDIA L4",
 }
 
 
@@ -92,8 +122,9 @@ def compute_capability_of(name: str | None) -> str | None:
     return None
 
 
-def query_argv(binary: str = "nvidia-smi", fields: Sequence[str] = QUERY_FIELDS,
-               ids: Sequence[str] | None = None) -> list[str]:
+def query_argv(
+    binary: str = "nvidia-smi", fields: Sequence[str] = QUERY_FIELDS, ids: Sequence[str] | None = None
+) -> list[str]:
     argv = [binary, "--query-gpu=" + ",".join(fields), FORMAT]
     if ids:
         argv.append("--id=" + ",".join(ids))
@@ -142,18 +173,20 @@ def parse_gpu_lines(stdout: str, fields: Sequence[str] = QUERY_FIELDS) -> tuple[
             row[field] = value
         name = row.get("name")
         capability = row.get("compute_cap") if "compute_cap" in fields else None
-        gpus.append({
-            "index": int(row["index"]),
-            "name": name,
-            "memory_mib": _int(row.get("memory.total")),
-            "driver_version": row.get("driver_version"),
-            "uuid": row.get("uuid"),
-            "pci_bus_id": row.get("pci.bus_id"),
-            "compute_capability": capability or compute_capability_of(name),
-            "utilization_gpu": _number(row.get("utilization.gpu")),
-            "memory_used_mib": _int(row.get("memory.used")),
-            "errors": errors,
-        })
+        gpus.append(
+            {
+                "index": int(row["index"]),
+                "name": name,
+                "memory_mib": _int(row.get("memory.total")),
+                "driver_version": row.get("driver_version"),
+                "uuid": row.get("uuid"),
+                "pci_bus_id": row.get("pci.bus_id"),
+                "compute_capability": capability or compute_capability_of(name),
+                "utilization_gpu": _number(row.get("utilization.gpu")),
+                "memory_used_mib": _int(row.get("memory.used")),
+                "errors": errors,
+            }
+        )
     return gpus, other
 
 
@@ -169,8 +202,10 @@ def classify(rc: int, stdout: str, stderr: str, fields: Sequence[str] = QUERY_FI
     lost = [LOST_GPU_RE.search(line) for line in other + (stderr or "").splitlines()]
     lost = [m for m in lost if m]
     if any(marker in text for marker in NO_DRIVER_MARKERS):
-        return _outcome("no_driver", _first_line(next(
-            (line for line in text.splitlines() if any(m in line for m in NO_DRIVER_MARKERS)), text)))
+        return _outcome(
+            "no_driver",
+            _first_line(next((line for line in text.splitlines() if any(m in line for m in NO_DRIVER_MARKERS)), text)),
+        )
     if NO_DEVICES_MARKER in text and not gpus:
         return _outcome("no_devices", NO_DEVICES_MARKER)
     if gpus:
@@ -181,8 +216,9 @@ def classify(rc: int, stdout: str, stderr: str, fields: Sequence[str] = QUERY_FI
             parts += [f"GPU {m.group(1)}: {m.group(2).strip()}" for m in lost]
             return _outcome("degraded", "; ".join(parts), gpus, driver)
         if rc != 0:
-            return _outcome("error", f"nvidia-smi exited {rc}: {_first_line(stderr) or _first_line(stdout)}",
-                            gpus, driver)
+            return _outcome(
+                "error", f"nvidia-smi exited {rc}: {_first_line(stderr) or _first_line(stdout)}", gpus, driver
+            )
         return _outcome("ok", None, gpus, driver)
     if lost:
         return _outcome("degraded", "; ".join(f"GPU {m.group(1)}: {m.group(2).strip()}" for m in lost))
@@ -200,8 +236,7 @@ Runner = Callable[[Sequence[str], float], "tuple[int, str, str]"]
 
 def run_command(argv: Sequence[str], timeout: float) -> tuple[int, str, str]:
     """Run argv; (rc, stdout, stderr). Raises FileNotFoundError / subprocess.TimeoutExpired."""
-    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, LC_ALL="C"))
+    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=dict(os.environ, LC_ALL="C"))
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -235,8 +270,10 @@ def query(binary: str = "nvidia-smi", timeout: float = DEFAULT_TIMEOUT, runner: 
 
 # --- the PCI bus ---------------------------------------------------------------------------
 
-def pci_nvidia_devices(sysfs: str = "/sys/bus/pci/devices", lspci: str = "lspci",
-                       runner: Runner = run_command) -> list[dict]:
+
+def pci_nvidia_devices(
+    sysfs: str = "/sys/bus/pci/devices", lspci: str = "lspci", runner: Runner = run_command
+) -> list[dict]:
     """NVIDIA GPUs on the PCI bus, driver or not: ``[{slot, device_id, pci_class}]``.
 
     Reads sysfs (always there on Linux, needs no package); falls back to ``lspci -nn`` when
@@ -248,11 +285,19 @@ def pci_nvidia_devices(sysfs: str = "/sys/bus/pci/devices", lspci: str = "lspci"
         for entry in entries:
             vendor = _read(os.path.join(entry, "vendor"))
             pci_class = _read(os.path.join(entry, "class"))
-            if vendor and vendor.lower().removeprefix("0x") == NVIDIA_VENDOR_ID and pci_class \
-                    and pci_class.lower().removeprefix("0x")[:4] in GPU_PCI_CLASSES:
-                found.append(_pci_device(os.path.basename(entry),
-                                         (_read(os.path.join(entry, "device")) or "").lower().removeprefix("0x"),
-                                         pci_class.lower().removeprefix("0x")[:4]))
+            if (
+                vendor
+                and vendor.lower().removeprefix("0x") == NVIDIA_VENDOR_ID
+                and pci_class
+                and pci_class.lower().removeprefix("0x")[:4] in GPU_PCI_CLASSES
+            ):
+                found.append(
+                    _pci_device(
+                        os.path.basename(entry),
+                        (_read(os.path.join(entry, "device")) or "").lower().removeprefix("0x"),
+                        pci_class.lower().removeprefix("0x")[:4],
+                    )
+                )
         return found
     path = find_binary(lspci)
     if path is None:
@@ -280,8 +325,13 @@ def parse_lspci(stdout: str) -> list[dict]:
 
 def _pci_device(slot: str, device_id: str, pci_class: str) -> dict:
     name = PCI_DEVICE_NAMES.get(device_id)
-    return {"slot": slot, "device_id": device_id, "pci_class": pci_class, "name": name,
-            "compute_capability": compute_capability_of(name)}
+    return {
+        "slot": slot,
+        "device_id": device_id,
+        "pci_class": pci_class,
+        "name": name,
+        "compute_capability": compute_capability_of(name),
+    }
 
 
 def _read(path: str) -> str | None:
@@ -293,6 +343,7 @@ def _read(path: str) -> str | None:
 
 
 # --- utilisation during the measured steps -----------------------------------------------------
+
 
 def visible_gpu_ids(environ: dict | None = None) -> list[str] | None:
     """The GPUs this process may use, as nvidia-smi ``--id`` values; None: all; []: none.
@@ -314,11 +365,13 @@ def visible_gpu_ids(environ: dict | None = None) -> list[str] | None:
     return valid
 
 
-def summarise(samples: dict[int, list[float]], interval: float, status: str = "ok",
-              reason: str | None = None) -> dict:
+def summarise(samples: dict[int, list[float]], interval: float, status: str = "ok", reason: str | None = None) -> dict:
     """Mean and max utilisation (percent) per GPU and over them all."""
-    per_gpu = {str(index): {"mean": sum(values) / len(values), "max": max(values), "samples": len(values)}
-               for index, values in sorted(samples.items()) if values}
+    per_gpu = {
+        str(index): {"mean": sum(values) / len(values), "max": max(values), "samples": len(values)}
+        for index, values in sorted(samples.items())
+        if values
+    }
     means = [v["mean"] for v in per_gpu.values()]
     return {
         "status": status if per_gpu or status != "ok" else "no_samples",
@@ -340,8 +393,14 @@ class GpuSampler:
     is counted, never raised into the measured loop.
     """
 
-    def __init__(self, ids: Iterable[str] | None = None, interval: float = 1.0, binary: str = "nvidia-smi",
-                 timeout: float = 10.0, runner: Runner = run_command):
+    def __init__(
+        self,
+        ids: Iterable[str] | None = None,
+        interval: float = 1.0,
+        binary: str = "nvidia-smi",
+        timeout: float = 10.0,
+        runner: Runner = run_command,
+    ):
         self.ids = list(ids) if ids is not None else None
         self.interval = interval
         self.binary = binary
@@ -373,7 +432,7 @@ class GpuSampler:
             next_at += self.interval
             self._stop.wait(max(0.0, next_at - time.monotonic()))
 
-    def start(self) -> "GpuSampler":
+    def start(self) -> GpuSampler:
         self._thread = threading.Thread(target=self._loop, name="gpu-sampler", daemon=True)
         self._thread.start()
         return self
@@ -388,8 +447,9 @@ class GpuSampler:
         return summarise(self.samples, self.interval)
 
 
-def start_sampler(interval: float, device: str, environ: dict | None = None,
-                  binary: str = "nvidia-smi") -> GpuSampler | None:
+def start_sampler(
+    interval: float, device: str, environ: dict | None = None, binary: str = "nvidia-smi"
+) -> GpuSampler | None:
     """A running sampler for a worker that uses GPUs, else None (CPU-only node, CPU towers,
     CUDA_VISIBLE_DEVICES empty, no nvidia-smi, interval 0)."""
     if interval <= 0 or device == "cpu":

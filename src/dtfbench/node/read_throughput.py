@@ -78,8 +78,14 @@ def measure(data_dir: Path, pattern: str = "train-*", files: int = 4, max_bytes:
                 direct = False
         total += _read_buffered(path, left)
     seconds = time.perf_counter() - started
-    return {"data_dir": str(data_dir), "files": len(paths), "bytes": total, "seconds": round(seconds, 6),
-            "mb_per_s": round(total / 1e6 / seconds, 3) if seconds > 0 else None, "direct": direct}
+    return {
+        "data_dir": str(data_dir),
+        "files": len(paths),
+        "bytes": total,
+        "seconds": round(seconds, 6),
+        "mb_per_s": round(total / 1e6 / seconds, 3) if seconds > 0 else None,
+        "direct": direct,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -105,7 +105,7 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     """s3://bucket[/prefix] -> (bucket, prefix ending in "/" or empty)."""
     if not isinstance(url, str) or not url.startswith("s3://"):
         raise SyncError(f"source {url!r}: not an S3 URL; write it as s3://BUCKET/PREFIX")
-    bucket, _, prefix = url[len("s3://"):].partition("/")
+    bucket, _, prefix = url[len("s3://") :].partition("/")
     if not bucket:
         raise SyncError(f"source {url!r}: no bucket name; write it as s3://BUCKET/PREFIX")
     prefix = prefix.strip("/")
@@ -113,7 +113,7 @@ def parse_s3_url(url: str) -> tuple[str, str]:
 
 
 def _relative_name(key: str, prefix: str) -> str | None:
-    name = key[len(prefix):]
+    name = key[len(prefix) :]
     if not name or name.endswith("/"):
         return None  # the prefix itself or a "directory" marker object
     parts = name.split("/")
@@ -157,7 +157,9 @@ def _scan_local(dest: str) -> tuple[dict[str, os.stat_result], list[str]]:
                     stack.append(rel)
                 elif entry.name.endswith(PARTIAL_SUFFIX):
                     partials.append(rel)
-                elif entry.is_file(follow_symlinks=False) and not (rel_dir == "" and entry.name in (MANIFEST, JOURNAL, LOCK)):
+                elif entry.is_file(follow_symlinks=False) and not (
+                    rel_dir == "" and entry.name in (MANIFEST, JOURNAL, LOCK)
+                ):
                     files[rel] = entry.stat(follow_symlinks=False)
     return files, partials
 
@@ -229,7 +231,9 @@ class Bandwidth:
             time.sleep(delay)
 
 
-def download(client, bucket: str, obj: RemoteObject, dest: str, bandwidth: Bandwidth, verify_md5: bool = True) -> os.stat_result:
+def download(
+    client, bucket: str, obj: RemoteObject, dest: str, bandwidth: Bandwidth, verify_md5: bool = True
+) -> os.stat_result:
     """GET one object into its partial file, check it, rename it onto its final name.
 
     The object's directory must exist (the caller makes each one once, not once per file).
@@ -296,9 +300,19 @@ class _Lock:
         os.close(self.fd)
 
 
-def sync(client, source: str, dest: str, *, workers: int = DEFAULT_WORKERS, delete: bool = False,
-         include: list[str] | None = None, verify_checksums: bool = False, verify_md5: bool = True,
-         max_bandwidth: int = 0, check_mode: bool = False) -> Report:
+def sync(
+    client,
+    source: str,
+    dest: str,
+    *,
+    workers: int = DEFAULT_WORKERS,
+    delete: bool = False,
+    include: list[str] | None = None,
+    verify_checksums: bool = False,
+    verify_md5: bool = True,
+    max_bandwidth: int = 0,
+    check_mode: bool = False,
+) -> Report:
     """Make `dest` hold exactly the objects under `source` (and nothing else, with `delete`)."""
     if workers < 1:
         raise SyncError(f"workers={workers}: give at least 1")
@@ -315,17 +329,32 @@ def sync(client, source: str, dest: str, *, workers: int = DEFAULT_WORKERS, dele
     if check_mode:
         return _plan_only(client, bucket, prefix, dest, include, delete, verify_checksums, report)
     with _Lock(dest):
-        return _sync_locked(client, bucket, prefix, dest, report, started, workers=workers, delete=delete,
-                            include=include, verify_checksums=verify_checksums, verify_md5=verify_md5,
-                            max_bandwidth=max_bandwidth)
+        return _sync_locked(
+            client,
+            bucket,
+            prefix,
+            dest,
+            report,
+            started,
+            workers=workers,
+            delete=delete,
+            include=include,
+            verify_checksums=verify_checksums,
+            verify_md5=verify_md5,
+            max_bandwidth=max_bandwidth,
+        )
 
 
 def _is_complete(obj: RemoteObject, st: os.stat_result | None, record: dict | None) -> bool | None:
     """True: complete; False: must be downloaded; None: right size, unknown content (hash it)."""
     if st is None or st.st_size != obj.size:
         return False
-    if record and record.get("etag") == obj.etag and record.get("size") == st.st_size \
-            and record.get("mtime_ns") == st.st_mtime_ns:
+    if (
+        record
+        and record.get("etag") == obj.etag
+        and record.get("size") == st.st_size
+        and record.get("mtime_ns") == st.st_mtime_ns
+    ):
         return True
     return None if obj.md5 else False
 
@@ -354,8 +383,21 @@ def _plan_only(client, bucket, prefix, dest, include, delete, verify_checksums, 
     return report
 
 
-def _sync_locked(client, bucket, prefix, dest, report, started, *, workers, delete, include,
-                 verify_checksums, verify_md5, max_bandwidth):
+def _sync_locked(
+    client,
+    bucket,
+    prefix,
+    dest,
+    report,
+    started,
+    *,
+    workers,
+    delete,
+    include,
+    verify_checksums,
+    verify_md5,
+    max_bandwidth,
+):
     remote = list_remote(client, bucket, prefix, include)
     local, partials = _scan_local(dest)
     # Leftovers of a killed sync: never whole files, whatever their size.
@@ -368,6 +410,7 @@ def _sync_locked(client, bucket, prefix, dest, report, started, *, workers, dele
 
     if check or fetch:  # a re-sync with nothing to do starts no thread and writes no journal
         with _Journal(dest) as journal, ThreadPoolExecutor(max_workers=workers) as pool:
+
             def remember(name: str, st: os.stat_result) -> None:
                 records[name] = _record(remote[name], st)
                 journal.append(name, records[name])
@@ -377,8 +420,9 @@ def _sync_locked(client, bucket, prefix, dest, report, started, *, workers, dele
             complete += kept
             fetch += mismatched
             _make_directories(dest, fetch)
-            _download_all(pool, client, bucket, remote, dest, fetch, Bandwidth(max_bandwidth), verify_md5,
-                          remember, report)
+            _download_all(
+                pool, client, bucket, remote, dest, fetch, Bandwidth(max_bandwidth), verify_md5, remember, report
+            )
 
     report.skipped_files = len(complete)
     report.skipped_bytes = sum(remote[n].size for n in complete)
@@ -498,8 +542,10 @@ def verify(remote: dict[str, RemoteObject], dest: str) -> None:
         if size != obj.size:
             wrong.append(f"{name} ({size} bytes, expected {obj.size})")
     if missing or wrong:
-        raise SyncError(f"verification failed in {dest}: {len(missing)} missing {missing[:3]}, "
-                        f"{len(wrong)} of the wrong size {wrong[:3]}; run the sync again")
+        raise SyncError(
+            f"verification failed in {dest}: {len(missing)} missing {missing[:3]}, "
+            f"{len(wrong)} of the wrong size {wrong[:3]}; run the sync again"
+        )
 
 
 def client_config(workers: int):
@@ -555,16 +601,27 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     parser.add_argument("--delete", action="store_true", help="remove local files not under the prefix")
     parser.add_argument("--include", action="append", default=[], help="base-name glob; repeatable (default: all)")
-    parser.add_argument("--verify-checksums", action="store_true", help="hash every local file, not only unvouched ones")
+    parser.add_argument(
+        "--verify-checksums", action="store_true", help="hash every local file, not only unvouched ones"
+    )
     parser.add_argument("--no-md5", action="store_true", help="do not hash downloads against MD5 ETags")
     parser.add_argument("--max-bandwidth", type=int, default=0, help="bytes per second for all workers (0: unlimited)")
     parser.add_argument("--endpoint-url", default=None, help="default: AWS_ENDPOINT_URL or AWS")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     try:
-        report = sync(make_client(args.workers, args.endpoint_url), args.source, args.dest, workers=args.workers,
-                      delete=args.delete, include=args.include, verify_checksums=args.verify_checksums,
-                      verify_md5=not args.no_md5, max_bandwidth=args.max_bandwidth, check_mode=args.dry_run)
+        report = sync(
+            make_client(args.workers, args.endpoint_url),
+            args.source,
+            args.dest,
+            workers=args.workers,
+            delete=args.delete,
+            include=args.include,
+            verify_checksums=args.verify_checksums,
+            verify_md5=not args.no_md5,
+            max_bandwidth=args.max_bandwidth,
+            check_mode=args.dry_run,
+        )
     except SyncError as err:
         print(f"dtfbench.s3sync: {err}", file=sys.stderr)
         return 2

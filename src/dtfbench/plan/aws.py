@@ -6,15 +6,20 @@ raises ``PlanError`` naming the input, the problem and the fix, before anything 
 Controller; standard library only (also shipped as ``ansible.module_utils.dtfbench.plan``).
 """
 
-from __future__ import absolute_import, division, print_function
-
 import datetime
 import ipaddress
 import os
 import re
 
-from .ec2_types import (Ec2TypeError, check_profile_supports, instance_type, instances_for_gpus,
-                        node_profile, profiles_for_type, tf_devices_by_type)
+from .ec2_types import (
+    Ec2TypeError,
+    check_profile_supports,
+    instance_type,
+    instances_for_gpus,
+    node_profile,
+    profiles_for_type,
+    tf_devices_by_type,
+)
 from .layout import DEFAULT_PS_PORT_BASE, DEFAULT_WORKER_PORT_BASE
 
 CLUSTER_TAG = "dtfbench-cluster"
@@ -78,31 +83,35 @@ def _ssh_cidr(value, allow_anywhere):
     if not value:
         raise PlanError(
             "ssh_cidr is not set: the security group opens SSH (port 22) only to this range; "
-            "give your own address, e.g. -e ssh_cidr=$(curl -s https://checkip.amazonaws.com)/32")
+            "give your own address, e.g. -e ssh_cidr=$(curl -s https://checkip.amazonaws.com)/32"
+        )
     try:
         network = ipaddress.IPv4Network(value.strip(), strict=True)
     except ipaddress.NetmaskValueError as error:
-        raise PlanError("ssh_cidr=%s has a bad prefix length (%s); write it as A.B.C.D/N, "
-                        "N from 0 to 32" % (value, error))
+        raise PlanError(
+            "ssh_cidr=%s has a bad prefix length (%s); write it as A.B.C.D/N, N from 0 to 32" % (value, error)
+        ) from error
     except ValueError as error:
         if "host bits set" in str(error):
             suggestion = ipaddress.IPv4Network(value.strip(), strict=False)
-            raise PlanError("ssh_cidr=%s has host bits set; did you mean %s (the network) or "
-                            "%s/32 (the one address)?" % (value, suggestion, value.split("/")[0]))
-        raise PlanError("ssh_cidr=%s is not an IPv4 address or CIDR range (%s); give e.g. "
-                        "203.0.113.7/32" % (value, error))
+            raise PlanError(
+                "ssh_cidr=%s has host bits set; did you mean %s (the network) or "
+                "%s/32 (the one address)?" % (value, suggestion, value.split("/")[0])
+            ) from error
+        raise PlanError(
+            "ssh_cidr=%s is not an IPv4 address or CIDR range (%s); give e.g. 203.0.113.7/32" % (value, error)
+        ) from error
     if network.prefixlen == 0 and not allow_anywhere:
         raise PlanError(
             "ssh_cidr=%s opens SSH to the whole internet; give the range you connect from "
-            "(e.g. 203.0.113.7/32), or set ssh_cidr_allow_anywhere=true if you really mean it"
-            % value)
+            "(e.g. 203.0.113.7/32), or set ssh_cidr_allow_anywhere=true if you really mean it" % value
+        )
     return str(network)
 
 
 def _port_ranges(gpus_per_instance, worker_base, ps_base, ps_ports):
     """[[first, last], ...] of the TF ports a node of this type may listen on, merged."""
-    ranges = sorted([[worker_base, worker_base + gpus_per_instance - 1],
-                     [ps_base, ps_base + ps_ports - 1]])
+    ranges = sorted([[worker_base, worker_base + gpus_per_instance - 1], [ps_base, ps_base + ps_ports - 1]])
     merged = [ranges[0]]
     for first, last in ranges[1:]:
         if first <= merged[-1][1] + 1:
@@ -111,16 +120,19 @@ def _port_ranges(gpus_per_instance, worker_base, ps_base, ps_ports):
             merged.append([first, last])
     for first, last in merged:
         if first < 1024 or last > 65535:
-            raise PlanError("tf_worker_port_base/tf_ps_port_base put TF ports at %d-%d, outside "
-                            "1024-65535; choose bases in that range" % (first, last))
+            raise PlanError(
+                "tf_worker_port_base/tf_ps_port_base put TF ports at %d-%d, outside "
+                "1024-65535; choose bases in that range" % (first, last)
+            )
     return merged
 
 
 def _region(params):
     region = params.get("region") or ""
     if not REGION.match(region):
-        raise PlanError("region=%r is not an AWS region name; give e.g. -e region=us-east-1 "
-                        "(or set AWS_REGION)" % (region,))
+        raise PlanError(
+            "region=%r is not an AWS region name; give e.g. -e region=us-east-1 (or set AWS_REGION)" % (region,)
+        )
     return region
 
 
@@ -130,7 +142,8 @@ def _cluster_name(params):
         raise PlanError(
             "cluster_name=%r is not usable: it names AWS resources and hosts, so it must be "
             "lower-case letters, digits and '-', start with a letter, not end with '-', at most "
-            "40 characters; e.g. -e cluster_name=study-p2" % (name,))
+            "40 characters; e.g. -e cluster_name=study-p2" % (name,)
+        )
     return name
 
 
@@ -143,8 +156,13 @@ def _output_dir(params):
 
 def _names(name, key_name):
     resource = "dtfbench-%s" % name
-    return {"cluster_name": name, "resource_name": resource, "cluster_tag": CLUSTER_TAG,
-            "key_name": key_name or resource, "manage_key": not key_name}
+    return {
+        "cluster_name": name,
+        "resource_name": resource,
+        "cluster_tag": CLUSTER_TAG,
+        "key_name": key_name or resource,
+        "manage_key": not key_name,
+    }
 
 
 def build_plan(params, now=None):
@@ -164,23 +182,25 @@ def _present_plan(params, name, now):
     try:
         itype = instance_type(params.get("instance_type"))
     except Ec2TypeError as error:
-        raise PlanError("%s; set -e instance_type=... to one of them (docs/aws.md has the table)" % error)
+        raise PlanError("%s; set -e instance_type=... to one of them (docs/aws.md has the table)" % error) from error
 
-    count = _int(params.get("instance_count"), "instance_count",
-                 "give e.g. -e instance_count=2")
+    count = _int(params.get("instance_count"), "instance_count", "give e.g. -e instance_count=2")
     gpus = _int(params.get("gpus"), "gpus", "give e.g. -e gpus=16")
     if count is not None and gpus is not None:
-        raise PlanError("instance_count=%d and gpus=%d are both set; give one: instance_count "
-                        "(instances) or gpus (GPUs in total, divided by the %d of one %s)"
-                        % (count, gpus, itype.gpus, itype.name))
+        raise PlanError(
+            "instance_count=%d and gpus=%d are both set; give one: instance_count "
+            "(instances) or gpus (GPUs in total, divided by the %d of one %s)" % (count, gpus, itype.gpus, itype.name)
+        )
     if count is None and gpus is None:
-        raise PlanError("neither instance_count nor gpus is set; give one, e.g. "
-                        "-e instance_count=2 or -e gpus=%d" % (2 * itype.gpus))
+        raise PlanError(
+            "neither instance_count nor gpus is set; give one, e.g. "
+            "-e instance_count=2 or -e gpus=%d" % (2 * itype.gpus)
+        )
     if gpus is not None:
         try:
             count = instances_for_gpus(itype.name, gpus)
         except Ec2TypeError as error:
-            raise PlanError(str(error))
+            raise PlanError(str(error)) from error
     if count < 1:
         raise PlanError("instance_count=%d: a cluster needs at least 1 instance" % count)
 
@@ -191,7 +211,8 @@ def _present_plan(params, name, now):
         raise PlanError(
             "%d instances of %s exceed max_instances=%d (the cost guard); ask for fewer, or "
             "raise the guard with -e max_instances=%d (or -e allow_more_instances=true)"
-            % (count, itype.name, max_instances, count))
+            % (count, itype.name, max_instances, count)
+        )
 
     ssh_cidr = _ssh_cidr(params.get("ssh_cidr"), params.get("ssh_cidr_allow_anywhere"))
 
@@ -205,17 +226,17 @@ def _present_plan(params, name, now):
         profile = node_profile(profile_name)
         check_profile_supports(profile_name, itype.name)
     except Ec2TypeError as error:
-        raise PlanError(str(error))
+        raise PlanError(str(error)) from error
 
     spot = bool(params.get("spot"))
     max_price = (params.get("spot_max_price") or "").strip()
     if max_price:
         if not spot:
-            raise PlanError("spot_max_price=%s is set but spot is false; add -e spot=true or drop "
-                            "spot_max_price" % max_price)
+            raise PlanError(
+                "spot_max_price=%s is set but spot is false; add -e spot=true or drop spot_max_price" % max_price
+            )
         if not re.match(r"^\d+(\.\d+)?$", max_price) or float(max_price) <= 0:
-            raise PlanError("spot_max_price=%s must be a price in USD per hour above 0, e.g. 0.45"
-                            % max_price)
+            raise PlanError("spot_max_price=%s must be a price in USD per hour above 0, e.g. 0.45" % max_price)
 
     root = params.get("root_volume_size")
     if root is None or not 8 <= root <= 16384:
@@ -225,54 +246,66 @@ def _present_plan(params, name, now):
 
     hours = params.get("expiry_hours")
     if hours is None or hours <= 0 or hours > 24 * 366:
-        raise PlanError("expiry_hours=%r must be above 0 and at most a year (8784); e.g. 24"
-                        % (hours,))
+        raise PlanError("expiry_hours=%r must be above 0 and at most a year (8784); e.g. 24" % (hours,))
     expiry = (now + datetime.timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     owner = (params.get("owner") or "").strip()
     if not TAG_VALUE.match(owner):
-        raise PlanError("owner=%r must be 1-256 letters, digits, spaces or . : / = + @ - _; "
-                        "e.g. -e owner=alice" % (owner,))
+        raise PlanError(
+            "owner=%r must be 1-256 letters, digits, spaces or . : / = + @ - _; e.g. -e owner=alice" % (owner,)
+        )
 
     ami = params.get("ami") or ""
     if ami and not AMI.match(ami):
-        raise PlanError("ami=%r is not an AMI id (ami- and 8 or 17 hex digits); leave it empty "
-                        "to use the %s profile's Ubuntu image" % (ami, profile.name))
+        raise PlanError(
+            "ami=%r is not an AMI id (ami- and 8 or 17 hex digits); leave it empty "
+            "to use the %s profile's Ubuntu image" % (ami, profile.name)
+        )
 
     subnet = params.get("vpc_subnet_id") or ""
     if subnet and not SUBNET.match(subnet):
-        raise PlanError("vpc_subnet_id=%r is not a subnet id (subnet- and hex digits); leave it "
-                        "empty to create a VPC for the cluster" % (subnet,))
+        raise PlanError(
+            "vpc_subnet_id=%r is not a subnet id (subnet- and hex digits); leave it "
+            "empty to create a VPC for the cluster" % (subnet,)
+        )
     try:
         vpc_cidr = ipaddress.IPv4Network(params.get("vpc_cidr") or "")
         subnet_cidr = ipaddress.IPv4Network(params.get("subnet_cidr") or "")
     except ValueError as error:
-        raise PlanError("vpc_cidr/subnet_cidr must be IPv4 networks such as 10.42.0.0/16 (%s)"
-                        % error)
+        raise PlanError("vpc_cidr/subnet_cidr must be IPv4 networks such as 10.42.0.0/16 (%s)" % error) from error
     if not subnet_cidr.subnet_of(vpc_cidr) or not 16 <= vpc_cidr.prefixlen <= 28:
-        raise PlanError("subnet_cidr=%s must lie inside vpc_cidr=%s, and vpc_cidr needs a prefix "
-                        "of /16 to /28" % (subnet_cidr, vpc_cidr))
+        raise PlanError(
+            "subnet_cidr=%s must lie inside vpc_cidr=%s, and vpc_cidr needs a prefix "
+            "of /16 to /28" % (subnet_cidr, vpc_cidr)
+        )
     if subnet_cidr.num_addresses - 5 < count:
-        raise PlanError("subnet_cidr=%s holds %d usable addresses, fewer than %d instances; "
-                        "choose a larger subnet" % (subnet_cidr, subnet_cidr.num_addresses - 5, count))
+        raise PlanError(
+            "subnet_cidr=%s holds %d usable addresses, fewer than %d instances; "
+            "choose a larger subnet" % (subnet_cidr, subnet_cidr.num_addresses - 5, count)
+        )
 
     key_name = params.get("key_name") or ""
     public_key_file = params.get("public_key_file") or ""
     if key_name and public_key_file:
-        raise PlanError("key_name=%s and public_key_file are both set; key_name uses an existing "
-                        "key pair as it is, so drop one" % key_name)
+        raise PlanError(
+            "key_name=%s and public_key_file are both set; key_name uses an existing "
+            "key pair as it is, so drop one" % key_name
+        )
     if public_key_file:
         path = os.path.expanduser(public_key_file)
         if not os.path.isfile(path):
-            raise PlanError("public_key_file=%s does not exist; give your OpenSSH public key "
-                            "(e.g. ~/.ssh/id_ed25519.pub) or leave it empty to let EC2 "
-                            "generate one" % public_key_file)
+            raise PlanError(
+                "public_key_file=%s does not exist; give your OpenSSH public key "
+                "(e.g. ~/.ssh/id_ed25519.pub) or leave it empty to let EC2 "
+                "generate one" % public_key_file
+            )
         with open(path) as handle:
             head = handle.read(200)
         if "PRIVATE KEY" in head or not re.match(r"^(ssh-(rsa|ed25519)|ecdsa-sha2-)", head):
-            raise PlanError("public_key_file=%s is not an OpenSSH public key (ssh-rsa ..., "
-                            "ssh-ed25519 ...); give the .pub file, never the private key"
-                            % public_key_file)
+            raise PlanError(
+                "public_key_file=%s is not an OpenSSH public key (ssh-rsa ..., "
+                "ssh-ed25519 ...); give the .pub file, never the private key" % public_key_file
+            )
         public_key_file = path
 
     output_dir = _output_dir(params)
@@ -285,38 +318,47 @@ def _present_plan(params, name, now):
     ports = _port_ranges(itype.gpus, worker_base, ps_base, ps_ports)
 
     plan = _names(name, key_name)
-    plan.update({
-        "instance_type": itype.name,
-        "instance_count": count,
-        "gpus_per_instance": itype.gpus,
-        "gpus": count * itype.gpus,
-        "gpu_model": itype.gpu_model,
-        "node_profile": profile.name,
-        "ssh_user": profile.ssh_user,
-        "ami": ami,
-        "ami_owner": profile.ami_owner,
-        "ami_name": profile.ami_name,
-        "ssh_cidr": ssh_cidr,
-        "spot": spot,
-        "spot_max_price": max_price,
-        "root_volume_size": root,
-        "region": region,
-        "expiry": expiry,
-        "owner": owner,
-        "vpc_subnet_id": subnet,
-        "vpc_cidr": str(vpc_cidr),
-        "subnet_cidr": str(subnet_cidr),
-        "public_key_file": public_key_file,
-        "output_dir": output_dir,
-        "tags": {CLUSTER_TAG: name, "dtfbench-owner": owner, "dtfbench-expiry": expiry,
-                 "created-by": "dtfbench"},
-        "tf_port_ranges": ports,
-        "tf_devices_by_type": tf_devices_by_type(),
-        # SSH from ssh_cidr only; TF's gRPC (no authentication) only from the group itself.
-        "security_group_rules": [
-            {"proto": "tcp", "from_port": 22, "to_port": 22, "cidr_ip": ssh_cidr,
-             "rule_desc": "SSH from ssh_cidr"}] + [
-            {"proto": "tcp", "from_port": first, "to_port": last, "group_name": plan["resource_name"],
-             "rule_desc": "TensorFlow gRPC within the cluster"} for first, last in ports],
-    })
+    plan.update(
+        {
+            "instance_type": itype.name,
+            "instance_count": count,
+            "gpus_per_instance": itype.gpus,
+            "gpus": count * itype.gpus,
+            "gpu_model": itype.gpu_model,
+            "node_profile": profile.name,
+            "ssh_user": profile.ssh_user,
+            "ami": ami,
+            "ami_owner": profile.ami_owner,
+            "ami_name": profile.ami_name,
+            "ssh_cidr": ssh_cidr,
+            "spot": spot,
+            "spot_max_price": max_price,
+            "root_volume_size": root,
+            "region": region,
+            "expiry": expiry,
+            "owner": owner,
+            "vpc_subnet_id": subnet,
+            "vpc_cidr": str(vpc_cidr),
+            "subnet_cidr": str(subnet_cidr),
+            "public_key_file": public_key_file,
+            "output_dir": output_dir,
+            "tags": {CLUSTER_TAG: name, "dtfbench-owner": owner, "dtfbench-expiry": expiry, "created-by": "dtfbench"},
+            "tf_port_ranges": ports,
+            "tf_devices_by_type": tf_devices_by_type(),
+            # SSH from ssh_cidr only; TF's gRPC (no authentication) only from the group itself.
+            "security_group_rules": [
+                {"proto": "tcp", "from_port": 22, "to_port": 22, "cidr_ip": ssh_cidr, "rule_desc": "SSH from ssh_cidr"}
+            ]
+            + [
+                {
+                    "proto": "tcp",
+                    "from_port": first,
+                    "to_port": last,
+                    "group_name": plan["resource_name"],
+                    "rule_desc": "TensorFlow gRPC within the cluster",
+                }
+                for first, last in ports
+            ],
+        }
+    )
     return plan

@@ -5,7 +5,6 @@ parser both read these, so a name is known in exactly one place. Pure standard l
 Ansible ships this file as module_utils (``ansible.module_utils.dtfbench.plan.catalog``).
 """
 
-
 from dataclasses import dataclass
 
 

@@ -40,13 +40,18 @@ DEFAULT_WORKER_PORT_BASE = 2220
 # The inputs of compute_layout as an Ansible argument spec: the tf_cluster_spec module and its
 # controller-side action plugin validate with this one spec.
 ARGUMENT_SPEC = dict(
-    hosts=dict(type="list", elements="dict", required=True, options=dict(
-        name=dict(type="str", required=True),
-        address=dict(type="str"),
-        devices=dict(type="int", required=True),
-        device_type=dict(type="str", choices=list(DEVICE_TYPES), default="gpu"),
-        max_ps=dict(type="int", default=1),
-    )),
+    hosts=dict(
+        type="list",
+        elements="dict",
+        required=True,
+        options=dict(
+            name=dict(type="str", required=True),
+            address=dict(type="str"),
+            devices=dict(type="int", required=True),
+            device_type=dict(type="str", choices=list(DEVICE_TYPES), default="gpu"),
+            max_ps=dict(type="int", default=1),
+        ),
+    ),
     gpus=dict(type="int", required=True),
     num_ps=dict(type="int", required=True),
     devices_per_worker=dict(type="int", default=1),
@@ -59,11 +64,14 @@ ARGUMENT_SPEC = dict(
 def layout_from_params(params):
     """compute_layout with the validated parameters of ARGUMENT_SPEC."""
     return compute_layout(
-        params["hosts"], params["gpus"], params["num_ps"],
+        params["hosts"],
+        params["gpus"],
+        params["num_ps"],
         devices_per_worker=params["devices_per_worker"],
         ps_on_worker_nodes=params["ps_on_worker_nodes"],
         ps_port_base=params["ps_port_base"],
-        worker_port_base=params["worker_port_base"])
+        worker_port_base=params["worker_port_base"],
+    )
 
 
 class LayoutError(ValueError):
@@ -98,23 +106,27 @@ def _hosts_offer(count):
 def _normalise_hosts(hosts):
     if isinstance(hosts, (str, bytes)) or not isinstance(hosts, (list, tuple)):
         raise LayoutError(
-            "hosts must be a list of {name, address, devices, device_type} mappings, got %s"
-            % type(hosts).__name__)
+            "hosts must be a list of {name, address, devices, device_type} mappings, got %s" % type(hosts).__name__
+        )
     if not hosts:
-        raise LayoutError("hosts is empty: the layout needs at least one host; "
-                          "check the inventory group or the Slurm allocation")
+        raise LayoutError(
+            "hosts is empty: the layout needs at least one host; check the inventory group or the Slurm allocation"
+        )
     result = []
     names = {}
     addresses = {}
     for position, host in enumerate(hosts):
         where = "hosts[%d]" % position
         if not isinstance(host, dict):
-            raise LayoutError("%s must be a mapping with name, address, devices and device_type, "
-                              "got %r" % (where, host))
+            raise LayoutError(
+                "%s must be a mapping with name, address, devices and device_type, got %r" % (where, host)
+            )
         unknown = sorted(set(host) - {"name", "address", "devices", "device_type", "max_ps"})
         if unknown:
-            raise LayoutError("%s has unknown keys %s; allowed: name, address, devices, "
-                              "device_type, max_ps" % (where, ", ".join(unknown)))
+            raise LayoutError(
+                "%s has unknown keys %s; allowed: name, address, devices, "
+                "device_type, max_ps" % (where, ", ".join(unknown))
+            )
         name = host.get("name")
         if not isinstance(name, str) or not name.strip():
             raise LayoutError("%s.name must be a non-empty string, got %r" % (where, name))
@@ -123,11 +135,14 @@ def _normalise_hosts(hosts):
         if address is None or address == "":
             address = name
         if not isinstance(address, str) or not address.strip() or ":" in address:
-            raise LayoutError("%s.address must be a host name or IPv4 address without a port, "
-                              "got %r" % (where, address))
+            raise LayoutError(
+                "%s.address must be a host name or IPv4 address without a port, got %r" % (where, address)
+            )
         if "devices" not in host or host["devices"] is None:
-            raise LayoutError("%s.devices is missing: give the number of GPUs of the host "
-                              "(or CPU worker slots when device_type is cpu)" % where)
+            raise LayoutError(
+                "%s.devices is missing: give the number of GPUs of the host "
+                "(or CPU worker slots when device_type is cpu)" % where
+            )
         devices = _as_int(host["devices"], "%s.devices" % where, minimum=0)
         device_type = host.get("device_type") or "gpu"
         # How many PSs the host may run beside its workers: one on a cluster node (the
@@ -135,19 +150,25 @@ def _normalise_hosts(hosts):
         max_ps = host.get("max_ps")
         max_ps = 1 if max_ps is None else _as_int(max_ps, "%s.max_ps" % where, minimum=1)
         if device_type not in DEVICE_TYPES:
-            raise LayoutError("%s.device_type must be one of %s, got %r"
-                              % (where, ", ".join(DEVICE_TYPES), device_type))
+            raise LayoutError(
+                "%s.device_type must be one of %s, got %r" % (where, ", ".join(DEVICE_TYPES), device_type)
+            )
         if name in names:
-            raise LayoutError("duplicate host name %r: hosts[%d] and hosts[%d]; each host must "
-                              "appear once in hosts" % (name, names[name], position))
+            raise LayoutError(
+                "duplicate host name %r: hosts[%d] and hosts[%d]; each host must "
+                "appear once in hosts" % (name, names[name], position)
+            )
         if address in addresses:
-            raise LayoutError("duplicate host address %r: hosts[%d] (%s) and %s; each host needs "
-                              "its own address (set address/private_ip per host)"
-                              % (address, addresses[address][0], addresses[address][1], where))
+            raise LayoutError(
+                "duplicate host address %r: hosts[%d] (%s) and %s; each host needs "
+                "its own address (set address/private_ip per host)"
+                % (address, addresses[address][0], addresses[address][1], where)
+            )
         names[name] = position
         addresses[address] = (position, name)
-        result.append({"name": name, "address": address, "devices": devices,
-                       "device_type": device_type, "max_ps": max_ps})
+        result.append(
+            {"name": name, "address": address, "devices": devices, "device_type": device_type, "max_ps": max_ps}
+        )
     return result
 
 
@@ -156,27 +177,45 @@ def _check_ports(host, workers, ps, worker_port_base, ps_port_base):
     worker_ports = set(range(worker_port_base, worker_port_base + workers))
     ps_ports = set(range(ps_port_base, ps_port_base + ps))
     for ports, job, base, count, option in (
-            (worker_ports, "workers", worker_port_base, workers, "worker_port_base"),
-            (ps_ports, "parameter servers", ps_port_base, ps, "ps_port_base")):
+        (worker_ports, "workers", worker_port_base, workers, "worker_port_base"),
+        (ps_ports, "parameter servers", ps_port_base, ps, "ps_port_base"),
+    ):
         if ports and max(ports) > 65535:
             raise LayoutError(
                 "ports out of range on host %s: %s %s from %s=%d reach port %d > 65535; "
-                "lower %s" % (host, count, job, option, base, max(ports), option))
+                "lower %s" % (host, count, job, option, base, max(ports), option)
+            )
     clash = sorted(worker_ports & ps_ports)
     if clash:
         raise LayoutError(
             "port collision on host %s: its %s use ports %d-%d (worker_port_base=%d) and its "
             "%s use %d-%d (ps_port_base=%d), both want %s; move ps_port_base or "
             "worker_port_base apart by at least the tasks per host (e.g. ps_port_base=%d)"
-            % (host, _plural(workers, "worker"), worker_port_base, worker_port_base + workers - 1,
-               worker_port_base, _plural(ps, "parameter server"), ps_port_base,
-               ps_port_base + ps - 1, ps_port_base,
-               ", ".join(str(p) for p in clash[:4]) + (", ..." if len(clash) > 4 else ""),
-               worker_port_base + workers))
+            % (
+                host,
+                _plural(workers, "worker"),
+                worker_port_base,
+                worker_port_base + workers - 1,
+                worker_port_base,
+                _plural(ps, "parameter server"),
+                ps_port_base,
+                ps_port_base + ps - 1,
+                ps_port_base,
+                ", ".join(str(p) for p in clash[:4]) + (", ..." if len(clash) > 4 else ""),
+                worker_port_base + workers,
+            )
+        )
 
 
-def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes=True,
-                   ps_port_base=DEFAULT_PS_PORT_BASE, worker_port_base=DEFAULT_WORKER_PORT_BASE):
+def compute_layout(
+    hosts,
+    gpus,
+    num_ps,
+    devices_per_worker=1,
+    ps_on_worker_nodes=True,
+    ps_port_base=DEFAULT_PS_PORT_BASE,
+    worker_port_base=DEFAULT_WORKER_PORT_BASE,
+):
     """Return the cluster layout for ``gpus`` devices and ``num_ps`` parameter servers.
 
     ``hosts`` is the ordered list of ``{name, address, devices, device_type}`` (``address``
@@ -186,12 +225,10 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
     hosts = _normalise_hosts(hosts)
     gpus = _as_int(gpus, "gpus")
     if gpus < 1:
-        raise LayoutError("gpus must be >= 1 (the total number of devices to train on), got %d"
-                          % gpus)
+        raise LayoutError("gpus must be >= 1 (the total number of devices to train on), got %d" % gpus)
     num_ps = _as_int(num_ps, "num_ps")
     if num_ps < 0:
-        raise LayoutError("num_ps must be >= 0 (0 for collective_all_reduce or independent), "
-                          "got %d" % num_ps)
+        raise LayoutError("num_ps must be >= 0 (0 for collective_all_reduce or independent), got %d" % num_ps)
     devices_per_worker = _as_int(devices_per_worker, "devices_per_worker")
     if devices_per_worker < 1:
         raise LayoutError("devices_per_worker must be >= 1, got %d" % devices_per_worker)
@@ -207,8 +244,13 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
         raise LayoutError(
             "gpus=%d is not a multiple of devices_per_worker=%d: every worker drives "
             "devices_per_worker devices; use gpus=%s%d or change devices_per_worker"
-            % (gpus, devices_per_worker, ("%d or " % lower) if lower else "",
-               lower + devices_per_worker, ))
+            % (
+                gpus,
+                devices_per_worker,
+                ("%d or " % lower) if lower else "",
+                lower + devices_per_worker,
+            )
+        )
     num_workers = gpus // devices_per_worker
 
     # Workers fill the hosts in order.
@@ -238,7 +280,7 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
         ps_host_indices = spare[:num_ps]
 
     total_devices = sum(host["devices"] for host in hosts)
-    placement = ("on the worker nodes" if ps_on_worker_nodes else "on separate nodes")
+    placement = "on the worker nodes" if ps_on_worker_nodes else "on separate nodes"
     wanted = "%s of %s" % (_plural(num_workers, "worker"), _plural(devices_per_worker, "device"))
     if num_ps:
         wanted += " and %s (%s)" % (_plural(num_ps, "parameter server"), placement)
@@ -247,26 +289,42 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
         raise LayoutError(
             "the allocated nodes are not enough for %s: %s %s, room for %s of %s; "
             "add hosts or lower gpus/num_ps%s"
-            % (wanted, _hosts_offer(len(hosts)), _plural(total_devices, "device"),
-               _plural(capacity, "worker"), _plural(devices_per_worker, "device"),
-               "" if devices_per_worker == 1 else "/devices_per_worker"))
+            % (
+                wanted,
+                _hosts_offer(len(hosts)),
+                _plural(total_devices, "device"),
+                _plural(capacity, "worker"),
+                _plural(devices_per_worker, "device"),
+                "" if devices_per_worker == 1 else "/devices_per_worker",
+            )
+        )
     if ps_on_worker_nodes and num_ps > len(ps_host_indices):
         limits = sorted({hosts[index]["max_ps"] for index in worker_host_indices})
-        each = ("at most one parameter server" if limits == [1] else
-                "at most its max_ps parameter servers (%s)" % ", ".join(map(str, limits)))
+        each = (
+            "at most one parameter server"
+            if limits == [1]
+            else "at most its max_ps parameter servers (%s)" % ", ".join(map(str, limits))
+        )
         raise LayoutError(
             "the allocated nodes are not enough for %s: the workers occupy %s and each takes "
             "%s; lower num_ps to %d, raise the hosts' max_ps (inventory: tf_max_ps), or set "
             "ps_on_worker_nodes=false and add hosts for the parameter servers"
-            % (wanted, _plural(len(worker_host_indices), "host"), each, len(ps_host_indices)))
+            % (wanted, _plural(len(worker_host_indices), "host"), each, len(ps_host_indices))
+        )
     if not ps_on_worker_nodes and num_ps > len(spare):
         raise LayoutError(
             "the allocated nodes are not enough for %s: %s %s; the workers need %s and "
             "the parameter servers %s more, but only %s left; add hosts or lower gpus/num_ps "
             "(or set ps_on_worker_nodes=true)"
-            % (wanted, _hosts_offer(len(hosts)), _plural(total_devices, "device"),
-               _plural(len(worker_host_indices), "host"), _plural(num_ps, "host"),
-               _plural(len(spare), "host is", "hosts are")))
+            % (
+                wanted,
+                _hosts_offer(len(hosts)),
+                _plural(total_devices, "device"),
+                _plural(len(worker_host_indices), "host"),
+                _plural(num_ps, "host"),
+                _plural(len(spare), "host is", "hosts are"),
+            )
+        )
 
     # Ports per host, checked before anything is built.
     ps_count = {}
@@ -274,8 +332,9 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
         ps_count[index] = ps_count.get(index, 0) + 1
     worker_count = dict(workers_on)
     for index in sorted(set(worker_count) | set(ps_count)):
-        _check_ports(hosts[index]["name"], worker_count.get(index, 0), ps_count.get(index, 0),
-                     worker_port_base, ps_port_base)
+        _check_ports(
+            hosts[index]["name"], worker_count.get(index, 0), ps_count.get(index, 0), worker_port_base, ps_port_base
+        )
 
     ps_tasks = []
     next_ps_port = {}
@@ -293,8 +352,17 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
                 visible = ",".join(str(d) for d in range(first, first + devices_per_worker))
             else:
                 visible = ""
-            worker_tasks.append(_task(host, "worker", len(worker_tasks), worker_port_base + k,
-                                      visible, devices_per_worker, host["device_type"]))
+            worker_tasks.append(
+                _task(
+                    host,
+                    "worker",
+                    len(worker_tasks),
+                    worker_port_base + k,
+                    visible,
+                    devices_per_worker,
+                    host["device_type"],
+                )
+            )
 
     tasks = ps_tasks + worker_tasks
     used = set(ps_host_indices) | set(worker_host_indices)
@@ -303,8 +371,7 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
     for task in tasks:
         per_host[task["host"]].append(task)
     return {
-        "cluster_spec": {"ps": [t["endpoint"] for t in ps_tasks],
-                         "worker": [t["endpoint"] for t in worker_tasks]},
+        "cluster_spec": {"ps": [t["endpoint"] for t in ps_tasks], "worker": [t["endpoint"] for t in worker_tasks]},
         "tasks": tasks,
         "hosts": per_host,
         "num_workers": num_workers,
@@ -314,14 +381,22 @@ def compute_layout(hosts, gpus, num_ps, devices_per_worker=1, ps_on_worker_nodes
 
 
 def _task(host, job, task_index, port, visible, num_devices, device_type):
-    return {"host": host["name"], "address": host["address"], "job": job,
-            "task_index": task_index, "port": port, "endpoint": "%s:%d" % (host["address"], port),
-            "cuda_visible_devices": visible, "num_devices": num_devices,
-            "device_type": device_type}
+    return {
+        "host": host["name"],
+        "address": host["address"],
+        "job": job,
+        "task_index": task_index,
+        "port": port,
+        "endpoint": "%s:%d" % (host["address"], port),
+        "cuda_visible_devices": visible,
+        "num_devices": num_devices,
+        "device_type": device_type,
+    }
 
 
 # --------------------------------------------------------------------------------------------
 # Command line (the Slurm path): python -m dtfbench.layout
+
 
 def _split_outside_brackets(text):
     parts, depth, current = [], 0, []
@@ -374,37 +449,60 @@ def _parser():
     parser = argparse.ArgumentParser(
         prog="python -m dtfbench.layout",
         description="Compute the TensorFlow cluster layout (who runs where on which port) and "
-                    "print it as JSON (see docs/design.md).")
+        "print it as JSON (see docs/design.md).",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--hosts-json", metavar="FILE|-",
-                        help="JSON list of {name, address, devices, device_type}, or "
-                             "{\"hosts\": [...]}; '-' reads stdin")
-    source.add_argument("--nodelist", metavar="NODES",
-                        help="comma-separated node names, Slurm ranges allowed "
-                             "(nid0[0001-0128]); needs --address-same-as-name and "
-                             "--devices-per-node")
-    parser.add_argument("--address-same-as-name", action="store_true",
-                        help="with --nodelist: the TF address of a node is its name")
-    parser.add_argument("--devices-per-node", type=int, metavar="N",
-                        help="with --nodelist: devices (GPUs or CPU slots) of every node")
-    parser.add_argument("--device-type", choices=DEVICE_TYPES, default="gpu",
-                        help="with --nodelist: device type of every node (default gpu)")
+    source.add_argument(
+        "--hosts-json",
+        metavar="FILE|-",
+        help="JSON list of {name, address, devices, device_type}, or {\"hosts\": [...]}; '-' reads stdin",
+    )
+    source.add_argument(
+        "--nodelist",
+        metavar="NODES",
+        help="comma-separated node names, Slurm ranges allowed "
+        "(nid0[0001-0128]); needs --address-same-as-name and "
+        "--devices-per-node",
+    )
+    parser.add_argument(
+        "--address-same-as-name", action="store_true", help="with --nodelist: the TF address of a node is its name"
+    )
+    parser.add_argument(
+        "--devices-per-node", type=int, metavar="N", help="with --nodelist: devices (GPUs or CPU slots) of every node"
+    )
+    parser.add_argument(
+        "--device-type",
+        choices=DEVICE_TYPES,
+        default="gpu",
+        help="with --nodelist: device type of every node (default gpu)",
+    )
     parser.add_argument("--gpus", type=int, required=True, help="devices to use in total")
     parser.add_argument("--num-ps", type=int, required=True, help="parameter servers (>= 0)")
     parser.add_argument("--devices-per-worker", type=int, default=1)
     placement = parser.add_mutually_exclusive_group()
-    placement.add_argument("--ps-on-worker-nodes", dest="ps_on_worker_nodes",
-                           action="store_true", default=True,
-                           help="parameter servers share the worker nodes (default)")
-    placement.add_argument("--ps-on-separate-nodes", dest="ps_on_worker_nodes",
-                           action="store_false",
-                           help="one parameter server per extra node after the worker nodes")
+    placement.add_argument(
+        "--ps-on-worker-nodes",
+        dest="ps_on_worker_nodes",
+        action="store_true",
+        default=True,
+        help="parameter servers share the worker nodes (default)",
+    )
+    placement.add_argument(
+        "--ps-on-separate-nodes",
+        dest="ps_on_worker_nodes",
+        action="store_false",
+        help="one parameter server per extra node after the worker nodes",
+    )
     parser.add_argument("--ps-port-base", type=int, default=DEFAULT_PS_PORT_BASE)
     parser.add_argument("--worker-port-base", type=int, default=DEFAULT_WORKER_PORT_BASE)
-    parser.add_argument("--format", choices=("json", "tsv", "flags"), default="json",
-                        help="json: the layout (default); tsv: one task a line: host address "
-                             "job task_index port cuda_visible_devices('-' if empty) "
-                             "num_devices; flags: --ps_hosts=... --worker_hosts=...")
+    parser.add_argument(
+        "--format",
+        choices=("json", "tsv", "flags"),
+        default="json",
+        help="json: the layout (default); tsv: one task a line: host address "
+        "job task_index port cuda_visible_devices('-' if empty) "
+        "num_devices; flags: --ps_hosts=... --worker_hosts=...",
+    )
     return parser
 
 
@@ -412,8 +510,7 @@ def _read_hosts(args, parser):
     if args.hosts_json is not None:
         for flag in ("address_same_as_name", "devices_per_node"):
             if getattr(args, flag):
-                parser.error("--%s goes with --nodelist, not --hosts-json"
-                             % flag.replace("_", "-"))
+                parser.error("--%s goes with --nodelist, not --hosts-json" % flag.replace("_", "-"))
         try:
             if args.hosts_json == "-":
                 data = json.load(sys.stdin)
@@ -426,12 +523,16 @@ def _read_hosts(args, parser):
             data = data["hosts"]
         return data
     if not args.address_same_as_name:
-        parser.error("--nodelist needs --address-same-as-name (node names are the TF "
-                     "addresses; other address schemes: use --hosts-json)")
+        parser.error(
+            "--nodelist needs --address-same-as-name (node names are the TF "
+            "addresses; other address schemes: use --hosts-json)"
+        )
     if args.devices_per_node is None:
         parser.error("--nodelist needs --devices-per-node N")
-    return [{"name": name, "address": name, "devices": args.devices_per_node,
-             "device_type": args.device_type} for name in expand_nodelist(args.nodelist)]
+    return [
+        {"name": name, "address": name, "devices": args.devices_per_node, "device_type": args.device_type}
+        for name in expand_nodelist(args.nodelist)
+    ]
 
 
 def main(argv=None):
@@ -439,11 +540,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         hosts = _read_hosts(args, parser)
-        layout = compute_layout(hosts, args.gpus, args.num_ps,
-                                devices_per_worker=args.devices_per_worker,
-                                ps_on_worker_nodes=args.ps_on_worker_nodes,
-                                ps_port_base=args.ps_port_base,
-                                worker_port_base=args.worker_port_base)
+        layout = compute_layout(
+            hosts,
+            args.gpus,
+            args.num_ps,
+            devices_per_worker=args.devices_per_worker,
+            ps_on_worker_nodes=args.ps_on_worker_nodes,
+            ps_port_base=args.ps_port_base,
+            worker_port_base=args.worker_port_base,
+        )
     except LayoutError as error:
         sys.stderr.write("dtfbench.layout: error: %s\n" % error)
         return 2
@@ -451,13 +556,26 @@ def main(argv=None):
         sys.stdout.write(json.dumps(layout, indent=2, sort_keys=True) + "\n")
     elif args.format == "tsv":
         for task in layout["tasks"]:
-            sys.stdout.write("\t".join(str(v) for v in (
-                task["host"], task["address"], task["job"], task["task_index"], task["port"],
-                task["cuda_visible_devices"] or "-", task["num_devices"])) + "\n")
+            sys.stdout.write(
+                "\t".join(
+                    str(v)
+                    for v in (
+                        task["host"],
+                        task["address"],
+                        task["job"],
+                        task["task_index"],
+                        task["port"],
+                        task["cuda_visible_devices"] or "-",
+                        task["num_devices"],
+                    )
+                )
+                + "\n"
+            )
     else:
-        sys.stdout.write("--ps_hosts=%s --worker_hosts=%s\n"
-                         % (",".join(layout["cluster_spec"]["ps"]),
-                            ",".join(layout["cluster_spec"]["worker"])))
+        sys.stdout.write(
+            "--ps_hosts=%s --worker_hosts=%s\n"
+            % (",".join(layout["cluster_spec"]["ps"]), ",".join(layout["cluster_spec"]["worker"]))
+        )
     return 0
 
 

@@ -15,13 +15,13 @@ import hashlib
 import itertools
 import json
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from ..results.store import StoreError, check_writable, completed_run_ids, recorded_run_ids, recorded_sweep_config
 from . import workloads
 from .catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
 from .layout import LayoutError, compute_layout
-from ..results.store import (StoreError, check_writable, completed_run_ids, recorded_run_ids,
-                             recorded_sweep_config)
 
 
 class PlanError(ValueError):
@@ -33,8 +33,20 @@ AXES = ("gpus", "model", "batch_size", "variable_update", "num_ps", "data")
 # A sweep id names files, directories and Slurm jobs: keep it to safe characters.
 SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # What defines a run: a resumed sweep skips a run only if this same run was recorded ok.
-RUN_KEYS = ("gpus", "model", "batch_size", "image_size", "variable_update", "num_ps", "data",
-            "repetition", "devices_per_worker", "ps_on_worker_nodes", "warmup_steps", "steps")
+RUN_KEYS = (
+    "gpus",
+    "model",
+    "batch_size",
+    "image_size",
+    "variable_update",
+    "num_ps",
+    "data",
+    "repetition",
+    "devices_per_worker",
+    "ps_on_worker_nodes",
+    "warmup_steps",
+    "steps",
+)
 
 
 def run_digest(run: Mapping[str, Any]) -> str:
@@ -115,8 +127,10 @@ def _fold(name: str, values: list[Any], notes: list[str]) -> list[Any]:
     unique = list(dict.fromkeys(values))
     if len(unique) < len(values):
         twice = sorted({str(v) for v in values if values.count(v) > 1})
-        notes.append(f"{name}={','.join(map(str, values))} repeats {', '.join(twice)}: each configuration "
-                     f"runs once per repetition (raise repetitions to run it more often)")
+        notes.append(
+            f"{name}={','.join(map(str, values))} repeats {', '.join(twice)}: each configuration "
+            f"runs once per repetition (raise repetitions to run it more often)"
+        )
     return unique
 
 
@@ -127,12 +141,15 @@ def sweep_config(**settings: Any) -> dict[str, Any]:
 
 
 def _config_text(config: Mapping[str, Any]) -> str:
-    return " ".join(f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
-                    for key, value in sorted(config.items()))
+    return " ".join(
+        f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
+        for key, value in sorted(config.items())
+    )
 
 
-def _check_resume(request: Mapping[str, Any], sweep_id: str, config: Mapping[str, Any],
-                  runs: list[Mapping[str, Any]]) -> None:
+def _check_resume(
+    request: Mapping[str, Any], sweep_id: str, config: Mapping[str, Any], runs: list[Mapping[str, Any]]
+) -> None:
     """A resume (sweep_id of a recorded sweep) must ask for the recorded configuration, unless
     sweep_extend. Sweeps recorded before configurations were: every recorded run must be one
     of this plan's."""
@@ -147,16 +164,23 @@ def _check_resume(request: Mapping[str, Any], sweep_id: str, config: Mapping[str
         shown = f"recorded: {_config_text(recorded)}; asked now: {_config_text(config)}"
     else:
         digests = {run_digest(run) for run in runs}
-        stray = sorted(run_id for run_id in recorded_run_ids(request["results_db"], sweep_id)
-                       if run_id.rsplit("-", 1)[-1] not in digests)
+        stray = sorted(
+            run_id
+            for run_id in recorded_run_ids(request["results_db"], sweep_id)
+            if run_id.rsplit("-", 1)[-1] not in digests
+        )
         if not stray:
             return
         why = "some of its recorded runs are not in this one"
-        shown = (f"recorded runs not in this one: {', '.join(stray[:5])}{' ...' if len(stray) > 5 else ''}; "
-                 f"asked now: {_config_text(config)}")
-    raise PlanError(f"sweep_id={sweep_id} is a sweep of another configuration ({why}): "
-                    f"{shown}. Leave sweep_id out (or give a new one) for a new sweep, repeat the recorded "
-                    f"configuration to resume it, or add -e sweep_extend=true to add this one to it")
+        shown = (
+            f"recorded runs not in this one: {', '.join(stray[:5])}{' ...' if len(stray) > 5 else ''}; "
+            f"asked now: {_config_text(config)}"
+        )
+    raise PlanError(
+        f"sweep_id={sweep_id} is a sweep of another configuration ({why}): "
+        f"{shown}. Leave sweep_id out (or give a new one) for a new sweep, repeat the recorded "
+        f"configuration to resume it, or add -e sweep_extend=true to add this one to it"
+    )
 
 
 def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) -> dict[str, Any]:
@@ -164,8 +188,10 @@ def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) ->
     checked; num_ps_auto_keep is None unless num_ps=auto."""
     auto = [str(v).strip().lower() for v in num_ps] == ["auto"]
     if not auto and any(str(v).strip().lower() == "auto" for v in num_ps):
-        raise PlanError(f"num_ps={','.join(map(str, num_ps))}: auto stands alone (the planner picks the PS counts); "
-                        "give num_ps=auto or a list of numbers")
+        raise PlanError(
+            f"num_ps={','.join(map(str, num_ps))}: auto stands alone (the planner picks the PS counts); "
+            "give num_ps=auto or a list of numbers"
+        )
 
     def number(name: str, high: float | None, example: str) -> float | None:
         value = request.get(name)
@@ -175,31 +201,44 @@ def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) ->
             x = float(str(value).strip())
         except ValueError:
             x = float("nan")
-        if not (x == x and x != float("inf") and (x > 0 if high is not None else x >= 0)
-                and (high is None or x <= high)):
+        if not (
+            x == x and x != float("inf") and (x > 0 if high is not None else x >= 0) and (high is None or x <= high)
+        ):
             span = "above 0 and at most 1" if high is not None else ">= 0"
             raise PlanError(f"{name}={value!r}: give a number {span}, e.g. {name}={example}, or leave it out")
         return x
-    settings: dict[str, Any] = {"num_ps_auto": auto, "num_ps_auto_keep": None,
-                                "stop_below_efficiency": number("stop_below_efficiency", 1.0, "0.5"),
-                                "min_doubling_gain": number("min_doubling_gain", None, "0.1")}
+
+    settings: dict[str, Any] = {
+        "num_ps_auto": auto,
+        "num_ps_auto_keep": None,
+        "stop_below_efficiency": number("stop_below_efficiency", 1.0, "0.5"),
+        "min_doubling_gain": number("min_doubling_gain", None, "0.1"),
+    }
     keep = request.get("num_ps_auto_keep")
     if keep not in (None, ""):
         if not auto:
             raise PlanError(f"num_ps_auto_keep={keep!r} goes with num_ps=auto; add -e num_ps=auto or leave it out")
-        settings["num_ps_auto_keep"], = _ints("num_ps_auto_keep", [keep], 1)
-    if (auto or settings["stop_below_efficiency"] is not None or settings["min_doubling_gain"] is not None) \
-            and gpus != sorted(gpus):
+        (settings["num_ps_auto_keep"],) = _ints("num_ps_auto_keep", [keep], 1)
+    if (
+        auto or settings["stop_below_efficiency"] is not None or settings["min_doubling_gain"] is not None
+    ) and gpus != sorted(gpus):
         what = "num_ps=auto" if auto else "stop_below_efficiency/min_doubling_gain"
-        raise PlanError(f"gpus={','.join(map(str, gpus))} with {what}: the sweep must go up in GPU counts "
-                        f"(it learns from the smaller ones); give gpus={','.join(map(str, sorted(gpus)))}")
+        raise PlanError(
+            f"gpus={','.join(map(str, gpus))} with {what}: the sweep must go up in GPU counts "
+            f"(it learns from the smaller ones); give gpus={','.join(map(str, sorted(gpus)))}"
+        )
     return settings
 
 
 def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes) -> bool:
     try:
-        compute_layout(hosts, gpus=gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
-                       ps_on_worker_nodes=ps_on_worker_nodes)
+        compute_layout(
+            hosts,
+            gpus=gpus,
+            num_ps=num_ps,
+            devices_per_worker=devices_per_worker,
+            ps_on_worker_nodes=ps_on_worker_nodes,
+        )
     except LayoutError:
         return False
     return True
@@ -223,11 +262,13 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     try:
         workload = workloads.parse_workload(request.get("workload"))
         workloads.check_request(
-            workload, models=as_list("model", request.get("model")),
+            workload,
+            models=as_list("model", request.get("model")),
             variable_updates=as_list("variable_update", request.get("variable_update")),
             image_size=_ints("image_size", [request.get("image_size") or 0], 0)[0],
             warmup_steps=_ints("warmup_steps", [request.get("warmup_steps", 10)], 0)[0],
-            launcher=str(request.get("launcher") or "ssh"))
+            launcher=str(request.get("launcher") or "ssh"),
+        )
         workloads.check_tf_module(workload, request.get("tf_modules") or [])
     except workloads.WorkloadError as err:
         raise PlanError(str(err)) from None
@@ -235,93 +276,143 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     known_updates = VARIABLE_UPDATES if workload.is_ours else workloads.TF_CNN_VARIABLE_UPDATES
     notes: list[str] = []
     gpus = _fold("gpus", _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1), notes)
-    models = _fold("model", _choices("model", as_list("model", request.get("model")) or ["small_cnn"],
-                                     known_models), notes)
-    batch_sizes = _fold("batch_size", _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [32], 1),
-                        notes)
-    updates = _fold("variable_update", _choices(
-        "variable_update", as_list("variable_update", request.get("variable_update")) or ["parameter_server"],
-        known_updates), notes)
-    data = _fold("data", _choices("data", as_list("data", request.get("data")) or ["synthetic"],
-                                  DATA_CHOICES + ("both",)), notes)
+    models = _fold(
+        "model", _choices("model", as_list("model", request.get("model")) or ["small_cnn"], known_models), notes
+    )
+    batch_sizes = _fold(
+        "batch_size", _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [32], 1), notes
+    )
+    updates = _fold(
+        "variable_update",
+        _choices(
+            "variable_update",
+            as_list("variable_update", request.get("variable_update")) or ["parameter_server"],
+            known_updates,
+        ),
+        notes,
+    )
+    data = _fold(
+        "data", _choices("data", as_list("data", request.get("data")) or ["synthetic"], DATA_CHOICES + ("both",)), notes
+    )
     data = ["synthetic", "real"] if "both" in data else data
     num_ps_request = as_list("num_ps", request.get("num_ps"))
     adaptive = _adaptive(request, num_ps_request, gpus)
     if adaptive["num_ps_auto"]:
         num_ps_request = []
     num_ps_given = _fold("num_ps", _ints("num_ps", num_ps_request, 0), notes) if num_ps_request else None
-    repetitions, = _ints("repetitions", [request.get("repetitions", 5)], 1)
-    warmup_steps, = _ints("warmup_steps", [request.get("warmup_steps", 10)], 0)
-    steps, = _ints("steps", [request.get("steps", 100)], 1)
-    devices_per_worker, = _ints("devices_per_worker", [request.get("devices_per_worker", 1)], 1)
+    (repetitions,) = _ints("repetitions", [request.get("repetitions", 5)], 1)
+    (warmup_steps,) = _ints("warmup_steps", [request.get("warmup_steps", 10)], 0)
+    (steps,) = _ints("steps", [request.get("steps", 100)], 1)
+    (devices_per_worker,) = _ints("devices_per_worker", [request.get("devices_per_worker", 1)], 1)
     ps_on_worker_nodes = bool(request.get("ps_on_worker_nodes", True))
-    image_size, = _ints("image_size", [request.get("image_size") or 0], 0)
+    (image_size,) = _ints("image_size", [request.get("image_size") or 0], 0)
     for model in models if workload.is_ours else ():
         spec = MODEL_SPECS[model]
         if image_size and image_size < spec.min_image_size:
-            raise PlanError(f"image_size={image_size} is too small for model={model}: it needs at least "
-                            f"{spec.min_image_size} pixels; raise image_size or leave it out for "
-                            f"{spec.default_image_size}")
+            raise PlanError(
+                f"image_size={image_size} is too small for model={model}: it needs at least "
+                f"{spec.min_image_size} pixels; raise image_size or leave it out for "
+                f"{spec.default_image_size}"
+            )
     sweep_id = str(request.get("sweep_id") or "sweep")
     if not SWEEP_ID.match(sweep_id):
-        raise PlanError(f"sweep_id={sweep_id!r} is not a plain name; use letters, digits, '.', '_' and '-' "
-                        "(up to 64, starting with a letter or digit)")
+        raise PlanError(
+            f"sweep_id={sweep_id!r} is not a plain name; use letters, digits, '.', '_' and '-' "
+            "(up to 64, starting with a letter or digit)"
+        )
     if "real" in data and not request.get("data_dir"):
-        raise PlanError("data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
-                        "(train-*), or use data=synthetic")
+        raise PlanError(
+            "data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
+            "(train-*), or use data=synthetic"
+        )
     if not hosts:
         raise PlanError("the inventory has no TF nodes; add hosts to the tf_nodes group")
 
     runs: list[dict[str, Any]] = []
     for n_gpus, model, batch_size, update, data_kind in itertools.product(gpus, models, batch_sizes, updates, data):
         if n_gpus % devices_per_worker:
-            raise PlanError(f"gpus={n_gpus} is not a multiple of devices_per_worker={devices_per_worker}; "
-                            f"choose gpus in steps of {devices_per_worker}")
+            raise PlanError(
+                f"gpus={n_gpus} is not a multiple of devices_per_worker={devices_per_worker}; "
+                f"choose gpus in steps of {devices_per_worker}"
+            )
         num_workers = n_gpus // devices_per_worker
         ps_values = num_ps_given if num_ps_given is not None else default_num_ps(num_workers, update)
         for num_ps in ps_values:
             if update == "collective_all_reduce" and num_ps:
-                raise PlanError(f"num_ps={num_ps} with variable_update=collective_all_reduce: all-reduce "
-                                "has no parameter servers; use num_ps=0 or another variable_update")
+                raise PlanError(
+                    f"num_ps={num_ps} with variable_update=collective_all_reduce: all-reduce "
+                    "has no parameter servers; use num_ps=0 or another variable_update"
+                )
             if update != "collective_all_reduce" and num_ps < 1:
-                raise PlanError(f"num_ps=0 with variable_update={update}: this mode keeps the variables "
-                                "on parameter servers; give num_ps >= 1")
+                raise PlanError(
+                    f"num_ps=0 with variable_update={update}: this mode keeps the variables "
+                    "on parameter servers; give num_ps >= 1"
+                )
             try:
-                layout = compute_layout(hosts, gpus=n_gpus, num_ps=num_ps, devices_per_worker=devices_per_worker,
-                                        ps_on_worker_nodes=ps_on_worker_nodes)
+                layout = compute_layout(
+                    hosts,
+                    gpus=n_gpus,
+                    num_ps=num_ps,
+                    devices_per_worker=devices_per_worker,
+                    ps_on_worker_nodes=ps_on_worker_nodes,
+                )
             except LayoutError as err:
                 # The default sweep stops where the nodes run out of PS slots; a value the
                 # user asked for must fit.
-                if num_ps_given is None and num_ps > 1 and _fits(hosts, n_gpus, 1, devices_per_worker,
-                                                                 ps_on_worker_nodes):
+                if (
+                    num_ps_given is None
+                    and num_ps > 1
+                    and _fits(hosts, n_gpus, 1, devices_per_worker, ps_on_worker_nodes)
+                ):
                     continue
                 raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
             try:
-                device_type = None if workload.is_ours else workloads.worker_device_type(
-                    layout, f"gpus={n_gpus}, num_ps={num_ps}")
+                device_type = (
+                    None
+                    if workload.is_ours
+                    else workloads.worker_device_type(layout, f"gpus={n_gpus}, num_ps={num_ps}")
+                )
             except workloads.WorkloadError as err:
                 raise PlanError(str(err)) from None
             for repetition in range(1, repetitions + 1):
                 run = {
-                    "gpus": n_gpus, "model": model, "batch_size": batch_size, "image_size": image_size or None,
+                    "gpus": n_gpus,
+                    "model": model,
+                    "batch_size": batch_size,
+                    "image_size": image_size or None,
                     "variable_update": update,
-                    "num_ps": num_ps, "data": data_kind, "repetition": repetition,
-                    "num_workers": layout["num_workers"], "devices_per_worker": devices_per_worker,
+                    "num_ps": num_ps,
+                    "data": data_kind,
+                    "repetition": repetition,
+                    "num_workers": layout["num_workers"],
+                    "devices_per_worker": devices_per_worker,
                     "worker_nodes": len({t["host"] for t in layout["tasks"] if t["job"] == "worker"}),
-                    "ps_on_worker_nodes": ps_on_worker_nodes, "warmup_steps": warmup_steps, "steps": steps,
+                    "ps_on_worker_nodes": ps_on_worker_nodes,
+                    "warmup_steps": warmup_steps,
+                    "steps": steps,
                     "workload": workload.label,
                 }
                 if not workload.is_ours:
                     run["workload_args"] = workloads.tf_cnn_benchmarks_args(
-                        run, device_type=device_type, data_dir=request.get("data_dir"))
+                        run, device_type=device_type, data_dir=request.get("data_dir")
+                    )
                 runs.append(run)
-    config = sweep_config(gpus=gpus, model=models, batch_size=batch_sizes, image_size=image_size,
-                          variable_update=updates, num_ps=num_ps_given if num_ps_given is not None else (
-                              "auto" if adaptive["num_ps_auto"] else "default"),
-                          data=data, repetitions=repetitions, warmup_steps=warmup_steps, steps=steps,
-                          devices_per_worker=devices_per_worker, ps_on_worker_nodes=ps_on_worker_nodes,
-                          workload=workload.label,
-                          **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None})
+    config = sweep_config(
+        gpus=gpus,
+        model=models,
+        batch_size=batch_sizes,
+        image_size=image_size,
+        variable_update=updates,
+        num_ps=num_ps_given if num_ps_given is not None else ("auto" if adaptive["num_ps_auto"] else "default"),
+        data=data,
+        repetitions=repetitions,
+        warmup_steps=warmup_steps,
+        steps=steps,
+        devices_per_worker=devices_per_worker,
+        ps_on_worker_nodes=ps_on_worker_nodes,
+        workload=workload.label,
+        **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
+    )
     if request.get("results_db"):
         # The store must take the results before the first run trains (a run whose result
         # cannot be written is lost); then a resume must be of the same sweep.
@@ -340,11 +431,20 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         run["index"] = index
         run["run_id"] = f"{sweep_id}-{index:0{width}d}-{digest}"
         run["done"] = digest in done_digests
-    return {"sweep_id": sweep_id, "runs": runs, "total_runs": len(runs),
-            "pending_runs": sum(1 for run in runs if not run["done"]), "workload": workload.as_dict(),
-            "sweep_config": config, "notes": notes,
-            "adaptive": adaptive if adaptive["num_ps_auto"] or adaptive["stop_below_efficiency"] is not None
-            or adaptive["min_doubling_gain"] is not None else None}
+    return {
+        "sweep_id": sweep_id,
+        "runs": runs,
+        "total_runs": len(runs),
+        "pending_runs": sum(1 for run in runs if not run["done"]),
+        "workload": workload.as_dict(),
+        "sweep_config": config,
+        "notes": notes,
+        "adaptive": adaptive
+        if adaptive["num_ps_auto"]
+        or adaptive["stop_below_efficiency"] is not None
+        or adaptive["min_doubling_gain"] is not None
+        else None,
+    }
 
 
 # The options of the benchmark_plan action (library/benchmark_plan.py documents them).

@@ -22,8 +22,9 @@ the input, what is wrong and what to do. Pure standard library: Ansible ships it
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 OURS = "ours"
 TF_CNN_BENCHMARKS = "tf_cnn_benchmarks"
@@ -39,13 +40,31 @@ STUDY_COMMIT = "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741"
 
 # tf_cnn_benchmarks' models of the study's time (model_config.get_model_config, mid-2017).
 # Later refs have more; the plan holds to these, which every ref since then still has.
-TF_CNN_MODELS = ("alexnet", "googlenet", "inception3", "inception4", "lenet", "overfeat",
-                 "resnet50", "resnet101", "resnet152", "trivial", "vgg11", "vgg16", "vgg19")
+TF_CNN_MODELS = (
+    "alexnet",
+    "googlenet",
+    "inception3",
+    "inception4",
+    "lenet",
+    "overfeat",
+    "resnet50",
+    "resnet101",
+    "resnet152",
+    "trivial",
+    "vgg11",
+    "vgg16",
+    "vgg19",
+)
 # Our catalog's names (dtfbench.plan.catalog.MODELS) for tf_cnn_benchmarks: the same names where the
 # network is the same; None where tf_cnn_benchmarks has no counterpart.
 MODEL_NAMES = {
-    "inception3": "inception3", "resnet50": "resnet50", "resnet101": "resnet101",
-    "vgg16": "vgg16", "alexnet": "alexnet", "lenet": "lenet", "trivial": "trivial",
+    "inception3": "inception3",
+    "resnet50": "resnet50",
+    "resnet101": "resnet101",
+    "vgg16": "vgg16",
+    "alexnet": "alexnet",
+    "lenet": "lenet",
+    "trivial": "trivial",
     "small_cnn": None,
 }
 # The modes tf_cnn_benchmarks runs across a cluster (PS and workers, --job_name set).
@@ -94,9 +113,15 @@ class Workload:
         return self.name == OURS
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ref": self.ref, "label": self.label, "notes": list(self.notes),
-                "repo": self.repo, "script_dir": self.script_dir,
-                "script": None if self.script_dir is None else f"{self.script_dir}/{SCRIPT}"}
+        return {
+            "name": self.name,
+            "ref": self.ref,
+            "label": self.label,
+            "notes": list(self.notes),
+            "repo": self.repo,
+            "script_dir": self.script_dir,
+            "script": None if self.script_dir is None else f"{self.script_dir}/{SCRIPT}",
+        }
 
 
 def ref_problem(ref: str) -> str | None:
@@ -136,25 +161,34 @@ def parse_workload(value: Any) -> Workload:
         raise WorkloadError(
             f"workload={text!r} is unknown; use {OURS} (python -m dtfbench.train, the default), "
             f"{TF_CNN_BENCHMARKS}@<git ref> (the original script at a branch, tag or commit) or "
-            f"{STUDY} (the study's own copy of it, for TF 1.1)")
+            f"{STUDY} (the study's own copy of it, for TF 1.1)"
+        )
     if name == STUDY and not sep:
         return Workload(STUDY, STUDY_COMMIT, NOTES, STUDY_REPO, STUDY_SCRIPT_DIR)
     if not sep:
         raise WorkloadError(
             f"workload={text} needs a git ref: {TF_CNN_BENCHMARKS}@<branch, tag or commit>, e.g. "
-            f"{TF_CNN_BENCHMARKS}@master or a commit sha (pin a commit to measure the same code every time)")
+            f"{TF_CNN_BENCHMARKS}@master or a commit sha (pin a commit to measure the same code every time)"
+        )
     problem = ref_problem(ref)
     if problem:
         raise WorkloadError(
-            f"workload={text!r}: the git ref {ref!r} {problem}; give a branch, tag or commit sha, "
-            f"e.g. {name}@master")
+            f"workload={text!r}: the git ref {ref!r} {problem}; give a branch, tag or commit sha, e.g. {name}@master"
+        )
     if name == STUDY:
         return Workload(STUDY, ref, NOTES, STUDY_REPO, STUDY_SCRIPT_DIR)
     return Workload(TF_CNN_BENCHMARKS, ref, NOTES, DEFAULT_REPO, SCRIPT_DIR)
 
 
-def check_request(workload: Workload, *, models: Iterable[str], variable_updates: Iterable[str],
-                  image_size: int, warmup_steps: int, launcher: str) -> None:
+def check_request(
+    workload: Workload,
+    *,
+    models: Iterable[str],
+    variable_updates: Iterable[str],
+    image_size: int,
+    warmup_steps: int,
+    launcher: str,
+) -> None:
     """Refuse, with one clear message, what the workload cannot run. Ours accepts everything
     the plan's own checks accept."""
     if workload.is_ours:
@@ -165,31 +199,37 @@ def check_request(workload: Workload, *, models: Iterable[str], variable_updates
         if name in MODEL_NAMES and MODEL_NAMES[name] is None:
             raise WorkloadError(
                 f"model={name} is dtfbench's own test model; {TF_CNN_BENCHMARKS} has no such model: "
-                f"choose from {', '.join(TF_CNN_MODELS)} (e.g. model=trivial for a quick run)")
+                f"choose from {', '.join(TF_CNN_MODELS)} (e.g. model=trivial for a quick run)"
+            )
         if name not in TF_CNN_MODELS:
             raise WorkloadError(
                 f"model={model!r} is not a model of {TF_CNN_BENCHMARKS} (the study's version); "
-                f"choose from {', '.join(TF_CNN_MODELS)}")
+                f"choose from {', '.join(TF_CNN_MODELS)}"
+            )
     for update in variable_updates:
         mode = str(update).strip().lower()
         if mode in TF_CNN_SINGLE_PROCESS_UPDATES:
             raise WorkloadError(
                 f"variable_update={mode} is a single-process mode of {TF_CNN_BENCHMARKS}: it refuses it "
                 f"with --job_name, and runs here are always a cluster of PS and workers; use "
-                f"{' or '.join(TF_CNN_VARIABLE_UPDATES)}")
+                f"{' or '.join(TF_CNN_VARIABLE_UPDATES)}"
+            )
         if mode not in TF_CNN_VARIABLE_UPDATES:
             raise WorkloadError(
                 f"variable_update={update!r} is not a cluster mode of {TF_CNN_BENCHMARKS} (the study's "
                 f"version); use {' or '.join(TF_CNN_VARIABLE_UPDATES)}, or workload=ours for "
-                f"collective_all_reduce")
+                f"collective_all_reduce"
+            )
     if image_size:
         raise WorkloadError(
             f"image_size={image_size}: {TF_CNN_BENCHMARKS} has no --image_size, each model has its own "
-            f"(inception3 299, most others 224); leave image_size out with workload={label}")
+            f"(inception3 299, most others 224); leave image_size out with workload={label}"
+        )
     if warmup_steps < 1:
         raise WorkloadError(
             f"warmup_steps={warmup_steps}: {TF_CNN_BENCHMARKS} of 2017 reads 0 as 'its default' (10 "
-            f"or more); give warmup_steps >= 1 with workload={label}")
+            f"or more); give warmup_steps >= 1 with workload={label}"
+        )
 
 
 # A site's TensorFlow module names its version first (EasyBuild, Cray: TensorFlow/1.1.0-CrayGNU-17.08-cuda-8.0-python3,
@@ -222,12 +262,14 @@ def check_tf_module(workload: Workload, modules: Iterable[Any]) -> None:
         raise WorkloadError(
             f"workload={workload.label} (python -m dtfbench.train, TensorFlow 2 code) cannot run on {on}: "
             f"use workload={STUDY} (the study's program, for a TensorFlow 1.x module), or load a "
-            f"TensorFlow 2 module (-e tf_module=TensorFlow/2.x... on system=daint, else slurm_cluster_modules)")
+            f"TensorFlow 2 module (-e tf_module=TensorFlow/2.x... on system=daint, else slurm_cluster_modules)"
+        )
     if workload.name == STUDY and major >= 2:
         raise WorkloadError(
             f"workload={workload.label} (the study's tf_cnn_benchmarks of 2017, TensorFlow 1.x code) cannot "
             f"run on {on}: use workload={OURS} with this module, or load a TensorFlow 1.x module (on "
-            f"system=daint leave tf_module out for the study's TensorFlow/1.1.0 module)")
+            f"system=daint leave tf_module out for the study's TensorFlow/1.1.0 module)"
+        )
 
 
 def worker_device_type(layout: Mapping[str, Any], where: str) -> str:
@@ -237,7 +279,8 @@ def worker_device_type(layout: Mapping[str, Any], where: str) -> str:
     if len(kinds) > 1:
         raise WorkloadError(
             f"{where}: the workers would run on both CPU and GPU hosts, but {TF_CNN_BENCHMARKS} gets one "
-            f"--device for all of them; use hosts of one kind (nodes_group) or fewer gpus")
+            f"--device for all of them; use hosts of one kind (nodes_group) or fewer gpus"
+        )
     return kinds[0] if kinds else "gpu"
 
 
@@ -248,12 +291,20 @@ def tf_cnn_benchmarks_args(run: Mapping[str, Any], *, device_type: str, data_dir
     --local_parameter_device gpu); CPU workers need NHWC (TF 1.x has no NCHW convolution on
     the CPU). Real data names the dataset, which it would otherwise guess from the path.
     """
-    args = ["--model", MODEL_NAMES.get(run["model"]) or run["model"],
-            "--batch_size", str(run["batch_size"]),
-            "--num_gpus", str(run["devices_per_worker"]),
-            "--num_warmup_batches", str(run["warmup_steps"]),
-            "--num_batches", str(run["steps"]),
-            "--variable_update", run["variable_update"]]
+    args = [
+        "--model",
+        MODEL_NAMES.get(run["model"]) or run["model"],
+        "--batch_size",
+        str(run["batch_size"]),
+        "--num_gpus",
+        str(run["devices_per_worker"]),
+        "--num_warmup_batches",
+        str(run["warmup_steps"]),
+        "--num_batches",
+        str(run["steps"]),
+        "--variable_update",
+        run["variable_update"],
+    ]
     if device_type == "cpu":
         args += ["--device", "cpu", "--data_format", "NHWC", "--local_parameter_device", "cpu"]
     if run["data"] == "real":

@@ -1,4 +1,5 @@
 """``python -m dtfbench.report``: the report of the results store."""
+
 import sys
 
 from .cli import main

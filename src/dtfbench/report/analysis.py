@@ -15,13 +15,14 @@ maps to a published one and the GPU count and data kind match.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
+from ..results import store
 from . import reference as reference_data
 from . import stats
-from ..results import store
 
 CONFIG_KEYS = stats.CONFIG_KEYS
 BASELINE_KEYS = stats.BASELINE_KEYS
@@ -41,6 +42,7 @@ class ReportError(Exception):
 # ---------------------------------------------------------------------------------------
 # The per-configuration table printed after a sweep (`table`).
 # ---------------------------------------------------------------------------------------
+
 
 def summarise(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One summary per configuration, in the order configurations first appear."""
@@ -71,6 +73,7 @@ def load_rows(db: str | Path, sweep_id: str | None = None) -> list[dict[str, Any
 # The analysis: our summaries, best configurations, I/O overhead, and the published match.
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class Analysis:
     rows: list[dict[str, Any]]
@@ -94,21 +97,23 @@ class Analysis:
         return self.matcher.system_for(system) if self.matcher else None
 
 
-def analyse(rows: list[dict[str, Any]], reference: str = "published",
-            system_map: Mapping[str, str] | None = None) -> Analysis:
+def analyse(
+    rows: list[dict[str, Any]], reference: str = "published", system_map: Mapping[str, str] | None = None
+) -> Analysis:
     if reference not in REFERENCE_CHOICES:
         raise ReportError(f"--reference must be one of {', '.join(REFERENCE_CHOICES)}, not {reference!r}")
     summaries = stats.summarise(rows)
     best = stats.best_configurations(summaries)
     io_rows = stats.io_overhead_rows(best)
     mapping = dict(reference_data.DEFAULT_SYSTEM_MAP if system_map is None else system_map)
-    analysis = Analysis(rows=rows, summaries=summaries, best=best, io=io_rows, reference=reference,
-                        system_map=mapping, matcher=None)
+    analysis = Analysis(
+        rows=rows, summaries=summaries, best=best, io=io_rows, reference=reference, system_map=mapping, matcher=None
+    )
     if reference == "published":
         ref_best = reference_data.published_best()
         analysis.matcher = reference_data.Matcher(ref_best, mapping)
         analysis.ref_io = {(r["system"], r["gpus"]): r for r in stats.io_overhead_rows(ref_best)}
-        for system, workload, model, batch_size in analysis.groups():
+        for system, _workload, model, batch_size in analysis.groups():
             refs = analysis.matcher.rows_for(system)
             if not refs:
                 continue
@@ -118,5 +123,6 @@ def analyse(rows: list[dict[str, Any]], reference: str = "published",
                 analysis.notes.append(
                     f"{system} ran {model}, batch {batch_size} per GPU; the published "
                     f"{reference_data.display_name(analysis.ref_system(system))} numbers are {ref_model}, "
-                    f"batch {ref_batch} per GPU: images/sec are not comparable, speedup and efficiency are.")
+                    f"batch {ref_batch} per GPU: images/sec are not comparable, speedup and efficiency are."
+                )
     return analysis

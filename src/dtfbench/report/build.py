@@ -23,17 +23,27 @@ manifest and this one no longer makes are removed; nothing else in the folder is
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..linux.files import write_atomic
 from . import environment as report_environment
 from . import reference as reference_data
 from .analysis import Analysis, ReportError, analyse
 from .plotspec import plot_specs
-from .tables import (_csv, _f, _md_table, _model_label, best_tables, configuration_tables, failed_runs,
-                     failure_tables, io_table)
+from .tables import (
+    _csv,
+    _f,
+    _md_table,
+    _model_label,
+    best_tables,
+    configuration_tables,
+    failed_runs,
+    failure_tables,
+    io_table,
+)
 
 DEFAULT_OUTPUT = "results/report"
 MANIFEST = "manifest.json"
@@ -43,6 +53,7 @@ INDEX = "index.md"
 # ---------------------------------------------------------------------------------------
 # Building the report folder.
 # ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class BuildResult:
@@ -59,30 +70,44 @@ class BuildResult:
 
 def _describe_source(db: str, sweep_id: str | None, rows: list[dict[str, Any]]) -> str:
     sweeps = sorted({str(r["sweep_id"]) for r in rows})
-    where = f"sweep `{sweep_id}`" if sweep_id else (
-        f"every sweep ({', '.join(f'`{s}`' for s in sweeps)})" if len(sweeps) <= 5 else f"{len(sweeps)} sweeps")
+    where = (
+        f"sweep `{sweep_id}`"
+        if sweep_id
+        else (f"every sweep ({', '.join(f'`{s}`' for s in sweeps)})" if len(sweeps) <= 5 else f"{len(sweeps)} sweeps")
+    )
     return f"`{db}`, {where}"
 
 
-def _index(analysis: Analysis, db: str, sweep_id: str | None, tables: list[tuple[str, str]],
-           plots: list[tuple[str, dict[str, Any], list[str]]], extra_files: list[str]) -> str:
+def _index(
+    analysis: Analysis,
+    db: str,
+    sweep_id: str | None,
+    tables: list[tuple[str, str]],
+    plots: list[tuple[str, dict[str, Any], list[str]]],
+    extra_files: list[str],
+) -> str:
     rows = analysis.rows
     ok = sum(1 for r in rows if r.get("status") == "ok" and r.get("images_per_sec") is not None)
     failures = failed_runs(rows)
     starts = [r["started_at"] for r in rows if r.get("started_at")]
     ends = [r["finished_at"] for r in rows if r.get("finished_at")]
-    md = ["# Benchmark report", "",
-          f"- Source: {_describe_source(db, sweep_id, rows)}",
-          f"- Runs: {len(rows)} ({ok} ok, {len(failures)} failed) in {len(analysis.summaries)} configurations "
-          f"({sum(1 for s in analysis.summaries if s['status'] != 'ok')} with no successful run)"]
+    md = [
+        "# Benchmark report",
+        "",
+        f"- Source: {_describe_source(db, sweep_id, rows)}",
+        f"- Runs: {len(rows)} ({ok} ok, {len(failures)} failed) in {len(analysis.summaries)} configurations "
+        f"({sum(1 for s in analysis.summaries if s['status'] != 'ok')} with no successful run)",
+    ]
     if starts or ends:
         md.append(f"- Recorded: {min(starts) if starts else '?'} to {max(ends) if ends else '?'}")
     systems = list(dict.fromkeys(r["system"] for r in analysis.best))
     if analysis.reference == "none":
         md.append("- Reference: none (our numbers only)")
     else:
-        md.append("- Reference: published (the CSCS 2017 report's Tables 1-3; Google's 2017 benchmark page "
-                  "as quoted by the study's notebook; see dtfbench/report/published_data/README.md)")
+        md.append(
+            "- Reference: published (the CSCS 2017 report's Tables 1-3; Google's 2017 benchmark page "
+            "as quoted by the study's notebook; see dtfbench/report/published_data/README.md)"
+        )
         md.append("- System mapping (ours → published; change with --system-map OURS=REFERENCE):")
         for system in systems:
             theirs = analysis.ref_system(system)
@@ -101,22 +126,37 @@ def _index(analysis: Analysis, db: str, sweep_id: str | None, tables: list[tuple
     best_ok = [r for r in analysis.best if r["status"] == "ok"]
     if best_ok:
         md += ["", "## Best configuration per GPU count", ""]
-        md += _md_table(["system", "model", "batch", "data", "GPUs", "PS", "variable update", "img/s",
-                         "speedup", "efficiency"],
-                        [[r["system"], _model_label(r), r["batch_size"], r["data"], r["gpus"], r["num_ps"],
-                          r["variable_update"], _f(r["images_per_sec"]), _f(r["speedup"]),
-                          _f(r["efficiency"], ".4f")] for r in best_ok])
+        md += _md_table(
+            ["system", "model", "batch", "data", "GPUs", "PS", "variable update", "img/s", "speedup", "efficiency"],
+            [
+                [
+                    r["system"],
+                    _model_label(r),
+                    r["batch_size"],
+                    r["data"],
+                    r["gpus"],
+                    r["num_ps"],
+                    r["variable_update"],
+                    _f(r["images_per_sec"]),
+                    _f(r["speedup"]),
+                    _f(r["efficiency"], ".4f"),
+                ]
+                for r in best_ok
+            ],
+        )
     env_names = report_environment.labels(rows)
     md += ["", "## Environment", ""]
-    md += [f"- {e['system']} {e['environment']}: {e['runs']} run(s) on {', '.join(e['hosts']) or 'unknown hosts'}; "
-           + "; ".join(f"{k} {e[k]}" for k in ("gpu_model", "gpu_driver", "tf_version", "instance_type"))
-           for e in report_environment.environments(rows)]
+    md += [
+        f"- {e['system']} {e['environment']}: {e['runs']} run(s) on {', '.join(e['hosts']) or 'unknown hosts'}; "
+        + "; ".join(f"{k} {e[k]}" for k in ("gpu_model", "gpu_driver", "tf_version", "instance_type"))
+        for e in report_environment.environments(rows)
+    ]
     md += [f"- Kept apart: {line}" for line in report_environment.splits(analysis.summaries, env_names)]
     md.append("- Details: [environments.md](environments.md)")
     md += ["", "## Plots", ""]
     if not plots:
         md.append("None written (no plot formats asked for, or no successful run).")
-    for name, spec, files in plots:
+    for _name, spec, files in plots:
         png = next((f for f in files if f.endswith(".png")), None)
         links = ", ".join(f"[{Path(f).suffix[1:].upper()}]({f})" for f in files)
         md.append(f"- {spec['title']} ({links})")
@@ -139,16 +179,25 @@ def _index(analysis: Analysis, db: str, sweep_id: str | None, tables: list[tuple
         failed_groups = [r for r in analysis.best if r["status"] != "ok"]
         if failed_groups:
             md += ["", "GPU counts with no successful configuration (no best, no speedup):", ""]
-            md += [f"- {r['system']} ({r['model']}, bs {r['batch_size']}), {r['data']}, {r['gpus']} GPUs"
-                   for r in failed_groups]
+            md += [
+                f"- {r['system']} ({r['model']}, bs {r['batch_size']}), {r['data']}, {r['gpus']} GPUs"
+                for r in failed_groups
+            ]
     md += ["", "## Files", ""]
     md += [f"- {name}" for name in sorted(extra_files + [INDEX])]
     return "\n".join(md) + "\n"
 
 
-def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "published",
-          formats: Sequence[str] = ("png", "svg"), system_map: Mapping[str, str] | None = None,
-          db: str = "", sweep_id: str | None = None) -> BuildResult:
+def build(
+    rows: list[dict[str, Any]],
+    output: str | Path,
+    *,
+    reference: str = "published",
+    formats: Sequence[str] = ("png", "svg"),
+    system_map: Mapping[str, str] | None = None,
+    db: str = "",
+    sweep_id: str | None = None,
+) -> BuildResult:
     """Write the whole report for `rows` under `output`; see the module's docstring."""
     output = Path(output)
     analysis = analyse(rows, reference, system_map)
@@ -158,7 +207,9 @@ def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "p
         try:
             from . import plots  # matplotlib: the 'report' extra
         except ImportError as err:  # matplotlib is optional (the report extra): say how to get it
-            raise ReportError(f"plots need matplotlib ({err}); install dtfbench[report] or pass --formats none")
+            raise ReportError(
+                f"plots need matplotlib ({err}); install dtfbench[report] or pass --formats none"
+            ) from err
         unknown = [f for f in formats if f not in plots.FORMATS]
         if unknown:
             raise ReportError(f"--formats: unknown {', '.join(unknown)}; known: {', '.join(plots.FORMATS)}")
@@ -169,24 +220,38 @@ def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "p
     config_csv, config_md = configuration_tables(analysis)
     fail_csv, fail_md = failure_tables(analysis)
     env_rows, env_md = report_environment.tables(analysis.rows, analysis.summaries)
-    outputs.update({"environments.md": env_md,
-                    "environments.csv": _csv(report_environment.CSV_COLUMNS, env_rows)})
-    outputs.update({"best_configurations.md": best_md, "best_configurations.csv": best_csv,
-                    "io_overhead.csv": io_table(analysis),
-                    "configurations.md": config_md, "configurations.csv": config_csv,
-                    "failures.md": fail_md, "failures.csv": fail_csv})
-    tables = [("best_configurations.md", "the best configuration per system and GPU count (the study's Tables "
-               "1-3): images/sec with 95% CI, speedup, efficiency, I/O overhead"
-               + (", beside the published numbers" if reference != "none" else "")),
-              ("best_configurations.csv", "the same, every column"),
-              ("io_overhead.csv", "I/O overhead per system and GPU count"),
-              ("configurations.md", "every configuration: mean, 95% CI, min/max, runs ok/failed and why"),
-              ("configurations.csv", "the same, every column"),
-              ("environments.md", "per system, the distinct environments (GPU, driver, TF and its build, instance "
-               "type, ...) and the runs of each; the configurations they split"),
-              ("environments.csv", "the same, every column"),
-              ("failures.md", "every failed run and its reason"),
-              ("failures.csv", "the same, every column")]
+    outputs.update({"environments.md": env_md, "environments.csv": _csv(report_environment.CSV_COLUMNS, env_rows)})
+    outputs.update(
+        {
+            "best_configurations.md": best_md,
+            "best_configurations.csv": best_csv,
+            "io_overhead.csv": io_table(analysis),
+            "configurations.md": config_md,
+            "configurations.csv": config_csv,
+            "failures.md": fail_md,
+            "failures.csv": fail_csv,
+        }
+    )
+    tables = [
+        (
+            "best_configurations.md",
+            "the best configuration per system and GPU count (the study's Tables "
+            "1-3): images/sec with 95% CI, speedup, efficiency, I/O overhead"
+            + (", beside the published numbers" if reference != "none" else ""),
+        ),
+        ("best_configurations.csv", "the same, every column"),
+        ("io_overhead.csv", "I/O overhead per system and GPU count"),
+        ("configurations.md", "every configuration: mean, 95% CI, min/max, runs ok/failed and why"),
+        ("configurations.csv", "the same, every column"),
+        (
+            "environments.md",
+            "per system, the distinct environments (GPU, driver, TF and its build, instance "
+            "type, ...) and the runs of each; the configurations they split",
+        ),
+        ("environments.csv", "the same, every column"),
+        ("failures.md", "every failed run and its reason"),
+        ("failures.csv", "the same, every column"),
+    ]
     plots_written: list[tuple[str, dict[str, Any], list[str]]] = []
     if render is not None:
         for name, spec in plot_specs(analysis):
@@ -199,14 +264,26 @@ def build(rows: list[dict[str, Any]], output: str | Path, *, reference: str = "p
             plots_written.append((name, spec, files + [f"plots/{name}.json"]))
 
     files = sorted(outputs) + [MANIFEST]
-    outputs[MANIFEST] = json.dumps({"files": sorted(files + [INDEX]), "reference": reference,
-                                    "formats": list(formats), "db": db, "sweep_id": sweep_id,
-                                    "system_map": {s: analysis.system_map[s] for s in sorted(analysis.system_map)}},
-                                   indent=2, sort_keys=True) + "\n"
+    outputs[MANIFEST] = (
+        json.dumps(
+            {
+                "files": sorted(files + [INDEX]),
+                "reference": reference,
+                "formats": list(formats),
+                "db": db,
+                "sweep_id": sweep_id,
+                "system_map": {s: analysis.system_map[s] for s in sorted(analysis.system_map)},
+            },
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
     outputs[INDEX] = _index(analysis, db, sweep_id, tables, plots_written, files)
     # The scaling model beside the runs, and an adaptive sweep's decisions. forecast builds on
     # report (stats), so this one use the other way is imported when called.
     from ..forecast import report_section
+
     model_md = report_section.markdown(rows, db)
     if model_md:
         outputs[INDEX] += "\n" + model_md

@@ -23,6 +23,7 @@ from .tables import failed_runs, format_table
 # Command line.
 # ---------------------------------------------------------------------------------------
 
+
 def _formats(text: str) -> list[str]:
     if text.strip().lower() in ("", "none"):
         return []
@@ -39,20 +40,34 @@ def main(argv: list[str] | None = None) -> int:
     make.add_argument("--db", default=store.DEFAULT_DB)
     make.add_argument("--output", default=DEFAULT_OUTPUT, help=f"report folder (default {DEFAULT_OUTPUT})")
     make.add_argument("--sweep-id", help="only the runs of this sweep (default: every run)")
-    make.add_argument("--reference", choices=REFERENCE_CHOICES, default="published",
-                      help="put the published numbers beside ours (default) or not")
-    make.add_argument("--formats", default="png,svg", type=_formats,
-                      help="plot formats, comma list of png, svg; 'none' for no plots (default png,svg)")
-    make.add_argument("--system-map", action="append", default=[], metavar="OURS=REFERENCE",
-                      help="map one of our system names to a published one (repeatable, or a comma list; "
-                           "OURS= maps it to nothing). Default: "
-                           + ", ".join(f"{k}={v}" for k, v in reference_data.DEFAULT_SYSTEM_MAP.items()))
+    make.add_argument(
+        "--reference",
+        choices=REFERENCE_CHOICES,
+        default="published",
+        help="put the published numbers beside ours (default) or not",
+    )
+    make.add_argument(
+        "--formats",
+        default="png,svg",
+        type=_formats,
+        help="plot formats, comma list of png, svg; 'none' for no plots (default png,svg)",
+    )
+    make.add_argument(
+        "--system-map",
+        action="append",
+        default=[],
+        metavar="OURS=REFERENCE",
+        help="map one of our system names to a published one (repeatable, or a comma list; "
+        "OURS= maps it to nothing). Default: "
+        + ", ".join(f"{k}={v}" for k, v in reference_data.DEFAULT_SYSTEM_MAP.items()),
+    )
     args = parser.parse_args(argv)
     try:
         rows = load_rows(args.db, args.sweep_id)
         if args.command == "table":
             print(format_table(summarise(rows)))
             from ..forecast import report_section  # predicted beside measured; what an adaptive sweep skipped
+
             model_md = report_section.markdown(rows, str(args.db))
             if model_md:
                 print("\n" + model_md.rstrip())
@@ -61,23 +76,33 @@ def main(argv: list[str] | None = None) -> int:
             system_map = reference_data.parse_system_map(args.system_map)
         except reference_data.ReferenceDataError as err:
             raise ReportError(str(err)) from None
-        result = build(rows, args.output, reference=args.reference, formats=args.formats,
-                       system_map=system_map, db=str(args.db), sweep_id=args.sweep_id)
+        result = build(
+            rows,
+            args.output,
+            reference=args.reference,
+            formats=args.formats,
+            system_map=system_map,
+            db=str(args.db),
+            sweep_id=args.sweep_id,
+        )
     except ReportError as err:
         print(f"dtfbench.report: error: {err}", file=sys.stderr)
         return 2
     best = result.analysis.best
     print(f"report: {result.index.resolve()}")
-    print(f"  {len(result.analysis.rows)} runs, {len(result.analysis.summaries)} configurations, "
-          f"{sum(1 for r in best if r['status'] == 'ok')} best of {len(best)} (system, data, GPUs) points, "
-          f"{len(failed_runs(result.analysis.rows))} failed runs")
+    print(
+        f"  {len(result.analysis.rows)} runs, {len(result.analysis.summaries)} configurations, "
+        f"{sum(1 for r in best if r['status'] == 'ok')} best of {len(best)} (system, data, GPUs) points, "
+        f"{len(failed_runs(result.analysis.rows))} failed runs"
+    )
     if result.changed or result.removed:
         for rel in result.changed:
             print(f"  wrote {rel}")
         for rel in result.removed:
             print(f"  removed {rel}")
-        print(f"report updated: {len(result.changed)} of {len(result.files)} files written, "
-              f"{len(result.removed)} removed")
+        print(
+            f"report updated: {len(result.changed)} of {len(result.files)} files written, {len(result.removed)} removed"
+        )
     else:
         print(f"report unchanged: {len(result.files)} files")
     return 0

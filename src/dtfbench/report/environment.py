@@ -11,15 +11,30 @@ with the fields that split them.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..results import environment_view
 
 UNKNOWN = environment_view.UNKNOWN
-DETAIL_FIELDS = ("gpu_count", "gpu_clocks", "gpu_power_limit", "cuda", "cudnn", "cpu_model", "logical_cores",
-                 "os", "kernel", "python")
-CSV_COLUMNS = ("system", "environment", "runs", "run_ids", "sweep_ids", "hosts") + environment_view.MATTERS \
-    + DETAIL_FIELDS + ("environment_key",)
+DETAIL_FIELDS = (
+    "gpu_count",
+    "gpu_clocks",
+    "gpu_power_limit",
+    "cuda",
+    "cudnn",
+    "cpu_model",
+    "logical_cores",
+    "os",
+    "kernel",
+    "python",
+)
+CSV_COLUMNS = (
+    ("system", "environment", "runs", "run_ids", "sweep_ids", "hosts")
+    + environment_view.MATTERS
+    + DETAIL_FIELDS
+    + ("environment_key",)
+)
 
 
 def labels(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, str]:
@@ -47,9 +62,19 @@ def environments(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     found: dict[tuple, dict[str, Any]] = {}
     for row in rows:
         key = (row.get("system"), row.get("environment_key") or None)
-        entry = found.setdefault(key, {"system": key[0], "environment": names[key], "environment_key": key[1],
-                                       "run_ids": [], "sweep_ids": [], "hosts": [], "_details": {},
-                                       **environment_view.parse_key(key[1])})
+        entry = found.setdefault(
+            key,
+            {
+                "system": key[0],
+                "environment": names[key],
+                "environment_key": key[1],
+                "run_ids": [],
+                "sweep_ids": [],
+                "hosts": [],
+                "_details": {},
+                **environment_view.parse_key(key[1]),
+            },
+        )
         entry["run_ids"].append(str(row.get("run_id")))
         if row.get("sweep_id") not in entry["sweep_ids"]:
             entry["sweep_ids"].append(row.get("sweep_id"))
@@ -76,9 +101,11 @@ def splits(summaries: Iterable[Mapping[str, Any]], names: Mapping[tuple, str]) -
     lines = []
     for s in summaries:
         if s.get("environment_split"):
-            lines.append(f"{s['system']}, {s['model']}, {s['data']}, {s['gpus']} GPUs, {s['num_ps']} PS, "
-                         f"{s['variable_update']}: environment {label_of(names, s['system'], s.get('environment_key'))}"
-                         f" ({s['n_ok']}/{s['runs']} runs ok), split by {', '.join(s['environment_split'])}")
+            lines.append(
+                f"{s['system']}, {s['model']}, {s['data']}, {s['gpus']} GPUs, {s['num_ps']} PS, "
+                f"{s['variable_update']}: environment {label_of(names, s['system'], s.get('environment_key'))}"
+                f" ({s['n_ok']}/{s['runs']} runs ok), split by {', '.join(s['environment_split'])}"
+            )
     return lines
 
 
@@ -90,14 +117,21 @@ def tables(rows: list[Mapping[str, Any]], summaries: Iterable[Mapping[str, Any]]
     """(the CSV rows of environments.csv, environments.md)."""
     found = environments(rows)
     names = labels(rows)
-    csv_rows = [dict(e, run_ids=" ".join(e["run_ids"]), sweep_ids=" ".join(map(str, e["sweep_ids"])),
-                     hosts=" ".join(e["hosts"])) for e in found]
-    md = ["# Environment", "",
-          "Where and on what the runs ran, per system: each distinct environment (instance type, GPU model, "
-          "driver, TF version and build: runs that differ in one of these are never one configuration), "
-          "what else its hosts reported, and the runs that used it. `unknown`: runs recorded before "
-          "environments were, or that failed before a worker reported; within a field, `unknown` means "
-          "the node could not say (the stored document says why)."]
+    csv_rows = [
+        dict(
+            e, run_ids=" ".join(e["run_ids"]), sweep_ids=" ".join(map(str, e["sweep_ids"])), hosts=" ".join(e["hosts"])
+        )
+        for e in found
+    ]
+    md = [
+        "# Environment",
+        "",
+        "Where and on what the runs ran, per system: each distinct environment (instance type, GPU model, "
+        "driver, TF version and build: runs that differ in one of these are never one configuration), "
+        "what else its hosts reported, and the runs that used it. `unknown`: runs recorded before "
+        "environments were, or that failed before a worker reported; within a field, `unknown` means "
+        "the node could not say (the stored document says why).",
+    ]
     for system in dict.fromkeys(e["system"] for e in found):
         md += ["", f"## {system}", ""]
         md.append("| | " + " | ".join(_cell(e["environment"]) for e in found if e["system"] == system) + " |")

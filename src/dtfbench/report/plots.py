@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import matplotlib
+
 # The Agg canvas, attached to each Figure directly: pyplot and the process-wide backend are
 # never touched, so this works headless and inside a program that uses another backend.
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -63,14 +65,23 @@ def _draw_line(ax, spec: Mapping[str, Any]) -> None:
             continue
         style = int(series.get("style", 0))
         published = source == "published"
-        ax.plot(x, y, color=_colour(style), marker=_MARKERS[style % len(_MARKERS)],
-                linestyle="--" if published else "-", linewidth=1.5 if published else 2,
-                markerfacecolor="white" if published else _colour(style), label=series["label"], zorder=3)
+        ax.plot(
+            x,
+            y,
+            color=_colour(style),
+            marker=_MARKERS[style % len(_MARKERS)],
+            linestyle="--" if published else "-",
+            linewidth=1.5 if published else 2,
+            markerfacecolor="white" if published else _colour(style),
+            label=series["label"],
+            zorder=3,
+        )
         lows = [p.get("low") for p in points]
-        highs = [p.get("high") for p in points]
         if any(v is not None for v in lows):
-            err = [[(p["y"] - p["low"]) if p.get("low") is not None else 0 for p in points],
-                   [(p["high"] - p["y"]) if p.get("high") is not None else 0 for p in points]]
+            err = [
+                [(p["y"] - p["low"]) if p.get("low") is not None else 0 for p in points],
+                [(p["high"] - p["y"]) if p.get("high") is not None else 0 for p in points],
+            ]
             ax.errorbar(x, y, yerr=err, fmt="none", ecolor=_colour(style), capsize=3, zorder=2)
     if spec.get("x_scale") == "log2" and xs and all(isinstance(v, (int, float)) and v > 0 for v in xs):
         ax.set_xscale("log", base=2)
@@ -103,11 +114,23 @@ def _draw_bar(ax, spec: Mapping[str, Any]) -> None:
         published = series.get("source") == "published"
         err = None
         if any(p.get("low") is not None for p in points):
-            err = [[(p["y"] - p["low"]) if p.get("low") is not None else 0 for p in points],
-                   [(p["high"] - p["y"]) if p.get("high") is not None else 0 for p in points]]
-        ax.bar(pos, y, width * 0.95, color="white" if published else _colour(style),
-               edgecolor=_colour(style), hatch="//" if published else None, linewidth=1,
-               label=series["label"], yerr=err, capsize=3 if err else 0, zorder=2)
+            err = [
+                [(p["y"] - p["low"]) if p.get("low") is not None else 0 for p in points],
+                [(p["high"] - p["y"]) if p.get("high") is not None else 0 for p in points],
+            ]
+        ax.bar(
+            pos,
+            y,
+            width * 0.95,
+            color="white" if published else _colour(style),
+            edgecolor=_colour(style),
+            hatch="//" if published else None,
+            linewidth=1,
+            label=series["label"],
+            yerr=err,
+            capsize=3 if err else 0,
+            zorder=2,
+        )
         if spec.get("annotate"):
             for xp, yp in zip(pos, y):
                 ax.text(xp, yp + top / 100, f"{yp:.2f}", ha="center", va="bottom", fontsize=7)

@@ -4,7 +4,8 @@ plot as its JSON sidecar)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from . import reference as reference_data
 from . import stats
@@ -45,9 +46,10 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
     used: set[str] = set()
     all_speedup: list[dict[str, Any]] = []
     seen_ref: set[tuple] = set()
-    for g, (system, workload, model, batch_size) in enumerate(analysis.groups()):
-        group = [r for r in analysis.best if _group_of(r) == (system, workload, model, batch_size)
-                 and r["status"] == "ok"]
+    for _g, (system, workload, model, batch_size) in enumerate(analysis.groups()):
+        group = [
+            r for r in analysis.best if _group_of(r) == (system, workload, model, batch_size) and r["status"] == "ok"
+        ]
         if not group:
             continue
         slug = _slug(system, *([] if stats.is_ours(workload) else [workload]), model, f"bs{batch_size}")
@@ -61,37 +63,95 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
         title = _group_title(system, workload, model, batch_size)
 
         def make(key: str, ci: bool) -> list[dict[str, Any]]:
-            series = [_series(f"{system} {d}", "ours", _points([r for r in group if r["data"] == d], key, ci),
-                              DATA_STYLE.get(d, 2), system=system, data=d) for d in datas]
-            series += [_series(f"{reference_data.display_name(theirs)} {d} (published)", "published",
-                               _points([r for r in refs if r["data"] == d], key), DATA_STYLE.get(d, 2),
-                               system=theirs, data=d) for d in ref_datas]
+            series = [
+                _series(
+                    f"{system} {d}",
+                    "ours",
+                    _points([r for r in group if r["data"] == d], key, ci),
+                    DATA_STYLE.get(d, 2),
+                    system=system,
+                    data=d,
+                )
+                for d in datas
+            ]
+            series += [
+                _series(
+                    f"{reference_data.display_name(theirs)} {d} (published)",
+                    "published",
+                    _points([r for r in refs if r["data"] == d], key),
+                    DATA_STYLE.get(d, 2),
+                    system=theirs,
+                    data=d,
+                )
+                for d in ref_datas
+            ]
             return [s for s in series if s["points"]]
 
         xs = sorted({p["x"] for s in make("speedup", False) for p in s["points"]})
-        specs.append((f"images_per_sec-{slug}", {
-            "plot": "images_per_sec", "kind": "bar", "x_scale": "category",
-            "title": f"Training throughput: {title}", "x_label": "Number of GPUs", "y_label": "images/sec",
-            "legend_title": "Data", "legend_loc": "upper left", "series": make("images_per_sec", True)}))
-        specs.append((f"speedup-{slug}", {
-            "plot": "speedup", "kind": "line", "x_scale": "log2", "y_scale": "log2",
-            "title": f"Speedup: {title}", "x_label": "Number of GPUs", "y_label": "speedup",
-            "legend_title": "Data", "legend_loc": "upper left",
-            "series": ([_series("ideal", "ideal", [{"x": x, "y": float(x)} for x in xs], 0)] if xs else [])
-            + make("speedup", False)}))
-        specs.append((f"efficiency-{slug}", {
-            "plot": "efficiency", "kind": "line", "x_scale": "log2",
-            "title": f"Scaling efficiency: {title}", "x_label": "Number of GPUs", "y_label": "efficiency",
-            "legend_title": "Data", "legend_loc": "lower left",
-            "series": ([_series("ideal", "ideal", [{"x": x, "y": 1.0} for x in xs], 0)] if xs else [])
-            + make("efficiency", False)}))
+        specs.append(
+            (
+                f"images_per_sec-{slug}",
+                {
+                    "plot": "images_per_sec",
+                    "kind": "bar",
+                    "x_scale": "category",
+                    "title": f"Training throughput: {title}",
+                    "x_label": "Number of GPUs",
+                    "y_label": "images/sec",
+                    "legend_title": "Data",
+                    "legend_loc": "upper left",
+                    "series": make("images_per_sec", True),
+                },
+            )
+        )
+        specs.append(
+            (
+                f"speedup-{slug}",
+                {
+                    "plot": "speedup",
+                    "kind": "line",
+                    "x_scale": "log2",
+                    "y_scale": "log2",
+                    "title": f"Speedup: {title}",
+                    "x_label": "Number of GPUs",
+                    "y_label": "speedup",
+                    "legend_title": "Data",
+                    "legend_loc": "upper left",
+                    "series": ([_series("ideal", "ideal", [{"x": x, "y": float(x)} for x in xs], 0)] if xs else [])
+                    + make("speedup", False),
+                },
+            )
+        )
+        specs.append(
+            (
+                f"efficiency-{slug}",
+                {
+                    "plot": "efficiency",
+                    "kind": "line",
+                    "x_scale": "log2",
+                    "title": f"Scaling efficiency: {title}",
+                    "x_label": "Number of GPUs",
+                    "y_label": "efficiency",
+                    "legend_title": "Data",
+                    "legend_loc": "lower left",
+                    "series": ([_series("ideal", "ideal", [{"x": x, "y": 1.0} for x in xs], 0)] if xs else [])
+                    + make("efficiency", False),
+                },
+            )
+        )
         for s in make("speedup", False):
             if s["source"] == "published":
                 if (s["system"], s["data"]) in seen_ref:
                     continue
                 seen_ref.add((s["system"], s["data"]))
-            all_speedup.append(dict(s, label=s["label"] if s["source"] == "published"
-                                    else f"{system} ({model}, bs {batch_size}{_workload_suffix(workload)}) {s['data']}"))
+            all_speedup.append(
+                dict(
+                    s,
+                    label=s["label"]
+                    if s["source"] == "published"
+                    else f"{system} ({model}, bs {batch_size}{_workload_suffix(workload)}) {s['data']}",
+                )
+            )
 
     if analysis.io:
         series = []
@@ -106,22 +166,49 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
                 ref_rows = [r for (ref_system, _), r in analysis.ref_io.items() if ref_system == theirs]
                 points = _points(ref_rows, "io_overhead")
                 if points:
-                    series.append(_series(f"{reference_data.display_name(theirs)} (published)", "published",
-                                          points, k, system=theirs))
-        specs.append(("io_overhead", {
-            "plot": "io_overhead", "kind": "bar", "x_scale": "category", "annotate": True,
-            "title": "I/O overhead in distributed training: (synthetic - real) / synthetic",
-            "x_label": "Number of GPUs", "y_label": "I/O overhead [%]", "legend_title": "System",
-            "legend_loc": "upper left", "series": series}))
+                    series.append(
+                        _series(
+                            f"{reference_data.display_name(theirs)} (published)", "published", points, k, system=theirs
+                        )
+                    )
+        specs.append(
+            (
+                "io_overhead",
+                {
+                    "plot": "io_overhead",
+                    "kind": "bar",
+                    "x_scale": "category",
+                    "annotate": True,
+                    "title": "I/O overhead in distributed training: (synthetic - real) / synthetic",
+                    "x_label": "Number of GPUs",
+                    "y_label": "I/O overhead [%]",
+                    "legend_title": "System",
+                    "legend_loc": "upper left",
+                    "series": series,
+                },
+            )
+        )
 
     ours_all = [s for s in all_speedup if s["source"] == "ours"]
     if len(ours_all) > 1:
         for k, s in enumerate(all_speedup):
             s["style"] = k
         xs = sorted({p["x"] for s in all_speedup for p in s["points"]})
-        specs.append(("speedup-all", {
-            "plot": "speedup_all", "kind": "line", "x_scale": "log2", "y_scale": "log2",
-            "title": "Speedup, every system", "x_label": "Number of GPUs", "y_label": "speedup",
-            "legend_title": "System", "legend_loc": "upper left",
-            "series": [_series("ideal", "ideal", [{"x": x, "y": float(x)} for x in xs], 0)] + all_speedup}))
+        specs.append(
+            (
+                "speedup-all",
+                {
+                    "plot": "speedup_all",
+                    "kind": "line",
+                    "x_scale": "log2",
+                    "y_scale": "log2",
+                    "title": "Speedup, every system",
+                    "x_label": "Number of GPUs",
+                    "y_label": "speedup",
+                    "legend_title": "System",
+                    "legend_loc": "upper left",
+                    "series": [_series("ideal", "ideal", [{"x": x, "y": float(x)} for x in xs], 0)] + all_speedup,
+                },
+            )
+        )
     return specs

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Mapping
 from importlib import resources
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from . import stats
 
@@ -79,23 +80,25 @@ def published(sources: Iterable[str] | None = None) -> list[dict[str, Any]]:
     for raw in csv.DictReader(io.StringIO(_read(PUBLISHED_FILE))):
         if wanted is not None and raw["source"] not in wanted:
             continue
-        rows.append({
-            "source": raw["source"],
-            "system": raw["system"],
-            "gpu": raw["gpu"],
-            "gpus_per_node": _int_or_none(raw["gpus_per_node"]),
-            "nodes": _int_or_none(raw["nodes"]),
-            "gpus": int(raw["gpus"]),
-            "num_ps": _int_or_none(raw["num_ps"]),
-            "variable_update": raw["variable_update"].strip() or None,
-            "data": "real" if _bool(raw["real_data"]) else "synthetic",
-            "model": raw["model"],
-            "batch_size": int(raw["batch_size_per_gpu"]),
-            "tf_version": raw["tf_version"],
-            "images_per_sec": float(raw["images_per_sec"]),
-            "note": raw["note"],
-            "status": "ok",
-        })
+        rows.append(
+            {
+                "source": raw["source"],
+                "system": raw["system"],
+                "gpu": raw["gpu"],
+                "gpus_per_node": _int_or_none(raw["gpus_per_node"]),
+                "nodes": _int_or_none(raw["nodes"]),
+                "gpus": int(raw["gpus"]),
+                "num_ps": _int_or_none(raw["num_ps"]),
+                "variable_update": raw["variable_update"].strip() or None,
+                "data": "real" if _bool(raw["real_data"]) else "synthetic",
+                "model": raw["model"],
+                "batch_size": int(raw["batch_size_per_gpu"]),
+                "tf_version": raw["tf_version"],
+                "images_per_sec": float(raw["images_per_sec"]),
+                "note": raw["note"],
+                "status": "ok",
+            }
+        )
     return rows
 
 
@@ -114,22 +117,27 @@ def published_best(rows: Iterable[Mapping[str, Any]] | None = None) -> list[dict
         if held is None or rank.get(r["source"], len(rank)) < rank.get(held["source"], len(rank)):
             chosen[key] = dict(r)
     order = {system: i for i, system in enumerate(dict.fromkeys(r["system"] for r in rows))}
-    best = sorted(chosen.values(), key=lambda r: (order[r["system"]], r["model"], r["batch_size"],
-                                                  r["data"] != "synthetic", r["gpus"]))
+    best = sorted(
+        chosen.values(),
+        key=lambda r: (order[r["system"]], r["model"], r["batch_size"], r["data"] != "synthetic", r["gpus"]),
+    )
     stats.add_speedup(best)
     return best
 
 
 def theano_mpi() -> list[dict[str, Any]]:
     """The Theano-MPI notebook's times: source, model, batch_size, gpus, seconds, images_per_sec."""
-    return [{
-        "source": raw["source"],
-        "model": raw["model"],
-        "batch_size": int(raw["batch_size_per_gpu"]),
-        "gpus": int(raw["gpus"]),
-        "seconds_per_5120_images": float(raw["seconds_per_5120_images"]),
-        "images_per_sec": float(raw["images_per_sec"]),
-    } for raw in csv.DictReader(io.StringIO(_read(THEANO_MPI_FILE)))]
+    return [
+        {
+            "source": raw["source"],
+            "model": raw["model"],
+            "batch_size": int(raw["batch_size_per_gpu"]),
+            "gpus": int(raw["gpus"]),
+            "seconds_per_5120_images": float(raw["seconds_per_5120_images"]),
+            "images_per_sec": float(raw["images_per_sec"]),
+        }
+        for raw in csv.DictReader(io.StringIO(_read(THEANO_MPI_FILE)))
+    ]
 
 
 def reference_systems(rows: Iterable[Mapping[str, Any]] | None = None) -> list[str]:
@@ -137,8 +145,9 @@ def reference_systems(rows: Iterable[Mapping[str, Any]] | None = None) -> list[s
     return list(dict.fromkeys(r["system"] for r in (published() if rows is None else rows)))
 
 
-def parse_system_map(specs: Iterable[str] = (), base: Mapping[str, str] | None = None,
-                     known: Iterable[str] | None = None) -> dict[str, str]:
+def parse_system_map(
+    specs: Iterable[str] = (), base: Mapping[str, str] | None = None, known: Iterable[str] | None = None
+) -> dict[str, str]:
     """DEFAULT_SYSTEM_MAP (or `base`) changed by 'ours=theirs' items (comma lists allowed).
 
     'ours=' (or 'ours=none') removes a mapping. A target that is no reference system is a
@@ -154,14 +163,18 @@ def parse_system_map(specs: Iterable[str] = (), base: Mapping[str, str] | None =
             ours, sep, theirs = item.partition("=")
             ours, theirs = ours.strip(), theirs.strip()
             if not sep or not ours:
-                raise ReferenceDataError(f"system map item {item!r} is not OURS=REFERENCE "
-                                     f"(e.g. testbed=aws-p2.xlarge; daint= maps daint to nothing)")
+                raise ReferenceDataError(
+                    f"system map item {item!r} is not OURS=REFERENCE "
+                    f"(e.g. testbed=aws-p2.xlarge; daint= maps daint to nothing)"
+                )
             if theirs.lower() in ("", "none", "-"):
                 mapping.pop(ours, None)
                 continue
             if theirs not in known_systems:
-                raise ReferenceDataError(f"system map {ours}={theirs}: {theirs!r} is not a reference system; "
-                                     f"known: {', '.join(known_systems)}")
+                raise ReferenceDataError(
+                    f"system map {ours}={theirs}: {theirs!r} is not a reference system; "
+                    f"known: {', '.join(known_systems)}"
+                )
             mapping[ours] = theirs
     return mapping
 

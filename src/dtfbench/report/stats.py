@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from scipy import stats as scipy_stats
 
@@ -39,8 +40,22 @@ from ..results import environment_view
 # two programs' images/sec are never averaged, compared as "best" or divided for a speedup.
 # So is the environment's key (dtfbench.results.environment_view.MATTERS: GPU model, driver, TF version and
 # build, instance type): runs that differ in one of them are never one configuration.
-CONFIG_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus", "num_workers", "devices_per_worker",
-               "num_ps", "variable_update", "ps_on_worker_nodes", "warmup_steps", "steps", "environment_key")
+CONFIG_KEYS = (
+    "system",
+    "workload",
+    "model",
+    "batch_size",
+    "data",
+    "gpus",
+    "num_workers",
+    "devices_per_worker",
+    "num_ps",
+    "variable_update",
+    "ps_on_worker_nodes",
+    "warmup_steps",
+    "steps",
+    "environment_key",
+)
 # The best configuration is chosen within each of these groups ...
 BEST_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus")
 # ... and speedup is taken against the 1-GPU best of the same of these.
@@ -56,6 +71,7 @@ NO_REASON = "failed (no reason recorded)"
 # ---------------------------------------------------------------------------------------
 # Student's t distribution: scipy.stats (the quantile and the CDF), with this module's checks.
 # ---------------------------------------------------------------------------------------
+
 
 def _check_df(df: float) -> None:
     if not df > 0:
@@ -86,8 +102,15 @@ def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str
     """
     values = [float(v) for v in values]
     n = len(values)
-    result: dict[str, Any] = {"n": n, "mean": None, "stddev": None, "half_width": None,
-                              "low": None, "high": None, "confidence": confidence}
+    result: dict[str, Any] = {
+        "n": n,
+        "mean": None,
+        "stddev": None,
+        "half_width": None,
+        "low": None,
+        "high": None,
+        "confidence": confidence,
+    }
     if n == 0:
         return result
     # fsum(n * [x]) / n can miss x by an ulp: keep the mean inside [min, max].
@@ -103,6 +126,7 @@ def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str
 # ---------------------------------------------------------------------------------------
 # Per-configuration summaries, best configurations, speedup, efficiency, I/O overhead.
 # ---------------------------------------------------------------------------------------
+
 
 def _is_ok(row: Mapping[str, Any]) -> bool:
     return row.get("status") == "ok" and row.get("images_per_sec") is not None
@@ -154,8 +178,9 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
     environments = environment_view.configuration_keys(rows, _same_but_environment)
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for row, environment in zip(rows, environments):
-        groups.setdefault(tuple(environment if k == "environment_key" else _config_value(row, k)
-                                for k in CONFIG_KEYS), []).append(row)
+        groups.setdefault(
+            tuple(environment if k == "environment_key" else _config_value(row, k) for k in CONFIG_KEYS), []
+        ).append(row)
     summaries = []
     for key, members in groups.items():
         ok = [r for r in members if _is_ok(r)]
@@ -179,8 +204,15 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
             images_per_sec_max=max(totals) if totals else None,
             images_per_sec_per_worker=statistics.fmean(per_worker) if per_worker else None,
             reasons=sorted({_reason(r) for r in bad}),
-            failures=[{"run_id": r.get("run_id"), "sweep_id": r.get("sweep_id"),
-                       "repetition": r.get("repetition"), "reason": _reason(r)} for r in bad],
+            failures=[
+                {
+                    "run_id": r.get("run_id"),
+                    "sweep_id": r.get("sweep_id"),
+                    "repetition": r.get("repetition"),
+                    "reason": _reason(r),
+                }
+                for r in bad
+            ],
             sweep_ids=sorted({str(r["sweep_id"]) for r in members if r.get("sweep_id") is not None}),
             # The TensorFlow the runs reported (the study's program on 1.1, ours on 2.x).
             tf_version=", ".join(sorted({str(r["tf_version"]) for r in members if r.get("tf_version")})) or None,
@@ -219,32 +251,78 @@ def best_configurations(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str
     for key, members in groups.items():
         candidates = [s for s in members if s.get("status") == "ok" and s.get("images_per_sec") is not None]
         row: dict[str, Any] = dict(zip(BEST_KEYS, key))
-        row.update(configurations=len(members),
-                   failed_configurations=len(members) - len(candidates),
-                   group_runs=sum(int(s.get("runs") or 0) for s in members),
-                   failed_runs=sum(int(s.get("failed") or 0) for s in members),
-                   tf_version=", ".join(sorted({v for s in members for v in str(s.get("tf_version") or "").split(", ")
-                                                if v})) or None)
+        row.update(
+            configurations=len(members),
+            failed_configurations=len(members) - len(candidates),
+            group_runs=sum(int(s.get("runs") or 0) for s in members),
+            failed_runs=sum(int(s.get("failed") or 0) for s in members),
+            tf_version=", ".join(sorted({v for s in members for v in str(s.get("tf_version") or "").split(", ") if v}))
+            or None,
+        )
         if candidates:
             # max() keeps the first of equal means: ties go to the configuration seen first.
             best = max(candidates, key=lambda s: s["images_per_sec"])
-            row.update(status="ok", best_key=_group_key(best, CONFIG_KEYS), **{k: best.get(k) for k in (
-                "num_ps", "variable_update", "num_workers", "devices_per_worker", "ps_on_worker_nodes",
-                "images_per_sec", "ci_low", "ci_high", "ci_half_width", "stddev", "images_per_sec_min",
-                "images_per_sec_max", "runs", "n_ok", "failed", "reasons", "environment_key",
-                "environment_split")})
+            row.update(
+                status="ok",
+                best_key=_group_key(best, CONFIG_KEYS),
+                **{
+                    k: best.get(k)
+                    for k in (
+                        "num_ps",
+                        "variable_update",
+                        "num_workers",
+                        "devices_per_worker",
+                        "ps_on_worker_nodes",
+                        "images_per_sec",
+                        "ci_low",
+                        "ci_high",
+                        "ci_half_width",
+                        "stddev",
+                        "images_per_sec_min",
+                        "images_per_sec_max",
+                        "runs",
+                        "n_ok",
+                        "failed",
+                        "reasons",
+                        "environment_key",
+                        "environment_split",
+                    )
+                },
+            )
         else:
-            row.update(status="failed", best_key=None, num_ps=None, variable_update=None, num_workers=None,
-                       devices_per_worker=None, ps_on_worker_nodes=None, images_per_sec=None,
-                       ci_low=None, ci_high=None, ci_half_width=None, stddev=None,
-                       images_per_sec_min=None, images_per_sec_max=None, runs=row["group_runs"],
-                       n_ok=0, failed=row["failed_runs"],
-                       reasons=sorted({r for s in members for r in s.get("reasons") or []}))
+            row.update(
+                status="failed",
+                best_key=None,
+                num_ps=None,
+                variable_update=None,
+                num_workers=None,
+                devices_per_worker=None,
+                ps_on_worker_nodes=None,
+                images_per_sec=None,
+                ci_low=None,
+                ci_high=None,
+                ci_half_width=None,
+                stddev=None,
+                images_per_sec_min=None,
+                images_per_sec_max=None,
+                runs=row["group_runs"],
+                n_ok=0,
+                failed=row["failed_runs"],
+                reasons=sorted({r for s in members for r in s.get("reasons") or []}),
+            )
         best_rows.append(row)
     order = {system: i for i, system in enumerate(dict.fromkeys(r["system"] for r in best_rows))}
-    best_rows.sort(key=lambda r: (order[r["system"]], not is_ours(r.get("workload")), str(r.get("workload")),
-                                  str(r.get("model")), _num(r.get("batch_size")),
-                                  _data_rank(r.get("data")), _num(r.get("gpus"))))
+    best_rows.sort(
+        key=lambda r: (
+            order[r["system"]],
+            not is_ours(r.get("workload")),
+            str(r.get("workload")),
+            str(r.get("model")),
+            _num(r.get("batch_size")),
+            _data_rank(r.get("data")),
+            _num(r.get("gpus")),
+        )
+    )
     add_speedup(best_rows)
     return best_rows
 
@@ -321,10 +399,15 @@ def io_overhead_rows(best_rows: Iterable[Mapping[str, Any]], clamp_at_zero: bool
             continue
         syn, real = kinds["synthetic"], kinds["real"]
         row = dict(zip(IO_KEYS, key))
-        row.update(synthetic=syn["images_per_sec"], real=real["images_per_sec"],
-                   synthetic_num_ps=syn.get("num_ps"), synthetic_variable_update=syn.get("variable_update"),
-                   real_num_ps=real.get("num_ps"), real_variable_update=real.get("variable_update"),
-                   io_overhead=io_overhead(syn["images_per_sec"], real["images_per_sec"], clamp_at_zero))
+        row.update(
+            synthetic=syn["images_per_sec"],
+            real=real["images_per_sec"],
+            synthetic_num_ps=syn.get("num_ps"),
+            synthetic_variable_update=syn.get("variable_update"),
+            real_num_ps=real.get("num_ps"),
+            real_variable_update=real.get("variable_update"),
+            io_overhead=io_overhead(syn["images_per_sec"], real["images_per_sec"], clamp_at_zero),
+        )
         result.append(row)
     return result
 

@@ -17,15 +17,26 @@ Standard library only (and ..node.nvidia_smi).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..node import nvidia_smi
 
 UNKNOWN = "unknown"
 MATTERS = ("instance_type", "gpu_model", "gpu_driver", "tf_version", "tf_build")
 # Compared between a sweep's hosts besides MATTERS (memory differs by a few MB on equal nodes).
-HOST_FIELDS = MATTERS + ("gpu_count", "gpu_clocks", "gpu_power_limit", "cuda", "cudnn", "cpu_model",
-                         "logical_cores", "os", "kernel", "python")
+HOST_FIELDS = MATTERS + (
+    "gpu_count",
+    "gpu_clocks",
+    "gpu_power_limit",
+    "cuda",
+    "cudnn",
+    "cpu_model",
+    "logical_cores",
+    "os",
+    "kernel",
+    "python",
+)
 # Set per task by the launcher (a worker's own GPUs): never a difference between hosts.
 PER_TASK_ENV = ("CUDA_VISIBLE_DEVICES",)
 
@@ -35,8 +46,9 @@ def _rows(stdout: str, fields: list[str]) -> dict[int, dict[str, str]]:
     for line in (stdout or "").splitlines():
         values = [v.strip() for v in line.split(", ")]
         if len(values) == len(fields) and values[0].isdigit():
-            rows[int(values[0])] = {f: (None if v in nvidia_smi.UNREADABLE + nvidia_smi.GPU_ERRORS else v)
-                                    for f, v in zip(fields, values)}
+            rows[int(values[0])] = {
+                f: (None if v in nvidia_smi.UNREADABLE + nvidia_smi.GPU_ERRORS else v) for f, v in zip(fields, values)
+            }
     return rows
 
 
@@ -61,8 +73,11 @@ def interpret(doc: Mapping[str, Any] | None) -> dict[str, Any]:
     query = doc.get("gpu_query")
     main = query.get("gpus") if isinstance(query, Mapping) else None
     if not isinstance(main, Mapping):
-        doc.update(gpus=UNKNOWN, gpu_status=UNKNOWN, gpu_reason=doc["unknown"].get("gpu_query.gpus")
-                   or "the node did not ask nvidia-smi")
+        doc.update(
+            gpus=UNKNOWN,
+            gpu_status=UNKNOWN,
+            gpu_reason=doc["unknown"].get("gpu_query.gpus") or "the node did not ask nvidia-smi",
+        )
     elif "status" in main:
         doc.update(gpus=UNKNOWN, gpu_status=main["status"], gpu_reason=main.get("reason"))
     else:
@@ -70,8 +85,11 @@ def interpret(doc: Mapping[str, Any] | None) -> dict[str, Any]:
         gpus = outcome["gpus"] or UNKNOWN
         doc.update(gpus=gpus, gpu_status=outcome["status"], gpu_reason=outcome["reason"])
         clocks = query.get("clocks") if isinstance(query, Mapping) else None
-        rows = _rows(clocks.get("stdout"), clocks.get("fields", [])) \
-            if isinstance(clocks, Mapping) and clocks.get("rc") == 0 else {}
+        rows = (
+            _rows(clocks.get("stdout"), clocks.get("fields", []))
+            if isinstance(clocks, Mapping) and clocks.get("rc") == 0
+            else {}
+        )
         if isinstance(gpus, list):
             for gpu in gpus:
                 row = rows.get(gpu["index"], {})
@@ -137,8 +155,11 @@ def fields(doc: Mapping[str, Any] | None) -> dict[str, str]:
         "tf_version": str(tf["version"]) if _known(tf.get("version")) else UNKNOWN,
         "tf_build": _tf_build(tf) if tf else UNKNOWN,
         "gpu_count": str(len(gpus)) if gpus else UNKNOWN,
-        "gpu_clocks": _join(f"{g['clocks_max_sm_mhz']:g}/{g['clocks_max_mem_mhz']:g} MHz" for g in gpus
-                            if g.get("clocks_max_sm_mhz") is not None and g.get("clocks_max_mem_mhz") is not None),
+        "gpu_clocks": _join(
+            f"{g['clocks_max_sm_mhz']:g}/{g['clocks_max_mem_mhz']:g} MHz"
+            for g in gpus
+            if g.get("clocks_max_sm_mhz") is not None and g.get("clocks_max_mem_mhz") is not None
+        ),
         "gpu_power_limit": _join(f"{g['power_limit_w']:g} W" for g in gpus if g.get("power_limit_w") is not None),
         "cuda": str(cuda.get("version")) if _known(cuda.get("version")) else UNKNOWN,
         "cudnn": str(cudnn.get("version")) if _known(cudnn.get("version")) else UNKNOWN,
@@ -200,8 +221,9 @@ def host_differences(docs: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def describe_differences(found: list[dict[str, Any]]) -> str:
     """One line per field: ``env.OMP_NUM_THREADS: 3 on node02; (unset) on node01``."""
-    return "\n".join(f"{d['field']}: " + "; ".join(f"{v} on {', '.join(h)}" for v, h in d["values"].items())
-                     for d in found)
+    return "\n".join(
+        f"{d['field']}: " + "; ".join(f"{v} on {', '.join(h)}" for v, h in d["values"].items()) for d in found
+    )
 
 
 def configuration_keys(rows: list[Mapping[str, Any]], same: Any) -> list[str | None]:

@@ -25,8 +25,9 @@ import json
 import sqlite3
 import statistics
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import run_environment, store
 
@@ -83,8 +84,11 @@ def _failure_reason(payload: Mapping[str, Any], results: Mapping[int, Mapping[st
 
 def _gpu_utilisation(results: list[Mapping[str, Any]]) -> tuple[float | None, float | None]:
     """(mean of the workers' mean utilisation, highest sample) over the workers that sampled GPUs."""
-    sampled = [r["gpu_utilization"] for r in results
-               if isinstance(r.get("gpu_utilization"), Mapping) and r["gpu_utilization"].get("mean") is not None]
+    sampled = [
+        r["gpu_utilization"]
+        for r in results
+        if isinstance(r.get("gpu_utilization"), Mapping) and r["gpu_utilization"].get("mean") is not None
+    ]
     if not sampled:
         return None, None
     return statistics.fmean(float(s["mean"]) for s in sampled), max(float(s["max"]) for s in sampled)
@@ -94,8 +98,11 @@ def _data_read(measured: Any) -> dict[str, Any]:
     """The slowest node's raw read rate (it bounds a real-data run) and every node's result."""
     if not isinstance(measured, Mapping) or not measured:
         return {"data_read_mb_per_s": None, "data_read": None}
-    rates = [float(m["mb_per_s"]) for m in measured.values()
-             if isinstance(m, Mapping) and isinstance(m.get("mb_per_s"), (int, float))]
+    rates = [
+        float(m["mb_per_s"])
+        for m in measured.values()
+        if isinstance(m, Mapping) and isinstance(m.get("mb_per_s"), (int, float))
+    ]
     return {"data_read_mb_per_s": min(rates) if rates else None, "data_read": dict(measured)}
 
 
@@ -104,8 +111,11 @@ def _workload(payload: Mapping[str, Any]) -> dict[str, Any]:
     workload = payload.get("workload")
     if not isinstance(workload, Mapping) or not workload.get("name"):
         workload = {"name": "ours"}
-    return {"workload": str(workload["name"]), "workload_ref": workload.get("ref") or None,
-            "workload_commit": workload.get("commit") or None}
+    return {
+        "workload": str(workload["name"]),
+        "workload_ref": workload.get("ref") or None,
+        "workload_commit": workload.get("commit") or None,
+    }
 
 
 def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,8 +125,11 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
     reason = _failure_reason(payload, results)
     ok = reason is None
     ordered = [results[i] for i in sorted(results)]
-    rates = [float(r["images_per_sec"]) for r in ordered
-             if r.get("status") == "ok" and isinstance(r.get("images_per_sec"), (int, float))]
+    rates = [
+        float(r["images_per_sec"])
+        for r in ordered
+        if r.get("status") == "ok" and isinstance(r.get("images_per_sec"), (int, float))
+    ]
     step_means = [r["step_time"] for r in ordered if r.get("status") == "ok" and r.get("step_time")]
 
     def mean_of(key: str) -> float | None:
@@ -195,23 +208,33 @@ def main(argv: list[str] | None = None) -> int:
         return _unrecorded(record, db, payload.get("sweep_id"), err, kept)
     if kept is not None:
         kept.unlink(missing_ok=True)
-    print(json.dumps({"id": row_id, "run_id": record["run_id"], "status": record["status"],
-                      "reason": record["reason"], "images_per_sec": record["images_per_sec"]}))
+    print(
+        json.dumps(
+            {
+                "id": row_id,
+                "run_id": record["run_id"],
+                "status": record["status"],
+                "reason": record["reason"],
+                "images_per_sec": record["images_per_sec"],
+            }
+        )
+    )
     return 0
 
 
-def _unrecorded(record: Mapping[str, Any], db: str, sweep_id: str | None, err: BaseException,
-                kept: Path | None) -> int:
+def _unrecorded(record: Mapping[str, Any], db: str, sweep_id: str | None, err: BaseException, kept: Path | None) -> int:
     """The store refused a finished run (disk full, file gone bad mid-sweep): the run stays in
     the JSON file written before (never throw a result away); say so in one line; exit 3."""
     problem = store.describe_error(f"results_db={db}", Path(db), err)
     if kept is None:  # not even a file: the record goes to the log, whole
         where = f"its record follows (no file could be written): {json.dumps(record, sort_keys=True)}"
     else:
-        where = (f"its result is kept in {kept} (add it later: python -m dtfbench.store add "
-                 f"--db {db} --file {kept})")
-    print(f"dtfbench.record: error: run {record['run_id']} finished but was not recorded: {problem}; {where}; "
-          f"the sweep stops here (resume it with -e sweep_id={sweep_id})", file=sys.stderr)
+        where = f"its result is kept in {kept} (add it later: python -m dtfbench.store add --db {db} --file {kept})"
+    print(
+        f"dtfbench.record: error: run {record['run_id']} finished but was not recorded: {problem}; {where}; "
+        f"the sweep stops here (resume it with -e sweep_id={sweep_id})",
+        file=sys.stderr,
+    )
     return 3
 
 

@@ -10,7 +10,8 @@ which the report shows as ``unknown``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from . import environment_view
 

@@ -24,9 +24,10 @@ import sqlite3
 import sys
 import tempfile
 import urllib.parse
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 DEFAULT_DB = "results/results.sqlite"
 # 2: gpu_util_mean, gpu_util_max. 3: data_read_mb_per_s, data_read. 4: workload,
@@ -92,16 +93,16 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("environment_key", "TEXT"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
-REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data",
-            "repetition", "status")
-JSON_COLUMNS = ("hosts", "images_per_sec_per_worker", "cluster_spec", "worker_results", "data_read",
-                "environment")
+REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data", "repetition", "status")
+JSON_COLUMNS = ("hosts", "images_per_sec_per_worker", "cluster_spec", "worker_results", "data_read", "environment")
 
 
 # Schema 6: one row per decision of an adaptive sweep (dtfbench.sweep_steps reads and writes it).
-SWEEP_STEPS_TABLE = ("CREATE TABLE IF NOT EXISTS sweep_steps (sweep_id TEXT NOT NULL, gpus INTEGER NOT NULL, "
-                     "action TEXT NOT NULL CHECK (action IN ('full', 'narrowed', 'stopped')), reason TEXT NOT NULL, "
-                     "detail TEXT NOT NULL, recorded_at TEXT)")
+SWEEP_STEPS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS sweep_steps (sweep_id TEXT NOT NULL, gpus INTEGER NOT NULL, "
+    "action TEXT NOT NULL CHECK (action IN ('full', 'narrowed', 'stopped')), reason TEXT NOT NULL, "
+    "detail TEXT NOT NULL, recorded_at TEXT)"
+)
 
 
 # Room a sweep needs on the store's file system before it starts: a run's row is a few KB,
@@ -127,8 +128,10 @@ def _free_bytes(path: Path) -> int | None:
 def _room_problem(path: Path, need: int = MIN_FREE_BYTES) -> str | None:
     free = _free_bytes(path)
     if free is not None and free < need:
-        return (f"the disk is full: {free // 1024} KB free on the file system of {path.parent} "
-                f"(a sweep needs at least {need // 1024} KB); free some room or use a store on another disk")
+        return (
+            f"the disk is full: {free // 1024} KB free on the file system of {path.parent} "
+            f"(a sweep needs at least {need // 1024} KB); free some room or use a store on another disk"
+        )
     return None
 
 
@@ -142,11 +145,12 @@ def describe_error(where: str, path: Path, err: BaseException) -> str:
         if room and ("disk" in lowered or "full" in lowered or "i/o" in lowered):
             return f"{where}: {room} ({text})"
     if "file is not a database" in lowered:
-        return (f"{where}: not an SQLite database ({text}); point it at a results store, or at a new "
-                f"path to start one")
+        return f"{where}: not an SQLite database ({text}); point it at a results store, or at a new path to start one"
     if "malformed" in lowered or "corrupt" in lowered:
-        return (f"{where}: the database is damaged, perhaps truncated ({text}); restore it from a copy, "
-                f"or point it at a new path to start a store")
+        return (
+            f"{where}: the database is damaged, perhaps truncated ({text}); restore it from a copy, "
+            f"or point it at a new path to start a store"
+        )
     if "readonly" in lowered or "read-only" in lowered or "permission" in lowered:
         return f"{where}: cannot be written ({text}); use a path you can write"
     if "unable to open" in lowered or isinstance(err, OSError):
@@ -168,8 +172,10 @@ def _check_schema(conn: sqlite3.Connection, where: str, path: Path, *, empty_ok:
     if "runs" not in tables:
         if tables or not empty_ok:
             what = f"holds tables {', '.join(sorted(tables))} but" if tables else "is empty:"
-            raise StoreError(f"{where}: an SQLite database that {what} no results store (no runs table); "
-                             f"point it at a results store, or at a new path to start one")
+            raise StoreError(
+                f"{where}: an SQLite database that {what} no results store (no runs table); "
+                f"point it at a results store, or at a new path to start one"
+            )
         return
     if "meta" in tables:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -178,8 +184,10 @@ def _check_schema(conn: sqlite3.Connection, where: str, path: Path, *, empty_ok:
         except ValueError:
             version = 0
         if version > SCHEMA_VERSION:
-            raise StoreError(f"{where}: a store of schema {version}, newer than this dtfbench knows "
-                             f"({SCHEMA_VERSION}); update dtfbench, or use another results store")
+            raise StoreError(
+                f"{where}: a store of schema {version}, newer than this dtfbench knows "
+                f"({SCHEMA_VERSION}); update dtfbench, or use another results store"
+            )
 
 
 def open_readonly(db_path: str | Path, where: str | None = None) -> sqlite3.Connection:
@@ -221,8 +229,9 @@ def check_writable(db_path: str | Path, where: str | None = None, need: int = MI
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise StoreError(f"{where}: cannot create its folder {path.parent} ({err.strerror}); "
-                         f"use a path in a folder you can write") from None
+        raise StoreError(
+            f"{where}: cannot create its folder {path.parent} ({err.strerror}); use a path in a folder you can write"
+        ) from None
     room = _room_problem(path, need)
     if room:
         raise StoreError(f"{where}: {room}")
@@ -230,17 +239,22 @@ def check_writable(db_path: str | Path, where: str | None = None, need: int = MI
     conn = None
     try:
         if target == path:
-            conn = sqlite3.connect("file:" + urllib.parse.quote(str(path.absolute()), safe="/") + "?mode=rw",
-                                   uri=True, timeout=30)
+            conn = sqlite3.connect(
+                "file:" + urllib.parse.quote(str(path.absolute()), safe="/") + "?mode=rw", uri=True, timeout=30
+            )
             _check_schema(conn, where, path, empty_ok=True)
             problems = [text for (text,) in conn.execute("PRAGMA quick_check")]
             if problems != ["ok"]:
-                raise StoreError(f"{where}: the database is damaged (PRAGMA quick_check: {'; '.join(problems[:3])}); "
-                                 f"restore it from a copy, or point it at a new path to start a store")
+                raise StoreError(
+                    f"{where}: the database is damaged (PRAGMA quick_check: {'; '.join(problems[:3])}); "
+                    f"restore it from a copy, or point it at a new path to start a store"
+                )
             with conn:
                 conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('write_checked_at', ?)",
-                             (datetime.now(timezone.utc).isoformat(),))
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('write_checked_at', ?)",
+                    (datetime.now(timezone.utc).isoformat(),),
+                )
         else:
             conn = sqlite3.connect(str(target), timeout=30)
             with conn:
@@ -305,8 +319,9 @@ def connect(db_path: str | Path) -> sqlite3.Connection:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             # Each sweep's configuration (JSON), appended when a run first records it or a run of an
             # extended sweep (sweep_extend) records another one: a resume is checked against the last.
-            conn.execute("CREATE TABLE IF NOT EXISTS sweeps (sweep_id TEXT NOT NULL, config TEXT NOT NULL, "
-                         "recorded_at TEXT)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS sweeps (sweep_id TEXT NOT NULL, config TEXT NOT NULL, recorded_at TEXT)"
+            )
             # Schema 6: an adaptive sweep's decisions per GPU count (num_ps=auto, stop_below_efficiency).
             conn.execute(SWEEP_STEPS_TABLE)
             # A store made by an older version lacks the newer columns: add them (appending a
@@ -317,8 +332,10 @@ def connect(db_path: str | Path) -> sqlite3.Connection:
                     conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {sqltype}")
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             # Append-only: the store never rewrites history.
-            conn.execute("CREATE TRIGGER IF NOT EXISTS runs_no_update BEFORE UPDATE ON runs "
-                         "BEGIN SELECT RAISE(ABORT, 'runs are append-only'); END")
+            conn.execute(
+                "CREATE TRIGGER IF NOT EXISTS runs_no_update BEFORE UPDATE ON runs "
+                "BEGIN SELECT RAISE(ABORT, 'runs are append-only'); END"
+            )
     except BaseException:
         conn.close()  # at once: a store that failed (a full disk) keeps no WAL files open
         raise
@@ -331,8 +348,7 @@ def _normalise(record: Mapping[str, Any]) -> dict[str, Any]:
         raise StoreError(f"run record lacks {', '.join(missing)}; every run needs {', '.join(REQUIRED)}")
     unknown = sorted(set(record) - set(COLUMN_NAMES))
     if unknown:
-        raise StoreError(f"run record has unknown fields {', '.join(unknown)}; "
-                         f"known fields: {', '.join(COLUMN_NAMES)}")
+        raise StoreError(f"run record has unknown fields {', '.join(unknown)}; known fields: {', '.join(COLUMN_NAMES)}")
     if record["status"] not in ("ok", "failed"):
         raise StoreError(f"status must be 'ok' or 'failed', not {record['status']!r}")
     row = {}
@@ -346,23 +362,27 @@ def _normalise(record: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def add_run(conn: sqlite3.Connection, record: Mapping[str, Any],
-            sweep_config: Mapping[str, Any] | None = None) -> int:
+def add_run(conn: sqlite3.Connection, record: Mapping[str, Any], sweep_config: Mapping[str, Any] | None = None) -> int:
     """Append one run in its own transaction; returns its row id. With `sweep_config`, the
     sweep's configuration is recorded in the same transaction where it is not the last one
     recorded for the sweep."""
     row = _normalise(record)
     placeholders = ", ".join("?" for _ in COLUMN_NAMES)
     with conn:
-        cursor = conn.execute(f"INSERT INTO runs ({', '.join(COLUMN_NAMES)}) VALUES ({placeholders})",
-                              [row[name] for name in COLUMN_NAMES])
+        cursor = conn.execute(
+            f"INSERT INTO runs ({', '.join(COLUMN_NAMES)}) VALUES ({placeholders})",
+            [row[name] for name in COLUMN_NAMES],
+        )
         if sweep_config:
             config = json.dumps(sweep_config, sort_keys=True)
-            last = conn.execute("SELECT config FROM sweeps WHERE sweep_id = ? ORDER BY rowid DESC LIMIT 1",
-                                (row["sweep_id"],)).fetchone()
+            last = conn.execute(
+                "SELECT config FROM sweeps WHERE sweep_id = ? ORDER BY rowid DESC LIMIT 1", (row["sweep_id"],)
+            ).fetchone()
             if last is None or last[0] != config:
-                conn.execute("INSERT INTO sweeps VALUES (?, ?, ?)",
-                             (row["sweep_id"], config, datetime.now(timezone.utc).isoformat()))
+                conn.execute(
+                    "INSERT INTO sweeps VALUES (?, ?, ?)",
+                    (row["sweep_id"], config, datetime.now(timezone.utc).isoformat()),
+                )
     return int(cursor.lastrowid)
 
 
@@ -404,15 +424,15 @@ def completed_run_ids(db_path: str | Path, sweep_id: str) -> set[str]:
 
 def recorded_run_ids(db_path: str | Path, sweep_id: str) -> set[str]:
     """Run ids of `sweep_id` recorded in any state."""
-    return {run_id for (run_id,) in _query_readonly(db_path, "SELECT run_id FROM runs WHERE sweep_id = ?",
-                                                    (sweep_id,))}
+    return {run_id for (run_id,) in _query_readonly(db_path, "SELECT run_id FROM runs WHERE sweep_id = ?", (sweep_id,))}
 
 
 def recorded_sweep_config(db_path: str | Path, sweep_id: str) -> dict[str, Any] | None:
     """The last configuration recorded for `sweep_id`, or None (a new sweep, or one recorded
     before configurations were)."""
-    rows = _query_readonly(db_path, "SELECT config FROM sweeps WHERE sweep_id = ? ORDER BY rowid DESC LIMIT 1",
-                           (sweep_id,))
+    rows = _query_readonly(
+        db_path, "SELECT config FROM sweeps WHERE sweep_id = ? ORDER BY rowid DESC LIMIT 1", (sweep_id,)
+    )
     return json.loads(rows[0][0]) if rows else None
 
 
@@ -425,8 +445,13 @@ def export(rows: list[dict[str, Any]], fmt: str, out) -> None:
     writer = csv.writer(out)
     writer.writerow(("id",) + COLUMN_NAMES)
     for row in rows:
-        writer.writerow([row["id"]] + [json.dumps(row[n], sort_keys=True) if n in JSON_COLUMNS and row[n] is not None
-                                       else row[n] for n in COLUMN_NAMES])
+        writer.writerow(
+            [row["id"]]
+            + [
+                json.dumps(row[n], sort_keys=True) if n in JSON_COLUMNS and row[n] is not None else row[n]
+                for n in COLUMN_NAMES
+            ]
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

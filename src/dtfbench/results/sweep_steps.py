@@ -12,9 +12,10 @@ Standard library only (sqlite3), like ``dtfbench.results.store``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import store
 
@@ -28,19 +29,32 @@ def record(db: str | Path, sweep_id: str, gpus: int, action: str, reason: str, d
     conn = store.connect(db)
     try:
         with conn:
-            conn.execute("INSERT INTO sweep_steps VALUES (?, ?, ?, ?, ?, ?)",
-                         (sweep_id, int(gpus), action, reason, json.dumps(detail, sort_keys=True),
-                          datetime.now(timezone.utc).isoformat()))
+            conn.execute(
+                "INSERT INTO sweep_steps VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    sweep_id,
+                    int(gpus),
+                    action,
+                    reason,
+                    json.dumps(detail, sort_keys=True),
+                    datetime.now(timezone.utc).isoformat(),
+                ),
+            )
     finally:
         conn.close()
 
 
 def read(db: str | Path, sweep_id: str) -> list[dict[str, Any]]:
     """The decisions of `sweep_id`, oldest first; [] for a store without any (or without the table)."""
-    rows = store._query_readonly(db, "SELECT sweep_id, gpus, action, reason, detail, recorded_at FROM sweep_steps "
-                                     "WHERE sweep_id = ? ORDER BY rowid", (sweep_id,))
-    return [{"sweep_id": s, "gpus": g, "action": a, "reason": r, "detail": json.loads(d), "recorded_at": t}
-            for s, g, a, r, d, t in rows]
+    rows = store._query_readonly(
+        db,
+        "SELECT sweep_id, gpus, action, reason, detail, recorded_at FROM sweep_steps WHERE sweep_id = ? ORDER BY rowid",
+        (sweep_id,),
+    )
+    return [
+        {"sweep_id": s, "gpus": g, "action": a, "reason": r, "detail": json.loads(d), "recorded_at": t}
+        for s, g, a, r, d, t in rows
+    ]
 
 
 def latest(db: str | Path, sweep_id: str) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ DASHES = "-" * 64
 
 # --- statistics -------------------------------------------------------------------------
 
+
 def percentile(values, q):
     """q-th percentile (0-100) with linear interpolation, as numpy.percentile's default."""
     if not values:
@@ -37,8 +38,13 @@ def step_statistics(step_times):
     n = len(step_times)
     mean = sum(step_times) / n
     stddev = math.sqrt(sum((t - mean) ** 2 for t in step_times) / n)
-    return {"mean": mean, "p50": percentile(step_times, 50), "p95": percentile(step_times, 95),
-            "stddev": stddev, "unit": "s"}
+    return {
+        "mean": mean,
+        "p50": percentile(step_times, 50),
+        "p95": percentile(step_times, 95),
+        "stddev": stddev,
+        "unit": "s",
+    }
 
 
 def perf_timing_str(batch_size, step_times):
@@ -55,6 +61,7 @@ def perf_timing_str(batch_size, step_times):
 
 # --- stdout lines -------------------------------------------------------------------------
 
+
 def header_lines(config, devices, tf_version, num_workers):
     """tf_cnn_benchmarks' run header, plus the cluster and data lines it lacked."""
     per_device = config["batch_size"]
@@ -66,8 +73,11 @@ def header_lines(config, devices, tf_version, num_workers):
         cluster = f"{num_ps} ps, {num_workers} worker(s); this task: {this}"
     else:
         cluster = "single process"
-    sync = {"parameter_server": config["cross_replica_sync"], "distributed_replicated": config["cross_replica_sync"],
-            "collective_all_reduce": True}.get(config["variable_update"], "n/a")
+    sync = {
+        "parameter_server": config["cross_replica_sync"],
+        "distributed_replicated": config["cross_replica_sync"],
+        "collective_all_reduce": True,
+    }.get(config["variable_update"], "n/a")
     data = f"real ({config['data_dir']})" if config["data_dir"] else "synthetic"
     return [
         f"TensorFlow:  {tf_version}",
@@ -111,9 +121,26 @@ def result_line(result):
 
 # --- the JSON result ----------------------------------------------------------------------
 
-def build_result(*, config, step_times, images_per_step, measured_seconds, num_workers,
-                 warmup_steps, wall_time, devices, tf_version, ps_bytes, status="ok", reason=None,
-                 final_loss=None, measured_cpu_seconds=None, gpu_utilization=None, environment=None):
+
+def build_result(
+    *,
+    config,
+    step_times,
+    images_per_step,
+    measured_seconds,
+    num_workers,
+    warmup_steps,
+    wall_time,
+    devices,
+    tf_version,
+    ps_bytes,
+    status="ok",
+    reason=None,
+    final_loss=None,
+    measured_cpu_seconds=None,
+    gpu_utilization=None,
+    environment=None,
+):
     """The result dict of docs/design.md (schema 1) plus ``samples``, ``reason``, ``final_loss``.
 
     images_per_sec is this worker's measured images over the measured wall time;
@@ -203,9 +230,7 @@ def write_result_atomically(path, result):
 
 # --- reading the lines back ------------------------------------------------------------------
 
-_STEP_RE = re.compile(
-    r"^(\d+)\timages/sec: ([\d.]+) \+/- ([\d.]+) \(jitter = ([\d.]+)\)\t([-\d.naninf]+)$"
-)
+_STEP_RE = re.compile(r"^(\d+)\timages/sec: ([\d.]+) \+/- ([\d.]+) \(jitter = ([\d.]+)\)\t([-\d.naninf]+)$")
 _TOTAL_RE = re.compile(r"^total images/sec: ([\d.]+)$")
 
 
@@ -215,18 +240,22 @@ def parse_output(text):
     for line in text.splitlines():
         step = _STEP_RE.match(line)
         if step:
-            parsed["steps"].append({
-                "step": int(step.group(1)), "images_per_sec": float(step.group(2)),
-                "uncertainty": float(step.group(3)), "jitter": float(step.group(4)),
-                "total_loss": float(step.group(5)),
-            })
+            parsed["steps"].append(
+                {
+                    "step": int(step.group(1)),
+                    "images_per_sec": float(step.group(2)),
+                    "uncertainty": float(step.group(3)),
+                    "jitter": float(step.group(4)),
+                    "total_loss": float(step.group(5)),
+                }
+            )
             continue
         total = _TOTAL_RE.match(line)
         if total:
             parsed["total_images_per_sec"] = float(total.group(1))
             continue
         if line.startswith(RESULT_PREFIX):
-            parsed["result"] = json.loads(line[len(RESULT_PREFIX):])
+            parsed["result"] = json.loads(line[len(RESULT_PREFIX) :])
             continue
         key, sep, value = line.partition(":")
         if sep and key and key[0].isupper() and "\t" not in line and key.count(" ") <= 1:

@@ -31,9 +31,7 @@ def parse_address(flag, text):
     else:
         host, sep, port_text = item.rpartition(":")
         if not sep:
-            raise UsageError(
-                f"{flag}: '{text}' has no port; write each task as host:port, e.g. {text or 'node1'}:2222"
-            )
+            raise UsageError(f"{flag}: '{text}' has no port; write each task as host:port, e.g. {text or 'node1'}:2222")
     if not host:
         raise UsageError(f"{flag}: '{text}' has no host; write each task as host:port, e.g. node1:2222")
     if not port_text.isdigit():

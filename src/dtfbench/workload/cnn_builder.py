@@ -47,8 +47,21 @@ class ConvNetBuilder:
 
     # -- layers ----------------------------------------------------------------------------
 
-    def conv(self, num_out, k_height, k_width, d_height=1, d_width=1, mode="SAME", input_layer=None,
-             num_channels_in=None, use_batch_norm=None, stddev=None, activation="relu", bias=0.0):
+    def conv(
+        self,
+        num_out,
+        k_height,
+        k_width,
+        d_height=1,
+        d_width=1,
+        mode="SAME",
+        input_layer=None,
+        num_channels_in=None,
+        use_batch_norm=None,
+        stddev=None,
+        activation="relu",
+        bias=0.0,
+    ):
         tf, v1 = self.tf, self.v1
         input_layer = self.top_layer if input_layer is None else input_layer
         num_channels_in = self.top_size if num_channels_in is None else num_channels_in
@@ -58,8 +71,9 @@ class ConvNetBuilder:
             initializer = v1.variance_scaling_initializer()
         strides = self._nchw([1, d_height, d_width, 1])
         with v1.variable_scope(self._name("conv")):
-            kernel = v1.get_variable("conv2d/kernel", [k_height, k_width, num_channels_in, num_out], tf.float32,
-                                     initializer=initializer)
+            kernel = v1.get_variable(
+                "conv2d/kernel", [k_height, k_width, num_channels_in, num_out], tf.float32, initializer=initializer
+            )
             padding = "SAME" if mode == "SAME_RESNET" else mode
             if mode == "SAME_RESNET" and (d_height, d_width) != (1, 1):
                 # ResNet's strided convs pad explicitly, independent of the input size.
@@ -87,18 +101,25 @@ class ConvNetBuilder:
             input_layer = self.top_layer
         else:
             self.top_size = num_channels_in
-        self.top_layer = function(input_layer, self._nchw([1, k_height, k_width, 1]),
-                                  self._nchw([1, d_height, d_width, 1]), padding=mode,
-                                  data_format=self.data_format, name=self._name(key))
+        self.top_layer = function(
+            input_layer,
+            self._nchw([1, k_height, k_width, 1]),
+            self._nchw([1, d_height, d_width, 1]),
+            padding=mode,
+            data_format=self.data_format,
+            name=self._name(key),
+        )
         return self.top_layer
 
     def mpool(self, k_height, k_width, d_height=2, d_width=2, mode="VALID", input_layer=None, num_channels_in=None):
-        return self._pool("mpool", self.tf.nn.max_pool2d, k_height, k_width, d_height, d_width, mode, input_layer,
-                          num_channels_in)
+        return self._pool(
+            "mpool", self.tf.nn.max_pool2d, k_height, k_width, d_height, d_width, mode, input_layer, num_channels_in
+        )
 
     def apool(self, k_height, k_width, d_height=2, d_width=2, mode="VALID", input_layer=None, num_channels_in=None):
-        return self._pool("apool", self.tf.nn.avg_pool2d, k_height, k_width, d_height, d_width, mode, input_layer,
-                          num_channels_in)
+        return self._pool(
+            "apool", self.tf.nn.avg_pool2d, k_height, k_width, d_height, d_width, mode, input_layer, num_channels_in
+        )
 
     def flatten(self):
         """tf_cnn_benchmarks' reshape([-1, C*H*W]), with the size read from the shape (any image size)."""
@@ -111,8 +132,12 @@ class ConvNetBuilder:
         tf, v1 = self.tf, self.v1
         with v1.variable_scope(self._name("affine")):
             stddev = stddev or math.sqrt((2.0 if activation == "relu" else 1.0) / self.top_size)
-            weights = v1.get_variable("weights", [self.top_size, num_out], tf.float32,
-                                      initializer=v1.truncated_normal_initializer(stddev=stddev))
+            weights = v1.get_variable(
+                "weights",
+                [self.top_size, num_out],
+                tf.float32,
+                initializer=v1.truncated_normal_initializer(stddev=stddev),
+            )
             biases = v1.get_variable("biases", [num_out], tf.float32, initializer=v1.constant_initializer(bias))
             out = tf.nn.bias_add(tf.linalg.matmul(self.top_layer, weights), biases)
             if activation == "relu":
@@ -140,20 +165,30 @@ class ConvNetBuilder:
                 gamma = v1.get_variable("gamma", [channels], tf.float32, initializer=v1.ones_initializer())
             else:
                 gamma = tf.ones([channels], tf.float32)
-            moving_mean = v1.get_variable("moving_mean", [channels], tf.float32, initializer=v1.zeros_initializer(),
-                                          trainable=False)
-            moving_variance = v1.get_variable("moving_variance", [channels], tf.float32,
-                                              initializer=v1.ones_initializer(), trainable=False)
+            moving_mean = v1.get_variable(
+                "moving_mean", [channels], tf.float32, initializer=v1.zeros_initializer(), trainable=False
+            )
+            moving_variance = v1.get_variable(
+                "moving_variance", [channels], tf.float32, initializer=v1.ones_initializer(), trainable=False
+            )
             if self.phase_train:
-                out, mean, variance = v1.nn.fused_batch_norm(self.top_layer, gamma, beta, epsilon=epsilon,
-                                                             data_format=self.data_format, is_training=True)
+                out, mean, variance = v1.nn.fused_batch_norm(
+                    self.top_layer, gamma, beta, epsilon=epsilon, data_format=self.data_format, is_training=True
+                )
                 for variable, value in ((moving_mean, mean), (moving_variance, variance)):
                     # assign_moving_average without zero debiasing, as tf_cnn_benchmarks.
                     self.update_ops.append(variable.assign_sub((variable - value) * (1.0 - decay), read_value=False))
             else:
-                out, _, _ = v1.nn.fused_batch_norm(self.top_layer, gamma, beta, mean=moving_mean,
-                                                   variance=moving_variance, epsilon=epsilon,
-                                                   data_format=self.data_format, is_training=False)
+                out, _, _ = v1.nn.fused_batch_norm(
+                    self.top_layer,
+                    gamma,
+                    beta,
+                    mean=moving_mean,
+                    variance=moving_variance,
+                    epsilon=epsilon,
+                    data_format=self.data_format,
+                    is_training=False,
+                )
         self.top_layer = out
         return out
 

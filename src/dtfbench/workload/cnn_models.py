@@ -32,8 +32,14 @@ def build_network(tf, name, images, num_classes, data_format, phase_train=True):
         if name in RESNET_LAYERS:
             _resnet_v1(tf, cnn, RESNET_LAYERS[name])
         else:
-            {"inception3": _inception3, "vgg16": _vgg16, "alexnet": _alexnet, "lenet": _lenet,
-             "trivial": _trivial, "small_cnn": _small_cnn}[name](cnn)
+            {
+                "inception3": _inception3,
+                "vgg16": _vgg16,
+                "alexnet": _alexnet,
+                "lenet": _lenet,
+                "trivial": _trivial,
+                "small_cnn": _small_cnn,
+            }[name](cnn)
         logits = cnn.affine(num_classes, activation="linear")
     return Network(logits, cnn.update_ops)
 
@@ -90,13 +96,35 @@ def _bottleneck_v1(tf, cnn, depth, depth_bottleneck, stride):
     input_layer, in_size = cnn.top_layer, cnn.top_size
     with tf.compat.v1.variable_scope(cnn._name("resnet_v1")):
         if depth == in_size:
-            shortcut = input_layer if stride == 1 else cnn.apool(1, 1, stride, stride, input_layer=input_layer,
-                                                                 num_channels_in=in_size)
+            shortcut = (
+                input_layer
+                if stride == 1
+                else cnn.apool(1, 1, stride, stride, input_layer=input_layer, num_channels_in=in_size)
+            )
         else:
-            shortcut = cnn.conv(depth, 1, 1, stride, stride, activation=None, use_batch_norm=True,
-                                input_layer=input_layer, num_channels_in=in_size, bias=None)
-        cnn.conv(depth_bottleneck, 1, 1, stride, stride, input_layer=input_layer, num_channels_in=in_size,
-                 use_batch_norm=True, bias=None)
+            shortcut = cnn.conv(
+                depth,
+                1,
+                1,
+                stride,
+                stride,
+                activation=None,
+                use_batch_norm=True,
+                input_layer=input_layer,
+                num_channels_in=in_size,
+                bias=None,
+            )
+        cnn.conv(
+            depth_bottleneck,
+            1,
+            1,
+            stride,
+            stride,
+            input_layer=input_layer,
+            num_channels_in=in_size,
+            use_batch_norm=True,
+            bias=None,
+        )
         cnn.conv(depth_bottleneck, 3, 3, 1, 1, mode="SAME_RESNET", use_batch_norm=True, bias=None)
         res = cnn.conv(depth, 1, 1, 1, 1, activation=None, use_batch_norm=True, bias=None)
         cnn.top_layer = tf.nn.relu(shortcut + res)
@@ -117,39 +145,59 @@ def _resnet_v1(tf, cnn, layer_counts):
 
 def _inception3(cnn):
     def block_a(n):
-        cnn.inception_module("incept_v3_a", [
-            [("conv", 64, 1, 1)],
-            [("conv", 48, 1, 1), ("conv", 64, 5, 5)],
-            [("conv", 64, 1, 1), ("conv", 96, 3, 3), ("conv", 96, 3, 3)],
-            [("apool", 3, 3, 1, 1, "SAME"), ("conv", n, 1, 1)]])
+        cnn.inception_module(
+            "incept_v3_a",
+            [
+                [("conv", 64, 1, 1)],
+                [("conv", 48, 1, 1), ("conv", 64, 5, 5)],
+                [("conv", 64, 1, 1), ("conv", 96, 3, 3), ("conv", 96, 3, 3)],
+                [("apool", 3, 3, 1, 1, "SAME"), ("conv", n, 1, 1)],
+            ],
+        )
 
     def block_b():
-        cnn.inception_module("incept_v3_b", [
-            [("conv", 384, 3, 3, 2, 2, "VALID")],
-            [("conv", 64, 1, 1), ("conv", 96, 3, 3), ("conv", 96, 3, 3, 2, 2, "VALID")],
-            [("mpool", 3, 3, 2, 2, "VALID")]])
+        cnn.inception_module(
+            "incept_v3_b",
+            [
+                [("conv", 384, 3, 3, 2, 2, "VALID")],
+                [("conv", 64, 1, 1), ("conv", 96, 3, 3), ("conv", 96, 3, 3, 2, 2, "VALID")],
+                [("mpool", 3, 3, 2, 2, "VALID")],
+            ],
+        )
 
     def block_c(n):
-        cnn.inception_module("incept_v3_c", [
-            [("conv", 192, 1, 1)],
-            [("conv", n, 1, 1), ("conv", n, 1, 7), ("conv", 192, 7, 1)],
-            [("conv", n, 1, 1), ("conv", n, 7, 1), ("conv", n, 1, 7), ("conv", n, 7, 1), ("conv", 192, 1, 7)],
-            [("apool", 3, 3, 1, 1, "SAME"), ("conv", 192, 1, 1)]])
+        cnn.inception_module(
+            "incept_v3_c",
+            [
+                [("conv", 192, 1, 1)],
+                [("conv", n, 1, 1), ("conv", n, 1, 7), ("conv", 192, 7, 1)],
+                [("conv", n, 1, 1), ("conv", n, 7, 1), ("conv", n, 1, 7), ("conv", n, 7, 1), ("conv", 192, 1, 7)],
+                [("apool", 3, 3, 1, 1, "SAME"), ("conv", 192, 1, 1)],
+            ],
+        )
 
     def block_d():
-        cnn.inception_module("incept_v3_d", [
-            [("conv", 192, 1, 1), ("conv", 320, 3, 3, 2, 2, "VALID")],
-            [("conv", 192, 1, 1), ("conv", 192, 1, 7), ("conv", 192, 7, 1), ("conv", 192, 3, 3, 2, 2, "VALID")],
-            [("mpool", 3, 3, 2, 2, "VALID")]])
+        cnn.inception_module(
+            "incept_v3_d",
+            [
+                [("conv", 192, 1, 1), ("conv", 320, 3, 3, 2, 2, "VALID")],
+                [("conv", 192, 1, 1), ("conv", 192, 1, 7), ("conv", 192, 7, 1), ("conv", 192, 3, 3, 2, 2, "VALID")],
+                [("mpool", 3, 3, 2, 2, "VALID")],
+            ],
+        )
 
     def block_e(pool):
-        cnn.inception_module("incept_v3_e", [
-            [("conv", 320, 1, 1)],
-            [("conv", 384, 1, 1), ("conv", 384, 1, 3)],
-            [("share",), ("conv", 384, 3, 1)],
-            [("conv", 448, 1, 1), ("conv", 384, 3, 3), ("conv", 384, 1, 3)],
-            [("share",), ("share",), ("conv", 384, 3, 1)],
-            [(pool, 3, 3, 1, 1, "SAME"), ("conv", 192, 1, 1)]])
+        cnn.inception_module(
+            "incept_v3_e",
+            [
+                [("conv", 320, 1, 1)],
+                [("conv", 384, 1, 1), ("conv", 384, 1, 3)],
+                [("share",), ("conv", 384, 3, 1)],
+                [("conv", 448, 1, 1), ("conv", 384, 3, 3), ("conv", 384, 1, 3)],
+                [("share",), ("share",), ("conv", 384, 3, 1)],
+                [(pool, 3, 3, 1, 1, "SAME"), ("conv", 192, 1, 1)],
+            ],
+        )
 
     cnn.use_batch_norm = True
     cnn.conv(32, 3, 3, 2, 2, mode="VALID")

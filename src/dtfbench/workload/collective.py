@@ -25,8 +25,10 @@ LEADER_GRACE_SECS = 10.0
 
 
 def tf_config(cluster):
-    return {"cluster": {"worker": [str(a) for a in cluster.worker_hosts]},
-            "task": {"type": "worker", "index": cluster.task_index}}
+    return {
+        "cluster": {"worker": [str(a) for a in cluster.worker_hosts]},
+        "task": {"type": "worker", "index": cluster.task_index},
+    }
 
 
 def _optimizer(keras, config):
@@ -41,8 +43,16 @@ def _inputs(tf, strategy, config, cluster):
         files = tfrecord_files(config.data_dir)
 
         def dataset_fn(context):
-            return data.real_dataset(tf, files, config.batch_size, config.image_size, config.num_classes,
-                                     config.data_format, context.input_pipeline_id, context.num_input_pipelines)
+            return data.real_dataset(
+                tf,
+                files,
+                config.batch_size,
+                config.image_size,
+                config.num_classes,
+                config.data_format,
+                context.input_pipeline_id,
+                context.num_input_pipelines,
+            )
 
         iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
         return lambda: next(iterator)
@@ -53,8 +63,9 @@ def _inputs(tf, strategy, config, cluster):
     def value_fn(context):
         # Made once, on the replica's own device: no input pipeline per step.
         with tf.device(devices[context.replica_id_in_sync_group - first_replica]):
-            images, labels = data.synthetic_tensors(tf, config.batch_size, config.image_size, config.num_classes,
-                                                    config.data_format)
+            images, labels = data.synthetic_tensors(
+                tf, config.batch_size, config.image_size, config.num_classes, config.data_format
+            )
             return tf.identity(images), tf.identity(labels)
 
     batch = strategy.experimental_distribute_values_from_function(value_fn)

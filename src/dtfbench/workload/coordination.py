@@ -19,8 +19,13 @@ QUEUE_CAPACITY = -1  # unbounded; must be identical wherever the shared queue is
 
 def done_queue(tf, ps_index):
     """The PS's done queue; declared identically by the PS and by every worker."""
-    return tf.queue.FIFOQueue(QUEUE_CAPACITY, [tf.int32], shapes=[[]], shared_name=f"dtfbench_done_ps{ps_index}",
-                              name=f"dtfbench_done_ps{ps_index}")
+    return tf.queue.FIFOQueue(
+        QUEUE_CAPACITY,
+        [tf.int32],
+        shapes=[[]],
+        shared_name=f"dtfbench_done_ps{ps_index}",
+        name=f"dtfbench_done_ps{ps_index}",
+    )
 
 
 def ps_cpu(index):
@@ -59,5 +64,6 @@ def wait_for_count(read_count, target, timeout, what, poll=0.05, clock=time.mono
             return count
         if clock() >= deadline:
             raise RunFailure(
-                f"{what}: only {count} of {target} workers after {timeout:g} s; a worker is missing or stuck")
+                f"{what}: only {count} of {target} workers after {timeout:g} s; a worker is missing or stuck"
+            )
         time.sleep(poll)

@@ -24,11 +24,17 @@ def synthetic_variables(tf, batch_size, image_size, num_classes, data_format, na
     shape = [batch_size, *input_shape(image_size, data_format)]
     local = [tf.compat.v1.GraphKeys.LOCAL_VARIABLES]
     images = tf.compat.v1.Variable(
-        tf.random.truncated_normal(shape, stddev=SYNTHETIC_STDDEV), trainable=False, collections=local,
-        name=f"{name}_images")
+        tf.random.truncated_normal(shape, stddev=SYNTHETIC_STDDEV),
+        trainable=False,
+        collections=local,
+        name=f"{name}_images",
+    )
     labels = tf.compat.v1.Variable(
-        tf.random.uniform([batch_size], minval=0, maxval=num_classes, dtype=tf.int32), trainable=False,
-        collections=local, name=f"{name}_labels")
+        tf.random.uniform([batch_size], minval=0, maxval=num_classes, dtype=tf.int32),
+        trainable=False,
+        collections=local,
+        name=f"{name}_labels",
+    )
     return images.read_value(), labels.read_value(), [images, labels]
 
 
@@ -50,7 +56,9 @@ def real_dataset(tf, files, batch_size, image_size, num_classes, data_format, sh
         records = file_ds.interleave(
             lambda f: tf.data.TFRecordDataset(f, buffer_size=READ_BUFFER_BYTES),
             cycle_length=min(8, max(1, len(files) // num_shards)),
-            num_parallel_calls=autotune, deterministic=False)
+            num_parallel_calls=autotune,
+            deterministic=False,
+        )
     else:
         # Fewer files than workers: every worker reads all files and keeps every n-th record.
         records = tf.data.TFRecordDataset(file_ds, buffer_size=READ_BUFFER_BYTES).shard(num_shards, shard_index)
@@ -67,17 +75,26 @@ def real_dataset(tf, files, batch_size, image_size, num_classes, data_format, sh
 
 def parse_and_preprocess(tf, record, image_size, num_classes, data_format):
     """One Example -> (image float32 in [-1, 1], label int32): random crop, resize, flip."""
-    features = tf.io.parse_single_example(record, {
-        "image/encoded": tf.io.FixedLenFeature([], tf.string),
-        "image/class/label": tf.io.FixedLenFeature([], tf.int64, default_value=0),
-    })
+    features = tf.io.parse_single_example(
+        record,
+        {
+            "image/encoded": tf.io.FixedLenFeature([], tf.string),
+            "image/class/label": tf.io.FixedLenFeature([], tf.int64, default_value=0),
+        },
+    )
     encoded = features["image/encoded"]
     # Decode only the random crop (Inception-style distortion, as tf_cnn_benchmarks).
     shape = tf.image.extract_jpeg_shape(encoded)
     whole_image = tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4])
     begin, size, _ = tf.image.sample_distorted_bounding_box(
-        shape, bounding_boxes=whole_image, min_object_covered=0.1, aspect_ratio_range=(0.75, 1.33),
-        area_range=(0.05, 1.0), max_attempts=10, use_image_if_no_bounding_boxes=True)
+        shape,
+        bounding_boxes=whole_image,
+        min_object_covered=0.1,
+        aspect_ratio_range=(0.75, 1.33),
+        area_range=(0.05, 1.0),
+        max_attempts=10,
+        use_image_if_no_bounding_boxes=True,
+    )
     offset_y, offset_x, _ = tf.unstack(begin)
     height, width, _ = tf.unstack(size)
     crop = tf.io.decode_and_crop_jpeg(encoded, tf.stack([offset_y, offset_x, height, width]), channels=3)

@@ -10,10 +10,10 @@ import glob
 import os
 from dataclasses import asdict, dataclass
 
-from .cluster import ClusterInfo, build_cluster, parse_tf_config
-from .errors import PROG, UsageError
 from ..plan.catalog import LOCAL_VARIABLE_UPDATES, MODEL_SPECS
 from ..plan.catalog import VARIABLE_UPDATES as CLUSTER_VARIABLE_UPDATES
+from .cluster import ClusterInfo, build_cluster, parse_tf_config
+from .errors import PROG, UsageError
 
 VARIABLE_UPDATES = CLUSTER_VARIABLE_UPDATES + LOCAL_VARIABLE_UPDATES
 PS_MODES = ("parameter_server", "distributed_replicated")
@@ -45,22 +45,44 @@ def build_parser():
     add("--ps_hosts", default="", help="comma-separated host:port of the parameter servers")
     add("--worker_hosts", default="", help="comma-separated host:port of the workers")
     add("--variable_update", default="parameter_server", choices=VARIABLE_UPDATES)
-    add("--cross_replica_sync", type=_bool, nargs="?", const=True, default=True,
-        help="synchronous updates (SyncReplicasOptimizer) in the PS modes; false: asynchronous")
-    add("--ps_placement", default="round_robin", choices=("round_robin", "greedy"),
-        help="how variables are spread over the PSs (greedy: fewest bytes so far)")
-    add("--local_parameter_device", default="cpu", choices=("cpu", "gpu"),
-        help="where distributed_replicated keeps a worker's copies and aggregates its towers")
+    add(
+        "--cross_replica_sync",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        help="synchronous updates (SyncReplicasOptimizer) in the PS modes; false: asynchronous",
+    )
+    add(
+        "--ps_placement",
+        default="round_robin",
+        choices=("round_robin", "greedy"),
+        help="how variables are spread over the PSs (greedy: fewest bytes so far)",
+    )
+    add(
+        "--local_parameter_device",
+        default="cpu",
+        choices=("cpu", "gpu"),
+        help="where distributed_replicated keeps a worker's copies and aggregates its towers",
+    )
     # Model and data.
     add("--model", default="inception3", choices=sorted(MODEL_SPECS))
     add("--batch_size", type=int, default=64, help="images per device per step (the study: 64)")
     add("--num_gpus", type=int, default=1, help="devices (towers) per worker")
-    add("--device", default="auto", choices=("auto", "cpu", "gpu"),
-        help="device type of the towers; auto: gpu when one is visible (cpu + --num_gpus N: N CPU towers)")
+    add(
+        "--device",
+        default="auto",
+        choices=("auto", "cpu", "gpu"),
+        help="device type of the towers; auto: gpu when one is visible (cpu + --num_gpus N: N CPU towers)",
+    )
     add("--image_size", type=int, default=0, help="image side in pixels (0: the model's default)")
     add("--num_classes", type=int, default=1001, help="classes (ImageNet + background, as tf_cnn_benchmarks)")
-    add("--data_format", default="", choices=("", "NCHW", "NHWC"),
-        help="NCHW (GPU only) or NHWC; default NCHW on GPU, NHWC on CPU")
+    add(
+        "--data_format",
+        default="",
+        choices=("", "NCHW", "NHWC"),
+        help="NCHW (GPU only) or NHWC; default NCHW on GPU, NHWC on CPU",
+    )
     add("--data_dir", default="", help="directory of ImageNet TFRecords train-*; empty: synthetic data")
     add("--optimizer", default="sgd", choices=("sgd", "momentum"))
     add("--learning_rate", type=float, default=0.005)
@@ -72,15 +94,31 @@ def build_parser():
     add("--num_intra_threads", type=int, default=0, help="intra-op threads (0: TF chooses)")
     add("--num_inter_threads", type=int, default=0, help="inter-op threads (0: TF chooses)")
     add("--result_file", default="", help="write the JSON result here (atomically); workers only")
-    add("--gpu_sample_interval", type=float, default=1.0,
-        help="seconds between nvidia-smi samples of GPU utilisation during the measured steps; 0: off")
+    add(
+        "--gpu_sample_interval",
+        type=float,
+        default=1.0,
+        help="seconds between nvidia-smi samples of GPU utilisation during the measured steps; 0: off",
+    )
     # Lifecycle bounds.
-    add("--step_timeout", type=float, default=300.0,
-        help="seconds one step (or barrier) may take before a peer is declared dead")
-    add("--startup_timeout", type=float, default=300.0,
-        help="seconds to wait for the peers to come up and the session to be ready")
-    add("--ps_idle_timeout", type=float, default=0.0,
-        help="a PS gives up (exit 1) after this many seconds without a worker finishing; 0: no limit")
+    add(
+        "--step_timeout",
+        type=float,
+        default=300.0,
+        help="seconds one step (or barrier) may take before a peer is declared dead",
+    )
+    add(
+        "--startup_timeout",
+        type=float,
+        default=300.0,
+        help="seconds to wait for the peers to come up and the session to be ready",
+    )
+    add(
+        "--ps_idle_timeout",
+        type=float,
+        default=0.0,
+        help="a PS gives up (exit 1) after this many seconds without a worker finishing; 0: no limit",
+    )
     return p
 
 
@@ -158,22 +196,35 @@ def parse(argv=None, environ=None):
 
 
 def _check_numbers(args):
-    positive = {"--batch_size": args.batch_size, "--num_gpus": args.num_gpus, "--num_batches": args.num_batches,
-                "--display_every": args.display_every, "--num_classes": args.num_classes}
+    positive = {
+        "--batch_size": args.batch_size,
+        "--num_gpus": args.num_gpus,
+        "--num_batches": args.num_batches,
+        "--display_every": args.display_every,
+        "--num_classes": args.num_classes,
+    }
     for flag, value in positive.items():
         if value < 1:
             raise UsageError(f"{flag} {value}: must be at least 1")
     if args.num_classes < 2:
         raise UsageError(f"--num_classes {args.num_classes}: must be at least 2")
-    non_negative = {"--num_warmup_batches": args.num_warmup_batches, "--task_index": args.task_index,
-                    "--num_intra_threads": args.num_intra_threads, "--num_inter_threads": args.num_inter_threads,
-                    "--image_size": args.image_size, "--ps_idle_timeout": args.ps_idle_timeout,
-                    "--gpu_sample_interval": args.gpu_sample_interval}
+    non_negative = {
+        "--num_warmup_batches": args.num_warmup_batches,
+        "--task_index": args.task_index,
+        "--num_intra_threads": args.num_intra_threads,
+        "--num_inter_threads": args.num_inter_threads,
+        "--image_size": args.image_size,
+        "--ps_idle_timeout": args.ps_idle_timeout,
+        "--gpu_sample_interval": args.gpu_sample_interval,
+    }
     for flag, value in non_negative.items():
         if value < 0:
             raise UsageError(f"{flag} {value}: must not be negative")
-    for flag, value in {"--step_timeout": args.step_timeout, "--startup_timeout": args.startup_timeout,
-                        "--learning_rate": args.learning_rate}.items():
+    for flag, value in {
+        "--step_timeout": args.step_timeout,
+        "--startup_timeout": args.startup_timeout,
+        "--learning_rate": args.learning_rate,
+    }.items():
         if not value > 0:
             raise UsageError(f"{flag} {value}: must be greater than 0")
 

@@ -80,8 +80,16 @@ def _tower_inputs(tf, config, cluster, devices, cpu_device):
     if config.data_dir:
         files = tfrecord_files(config.data_dir)
         with tf.device(cpu_device), tf.name_scope("input_pipeline"):
-            dataset = data.real_dataset(tf, files, config.batch_size, config.image_size, config.num_classes,
-                                        config.data_format, cluster.task_index, cluster.num_workers)
+            dataset = data.real_dataset(
+                tf,
+                files,
+                config.batch_size,
+                config.image_size,
+                config.num_classes,
+                config.data_format,
+                cluster.task_index,
+                cluster.num_workers,
+            )
             iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
             initializers.append(iterator.initializer)
             for device in devices:
@@ -93,7 +101,8 @@ def _tower_inputs(tf, config, cluster, devices, cpu_device):
     for k, device in enumerate(devices):
         with tf.device(device):
             images, labels, _ = data.synthetic_variables(
-                tf, config.batch_size, config.image_size, config.num_classes, config.data_format, f"synthetic_{k}")
+                tf, config.batch_size, config.image_size, config.num_classes, config.data_format, f"synthetic_{k}"
+            )
         inputs.append((device, images, labels))
     return inputs, initializers
 
@@ -122,15 +131,26 @@ def build_worker_graph(tf, config, cluster):
 
             def setter(worker_device):
                 return tf.compat.v1.train.replica_device_setter(
-                    ps_tasks=cluster.num_ps, worker_device=worker_device,
-                    cluster=tf.train.ClusterSpec(cluster.as_dict()), ps_strategy=strategy)
+                    ps_tasks=cluster.num_ps,
+                    worker_device=worker_device,
+                    cluster=tf.train.ClusterSpec(cluster.as_dict()),
+                    ps_strategy=strategy,
+                )
+
             if config.variable_update == "parameter_server":
                 train = variable_update.build_parameter_server(
-                    tf, config, setter, towers_inputs, global_step, cluster.num_workers)
+                    tf, config, setter, towers_inputs, global_step, cluster.num_workers
+                )
             else:
                 train = variable_update.build_distributed_replicated(
-                    tf, config, setter, towers_inputs, global_step, cluster.num_workers,
-                    local_parameter_device(config, cluster))
+                    tf,
+                    config,
+                    setter,
+                    towers_inputs,
+                    global_step,
+                    cluster.num_workers,
+                    local_parameter_device(config, cluster),
+                )
 
         everything = {id(v): v for v in tf.compat.v1.global_variables() + tf.compat.v1.local_variables()}
         shared = [v for v in everything.values() if ps_task_of(v.device) is not None]
@@ -173,9 +193,13 @@ class GraphWorker:
         server = None
         if cluster.is_distributed:
             # Start our server first: the PSs watch the workers' ports.
-            server = tf.distribute.Server(tf.train.ClusterSpec(cluster.as_dict()), job_name="worker",
-                                          task_index=cluster.task_index,
-                                          config=session_config(tf, config, cluster), start=True)
+            server = tf.distribute.Server(
+                tf.train.ClusterSpec(cluster.as_dict()),
+                job_name="worker",
+                task_index=cluster.task_index,
+                config=session_config(tf, config, cluster),
+                start=True,
+            )
             report.keepalive.append(server)
         built = build_worker_graph(tf, config, cluster)
         report.devices = built.devices
@@ -214,12 +238,17 @@ class GraphWorker:
             sess.run(built.local_init_op)
             return sess
         manager = tf.compat.v1.train.SessionManager(
-            local_init_op=built.local_init_op, ready_op=built.ready_op, ready_for_local_init_op=built.ready_op,
-            graph=built.graph, recovery_wait_secs=SESSION_POLL_SECS)
+            local_init_op=built.local_init_op,
+            ready_op=built.ready_op,
+            ready_for_local_init_op=built.ready_op,
+            graph=built.graph,
+            recovery_wait_secs=SESSION_POLL_SECS,
+        )
         try:
             if cluster.is_chief:
-                return manager.prepare_session(server.target, init_op=built.init_op, config=proto,
-                                               max_wait_secs=config.startup_timeout)
+                return manager.prepare_session(
+                    server.target, init_op=built.init_op, config=proto, max_wait_secs=config.startup_timeout
+                )
             return manager.wait_for_session(server.target, config=proto, max_wait_secs=config.startup_timeout)
         except tf.errors.OpError as exc:
             raise RunFailure(describe_tf_error(exc, cluster, "creating the session")) from None
@@ -247,8 +276,12 @@ class GraphWorker:
         coordination = built.coordination
         self._run(sess, coordination.mark_ready, "joining the start barrier")
         self.watchdog.arm(watchdog_bound(self.config.startup_timeout), "waiting at the start barrier")
-        wait_for_count(lambda: self._run_quiet(sess, coordination.read_ready, "waiting at the start barrier"),
-                       self.cluster.num_workers, self.config.startup_timeout, "start barrier")
+        wait_for_count(
+            lambda: self._run_quiet(sess, coordination.read_ready, "waiting at the start barrier"),
+            self.cluster.num_workers,
+            self.config.startup_timeout,
+            "start barrier",
+        )
 
     def _run_quiet(self, sess, fetch, what):
         # Polls keep the outer (longer) watchdog bound instead of re-arming it.

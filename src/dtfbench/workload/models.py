@@ -34,8 +34,9 @@ def build_model(name, image_size, num_classes, data_format):
         "vgg16": apps.VGG16,
     }.get(name)
     if application is not None:
-        return application(weights=None, include_top=True, input_shape=shape, classes=num_classes,
-                           classifier_activation=None)
+        return application(
+            weights=None, include_top=True, input_shape=shape, classes=num_classes, classifier_activation=None
+        )
     builder = {"alexnet": _alexnet, "lenet": _lenet, "trivial": _trivial, "small_cnn": _small_cnn}[name]
     return builder(keras, shape, num_classes)
 
@@ -43,37 +44,43 @@ def build_model(name, image_size, num_classes, data_format):
 def _alexnet(keras, shape, num_classes):
     # tf_cnn_benchmarks' AlexNet: conv 64/11/4, pool, 192/5, pool, 384/3, 384/3, 256/3, pool, fc 4096 x2.
     L = keras.layers
-    return keras.Sequential([
-        keras.Input(shape),
-        L.Conv2D(64, 11, strides=4, padding="valid", activation="relu"),
-        L.MaxPooling2D(3, 2),
-        L.Conv2D(192, 5, padding="same", activation="relu"),
-        L.MaxPooling2D(3, 2),
-        L.Conv2D(384, 3, padding="same", activation="relu"),
-        L.Conv2D(384, 3, padding="same", activation="relu"),
-        L.Conv2D(256, 3, padding="same", activation="relu"),
-        L.MaxPooling2D(3, 2),
-        L.Flatten(),
-        L.Dense(4096, activation="relu"),
-        L.Dropout(0.5),
-        L.Dense(4096, activation="relu"),
-        L.Dropout(0.5),
-        L.Dense(num_classes),
-    ], name="alexnet")
+    return keras.Sequential(
+        [
+            keras.Input(shape),
+            L.Conv2D(64, 11, strides=4, padding="valid", activation="relu"),
+            L.MaxPooling2D(3, 2),
+            L.Conv2D(192, 5, padding="same", activation="relu"),
+            L.MaxPooling2D(3, 2),
+            L.Conv2D(384, 3, padding="same", activation="relu"),
+            L.Conv2D(384, 3, padding="same", activation="relu"),
+            L.Conv2D(256, 3, padding="same", activation="relu"),
+            L.MaxPooling2D(3, 2),
+            L.Flatten(),
+            L.Dense(4096, activation="relu"),
+            L.Dropout(0.5),
+            L.Dense(4096, activation="relu"),
+            L.Dropout(0.5),
+            L.Dense(num_classes),
+        ],
+        name="alexnet",
+    )
 
 
 def _lenet(keras, shape, num_classes):
     L = keras.layers
-    return keras.Sequential([
-        keras.Input(shape),
-        L.Conv2D(32, 5, padding="valid", activation="relu"),
-        L.MaxPooling2D(2, 2),
-        L.Conv2D(64, 5, padding="valid", activation="relu"),
-        L.MaxPooling2D(2, 2),
-        L.Flatten(),
-        L.Dense(512, activation="relu"),
-        L.Dense(num_classes),
-    ], name="lenet")
+    return keras.Sequential(
+        [
+            keras.Input(shape),
+            L.Conv2D(32, 5, padding="valid", activation="relu"),
+            L.MaxPooling2D(2, 2),
+            L.Conv2D(64, 5, padding="valid", activation="relu"),
+            L.MaxPooling2D(2, 2),
+            L.Flatten(),
+            L.Dense(512, activation="relu"),
+            L.Dense(num_classes),
+        ],
+        name="lenet",
+    )
 
 
 def _trivial(keras, shape, num_classes):
@@ -84,14 +91,17 @@ def _trivial(keras, shape, num_classes):
 
 def _small_cnn(keras, shape, num_classes):
     L = keras.layers
-    return keras.Sequential([
-        keras.Input(shape),
-        L.Conv2D(16, 3, padding="same", activation="relu"),
-        L.MaxPooling2D(2, 2),
-        L.Conv2D(32, 3, padding="same", activation="relu"),
-        L.GlobalAveragePooling2D(),
-        L.Dense(num_classes),
-    ], name="small_cnn")
+    return keras.Sequential(
+        [
+            keras.Input(shape),
+            L.Conv2D(16, 3, padding="same", activation="relu"),
+            L.MaxPooling2D(2, 2),
+            L.Conv2D(32, 3, padding="same", activation="relu"),
+            L.GlobalAveragePooling2D(),
+            L.Dense(num_classes),
+        ],
+        name="small_cnn",
+    )
 
 
 def tf_variables(keras_variables):

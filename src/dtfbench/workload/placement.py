@@ -103,5 +103,5 @@ def ps_task_of(device):
         return None
     for part in device.split("/"):
         if part.startswith("task:"):
-            return int(part[len("task:"):])
+            return int(part[len("task:") :])
     return 0

@@ -59,8 +59,13 @@ class DoneTokens:
 
 def run(tf, config, cluster, report):
     index = cluster.task_index
-    server = tf.distribute.Server(tf.train.ClusterSpec(cluster.as_dict()), job_name="ps", task_index=index,
-                                  config=server_config(tf, config), start=True)
+    server = tf.distribute.Server(
+        tf.train.ClusterSpec(cluster.as_dict()),
+        job_name="ps",
+        task_index=index,
+        config=server_config(tf, config),
+        start=True,
+    )
     tokens = DoneTokens(tf, server, index, config)
     report.keepalive.extend([server, tokens])
     workers = dict(enumerate(cluster.worker_hosts))
@@ -98,15 +103,21 @@ def run(tf, config, cluster, report):
             if worker in finished:
                 continue
             if worker in first_seen:
-                raise RunFailure(f"worker {worker} ({address}) went away before finishing; stopping this PS",
-                                 peer=f"worker {worker}")
+                raise RunFailure(
+                    f"worker {worker} ({address}) went away before finishing; stopping this PS", peer=f"worker {worker}"
+                )
             if now - started > config.startup_timeout:
-                raise RunFailure(f"worker {worker} ({address}) did not come up within {config.startup_timeout:g} s"
-                                 " (--startup_timeout); stopping this PS", peer=f"worker {worker}")
+                raise RunFailure(
+                    f"worker {worker} ({address}) did not come up within {config.startup_timeout:g} s"
+                    " (--startup_timeout); stopping this PS",
+                    peer=f"worker {worker}",
+                )
         if config.ps_idle_timeout and now - last_token > config.ps_idle_timeout:
             waiting = sorted(set(workers) - finished)
-            raise RunFailure(f"no worker finished for {config.ps_idle_timeout:g} s (--ps_idle_timeout);"
-                             f" still waiting for worker(s) {waiting}; stopping this PS")
+            raise RunFailure(
+                f"no worker finished for {config.ps_idle_timeout:g} s (--ps_idle_timeout);"
+                f" still waiting for worker(s) {waiting}; stopping this PS"
+            )
     # The last token can reach the queue before the reply to the worker's enqueue has left
     # this process; exiting at once could fail that worker's last call. Let them go first.
     deadline = time.monotonic() + EXIT_GRACE_SECS

@@ -101,12 +101,23 @@ class RunReport:
 
     def result(self, status="ok", reason=None):
         return out.build_result(
-            config=self.config.as_dict(), step_times=self.step_times, images_per_step=self.images_per_step,
-            measured_seconds=self.measured_seconds, num_workers=self.cluster.num_workers,
-            warmup_steps=self.config.num_warmup_batches, wall_time=self.wall_time, devices=self.devices,
-            tf_version=self.tf_version, ps_bytes=self.ps_bytes, status=status, reason=reason,
-            final_loss=self.final_loss, measured_cpu_seconds=self.measured_cpu_seconds,
-            gpu_utilization=self.gpu_utilization, environment=self.environment)
+            config=self.config.as_dict(),
+            step_times=self.step_times,
+            images_per_step=self.images_per_step,
+            measured_seconds=self.measured_seconds,
+            num_workers=self.cluster.num_workers,
+            warmup_steps=self.config.num_warmup_batches,
+            wall_time=self.wall_time,
+            devices=self.devices,
+            tf_version=self.tf_version,
+            ps_bytes=self.ps_bytes,
+            status=status,
+            reason=reason,
+            final_loss=self.final_loss,
+            measured_cpu_seconds=self.measured_cpu_seconds,
+            gpu_utilization=self.gpu_utilization,
+            environment=self.environment,
+        )
 
     def succeed(self):
         with self._lock:
@@ -168,5 +179,7 @@ def describe_tf_error(exc, cluster, during):
     first = " ".join(message.split())[:300]
     peer = describe_peer(message, cluster)
     where = f" with {peer}" if peer else ""
-    return (f"{during} failed{where}: {type(exc).__name__}: {first}"
-            " (a peer died, is unreachable, or exceeded --step_timeout)")
+    return (
+        f"{during} failed{where}: {type(exc).__name__}: {first}"
+        " (a peer died, is unreachable, or exceeded --step_timeout)"
+    )

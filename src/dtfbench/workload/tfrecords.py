@@ -41,17 +41,21 @@ def example(tf, encoded, height, width, label, filename):
     def i(value):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
 
-    return tf.train.Example(features=tf.train.Features(feature={
-        "image/encoded": b(encoded),
-        "image/format": b(b"JPEG"),
-        "image/filename": b(filename.encode()),
-        "image/colorspace": b(b"RGB"),
-        "image/channels": i(3),
-        "image/height": i(height),
-        "image/width": i(width),
-        "image/class/label": i(label),
-        "image/class/text": b(f"synthetic class {label}".encode()),
-    }))
+    return tf.train.Example(
+        features=tf.train.Features(
+            feature={
+                "image/encoded": b(encoded),
+                "image/format": b(b"JPEG"),
+                "image/filename": b(filename.encode()),
+                "image/colorspace": b(b"RGB"),
+                "image/channels": i(3),
+                "image/height": i(height),
+                "image/width": i(width),
+                "image/class/label": i(label),
+                "image/class/text": b(f"synthetic class {label}".encode()),
+            }
+        )
+    )
 
 
 def write_split(tf, output_dir, split, shards, images_per_shard, image_size, seed):
@@ -80,8 +84,11 @@ def main(argv=None):
     parser.add_argument("--validation_shards", type=int, default=0, help="validation-* files")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    for flag, value in (("--shards", args.shards), ("--images_per_shard", args.images_per_shard),
-                        ("--image_size", args.image_size)):
+    for flag, value in (
+        ("--shards", args.shards),
+        ("--images_per_shard", args.images_per_shard),
+        ("--image_size", args.image_size),
+    ):
         if value < 1:
             print(f"{PROG}: error: {flag} {value}: must be at least 1", file=sys.stderr)
             return 2
@@ -94,8 +101,15 @@ def main(argv=None):
 
     paths = write_split(tf, args.output_dir, "train", args.shards, args.images_per_shard, args.image_size, args.seed)
     if args.validation_shards:
-        paths += write_split(tf, args.output_dir, "validation", args.validation_shards, args.images_per_shard,
-                             args.image_size, args.seed + 1)
+        paths += write_split(
+            tf,
+            args.output_dir,
+            "validation",
+            args.validation_shards,
+            args.images_per_shard,
+            args.image_size,
+            args.seed + 1,
+        )
     for path in paths:
         print(path)
     return 0

@@ -55,6 +55,7 @@ def main(argv=None):
     report.tf_version = tf.__version__
     if cluster.job_name != "ps":  # once, before the measured steps; never fails the run
         from ..compat import environment
+
         report.environment = environment.collect(tf=tf)
     try:
         gpus = 0 if cluster.job_name == "ps" else len(tf.config.list_physical_devices("GPU"))

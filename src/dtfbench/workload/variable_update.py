@@ -79,7 +79,8 @@ def _wrap_sync(tf, optimizer, config, num_workers):
     if not config.cross_replica_sync:
         return optimizer, None
     sync = tf.compat.v1.train.SyncReplicasOptimizer(
-        optimizer, replicas_to_aggregate=num_workers, total_num_replicas=num_workers)
+        optimizer, replicas_to_aggregate=num_workers, total_num_replicas=num_workers
+    )
     return sync, sync
 
 
@@ -96,8 +97,10 @@ def build_parameter_server(tf, config, device_setter, towers_inputs, global_step
 
     ``device_setter(tower_device)`` places variables on the PSs and the other ops on the tower.
     """
-    towers = [tower_forward(tf, config, images, labels, device_setter(device), k, "v", reuse=k > 0)
-              for k, (device, images, labels) in enumerate(towers_inputs)]
+    towers = [
+        tower_forward(tf, config, images, labels, device_setter(device), k, "v", reuse=k > 0)
+        for k, (device, images, labels) in enumerate(towers_inputs)
+    ]
     params = towers[0].params
     for tower in towers:
         _check_grads(tower.grads, params)
@@ -110,8 +113,9 @@ def build_parameter_server(tf, config, device_setter, towers_inputs, global_step
     return _finish(tf, apply, towers, sync, num_workers)
 
 
-def build_distributed_replicated(tf, config, device_setter, towers_inputs, global_step, num_workers,
-                                 local_parameter_device):
+def build_distributed_replicated(
+    tf, config, device_setter, towers_inputs, global_step, num_workers, local_parameter_device
+):
     """distributed_replicated: local copies per tower, one aggregated update per worker."""
     towers = []
     for k, (device, images, labels) in enumerate(towers_inputs):
@@ -157,6 +161,7 @@ def build_independent(tf, config, towers_inputs, global_step):
         towers.append(tower)
         with tf.device(device):
             step = global_step if k == 0 else None
-            applies.append(make_optimizer(tf, config).apply_gradients(list(zip(tower.grads, tower.params)),
-                                                                      global_step=step))
+            applies.append(
+                make_optimizer(tf, config).apply_gradients(list(zip(tower.grads, tower.params)), global_step=step)
+            )
     return _finish(tf, tf.group(*applies), towers, None, 1)
