@@ -4,6 +4,9 @@
 
 environment_documents: {host: its registered run of environment.py} -> {host: document}.
 environment_differences: {host: document} -> the fields in which the hosts differ.
+
+Documented in environment_documents.yml and environment_differences.yml beside this file
+(ansible-doc reads one document per filter from there).
 """
 
 from __future__ import annotations
@@ -11,35 +14,6 @@ from __future__ import annotations
 import json
 
 from dtfbench.results import environment_view
-
-DOCUMENTATION = r"""
-name: environment_differences
-short_description: The fields in which a sweep's hosts differ
-description:
-  - Compares the nodes' environment documents (C(dtfbench.compat.environment)) field by field (instance
-    type, GPU model and driver, TF version and build, CUDA, cuDNN, CPU, OS, kernel, Python and the
-    TF_*, OMP_*, KMP_* variables) and lists every field whose value is not the same on every host.
-positional: _input
-options:
-  _input:
-    description: C({host: document}), as C(environment_documents) gives it.
-    type: dict
-    required: true
-"""
-
-EXAMPLES = r"""
-- name: Compare the nodes
-  ansible.builtin.debug:
-    msg: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'my_registered') | list))
-             | environment_documents | environment_differences }}"
-"""
-
-RETURN = r"""
-_value:
-  description: C([{field, values: {value: [hosts]}, text}]), in a fixed field order; empty when the hosts agree.
-  type: list
-  elements: dict
-"""
 
 
 def environment_documents(answers):

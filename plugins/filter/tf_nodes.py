@@ -4,7 +4,7 @@
 
 tf_node_specs: inventory hosts -> the host list the cluster layout takes.
 tf_run_outcomes: the hosts' view of one run -> what dtfbench.record takes.
-
+(Each documented in <name>.yml beside this file: ansible-doc reads one document per filter there.)
 
 One place decides which inventory variables describe a TF node:
   private_ip     address for TF traffic (falls back to ansible_host, then the name)
@@ -16,37 +16,6 @@ One place decides which inventory variables describe a TF node:
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-
-DOCUMENTATION = r"""
-name: tf_node_specs
-short_description: Describe inventory hosts as TF nodes for the cluster layout
-description:
-  - Maps host names to C({name, address, devices, device_type, max_ps}) from their host
-    variables C(private_ip) (else C(ansible_host)), C(tf_devices), C(tf_device_type) and
-    C(tf_max_ps) (parameter servers the host may run beside its workers, default 1).
-positional: _input, hostvars
-options:
-  _input:
-    description: Host names, in the order the layout should fill them.
-    type: list
-    elements: str
-    required: true
-  hostvars:
-    description: The C(hostvars) magic variable.
-    type: dict
-    required: true
-"""
-
-EXAMPLES = r"""
-hosts: "{{ groups['tf_nodes'] | tf_node_specs(hostvars) }}"
-"""
-
-RETURN = r"""
-_value:
-  description: One dict per host with name, address, devices and device_type.
-  type: list
-  elements: dict
-"""
 
 
 def tf_node_specs(host_names, hostvars):

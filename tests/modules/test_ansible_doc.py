@@ -61,3 +61,40 @@ def test_ansible_doc_json(module):
         assert option in rendered
     for key in entry["return"]:
         assert key in rendered
+
+
+def exported_filters():
+    """Every filter name the project's filter plugins export (their FilterModule().filters())."""
+    import importlib.util
+
+    names = []
+    for path in sorted(glob.glob(os.path.join(REPO, "plugins", "filter", "*.py"))):
+        spec = importlib.util.spec_from_file_location("filter_" + os.path.basename(path)[:-3], path)
+        plugin = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(plugin)
+        names += sorted(plugin.FilterModule().filters())
+    return names
+
+
+# Every filter, each with a document of its own.
+FILTERS = exported_filters()
+
+
+def test_the_project_filters_are_there():
+    assert {"tf_node_specs", "environment_documents", "environment_differences"} <= set(FILTERS)
+
+
+@pytest.mark.parametrize("name", FILTERS)
+def test_each_filter_documents_itself(name):
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "-t", "filter", "--json", name],
+        cwd=REPO,
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "[ERROR]" not in proc.stderr, proc.stderr
+    doc = json.loads(proc.stdout)[name]["doc"]
+    # Its own document, not another filter's of the same file.
+    assert doc["name"] == name and doc["short_description"], doc

@@ -33,7 +33,9 @@ def test_a_store_of_schema_3_opens_and_takes_the_workload_columns(tmp_path):
     conn.close()
 
     conn = store.connect(db)
-    assert store.SCHEMA_VERSION == 6  # 5: environment (test_environment.py); 6: sweep_steps (test_adaptive_sweep.py)
+    assert (
+        store.SCHEMA_VERSION == 6
+    )  # 5: environment (test_environment.py); 6: sweep_steps (test_adaptive_sweep_decisions.py)
     assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
     new = record.build_record(
         {
