@@ -34,7 +34,7 @@ options:
     type: str
     default: ""
   instance_type:
-    description: EC2 GPU instance type, one of C(dtfbench.ec2_types.INSTANCE_TYPES).
+    description: EC2 GPU instance type, one of C(dtfbench.plan.ec2_types.INSTANCE_TYPES).
     type: str
     default: ""
   instance_count:

@@ -29,7 +29,7 @@ options:
     type: raw
     required: true
   model:
-    description: Model name(s), see C(dtfbench.catalog.MODELS).
+    description: Model name(s), see C(dtfbench.plan.catalog.MODELS).
     type: raw
     default: small_cnn
   batch_size:

@@ -31,7 +31,7 @@ options:
     default: 30
   node_profile:
     description:
-      - A node profile of C(dtfbench.ec2_types.NODE_PROFILES); when given, RV(profile_supported)
+      - A node profile of C(dtfbench.plan.ec2_types.NODE_PROFILES); when given, RV(profile_supported)
         and RV(profile_problem) say whether it fits the GPUs.
     type: str
     choices: [cscs2017, current]

@@ -13,7 +13,7 @@ description:
     C(run-benchmark.yml) with C(system=aws) (before the first run).
   - Predicts the cost as instances x hours x price; the hours are a setup time and, for each
     run not yet done, a run overhead plus its steps at the step time of the scaling model
-    (C(dtfbench.scaling_model)) fitted to the study's published table of the instance type
+    (C(dtfbench.forecast.scaling_model)) fitted to the study's published table of the instance type
     (or, for a type without one, the K80 table of as many GPUs per node; RV(estimate.basis)
     says which). The price is the dated table's (C(dtfbench/forecast/price_data)), a price file, or
     O(price_usd_per_hour).
@@ -55,7 +55,7 @@ options:
     type: str
     default: ""
   max_cost_usd:
-    description: The most the sweep may be predicted to cost, in USD; empty for C(dtfbench.pricing.DEFAULT_MAX_COST_USD) (100).
+    description: The most the sweep may be predicted to cost, in USD; empty for C(dtfbench.forecast.pricing.DEFAULT_MAX_COST_USD) (100).
     type: raw
   setup_minutes:
     description: Minutes the nodes are paid for besides the runs (launching and configuring them).
