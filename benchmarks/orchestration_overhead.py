@@ -44,7 +44,6 @@ from pathlib import Path
 import yaml
 from bench_env import ROOT, ansible_env, held  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import bare_launcher  # noqa: E402
 import testbed  # noqa: E402
