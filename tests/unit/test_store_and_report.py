@@ -9,6 +9,7 @@ import pytest
 
 from dtfbench.report import analysis, tables
 from dtfbench.results import record, store
+from dtfbench.results.record import PEER_LOST
 
 
 def row(**overrides):
@@ -198,6 +199,29 @@ def test_record_of_a_good_run_sums_the_workers():
                 "node02": {"failure": "worker 1 was killed by SIGKILL\nlog tail", "failed_at": 150.5, "workers": []},
             },
             "node02: worker 1 was killed by SIGKILL\nlog tail\nthen: node01: worker 0 exited with rc 1: step 3 failed with ps 0",
+        ),
+        # A worker that lost its peer is a consequence: a PS killed up to PEER_LOST_SLACK s later
+        # (two supervisors on a loaded machine saw two near-simultaneous ends) is still the cause.
+        (
+            {
+                "node02": {
+                    "failure": f"worker 1 exited with rc 1: step 4 failed with ps 0 {PEER_LOST}",
+                    "failed_at": 100.0,
+                },
+                "node01": {"failure": "task ps-0 was killed by SIGKILL\nlog tail", "failed_at": 100.4},
+            },
+            f"node01: task ps-0 was killed by SIGKILL\nlog tail\nthen: node02: worker 1 exited with rc 1: step 4 failed with ps 0 {PEER_LOST}",
+        ),
+        # ... but a lost peer well before any other failure is the first thing that went wrong.
+        (
+            {
+                "node02": {
+                    "failure": f"worker 1 exited with rc 1: step 4 failed with ps 0 {PEER_LOST}",
+                    "failed_at": 100.0,
+                },
+                "node01": {"failure": "worker 0 timed out", "failed_at": 130.0},
+            },
+            f"node02: worker 1 exited with rc 1: step 4 failed with ps 0 {PEER_LOST}\nthen: node01: worker 0 timed out",
         ),
         # A host that left the play (unreachable) has no time: it is the cause of its peers' failures.
         (

@@ -42,6 +42,20 @@ def _worker_results(hosts: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
     return found
 
 
+# How a worker's failure says that it lost a peer (workload/reporting.py writes it): by its own
+# words a consequence of another failure.
+PEER_LOST = "(a peer died, is unreachable, or exceeded --step_timeout)"
+# Two tasks that end together are seen by two supervisors (on two hosts, on a loaded machine)
+# in either order: a PS killed at t and the worker that lost it at t + 10 ms can be recorded
+# the other way round. Within this many seconds, a failure that is not a lost peer is the cause.
+PEER_LOST_SLACK = 2.0
+
+
+def _cause_order(host: Mapping[str, Any]) -> float:
+    failed_at = _failed_at(host)
+    return failed_at + PEER_LOST_SLACK if PEER_LOST in str(host.get("failure") or "") else failed_at
+
+
 def _failed_at(host: Mapping[str, Any]) -> float:
     # No time: the host left the play (unreachable), which its peers' failures follow.
     try:
@@ -52,8 +66,9 @@ def _failed_at(host: Mapping[str, Any]) -> float:
 
 def _host_failures(hosts: Mapping[str, Any]) -> str | None:
     """Every host's failure, the earliest first: it is the cause, the later ones (peers that
-    lost the failed task) are its consequences and get their first line only."""
-    failed = sorted(((_failed_at(h), name, str(h["failure"])) for name, h in hosts.items() if h.get("failure")))
+    lost the failed task) are its consequences and get their first line only. A lost peer
+    counts PEER_LOST_SLACK s late (see there)."""
+    failed = sorted(((_cause_order(h), name, str(h["failure"])) for name, h in hosts.items() if h.get("failure")))
     if not failed:
         return None
     (_, first_host, first), others = failed[0], failed[1:]

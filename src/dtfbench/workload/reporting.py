@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+from ..results.record import PEER_LOST
 from . import benchmark_output as out
 from .errors import FAILURE_EXIT_CODE, error_line
 
@@ -179,7 +180,4 @@ def describe_tf_error(exc, cluster, during):
     first = " ".join(message.split())[:300]
     peer = describe_peer(message, cluster)
     where = f" with {peer}" if peer else ""
-    return (
-        f"{during} failed{where}: {type(exc).__name__}: {first}"
-        " (a peer died, is unreachable, or exceeded --step_timeout)"
-    )
+    return f"{during} failed{where}: {type(exc).__name__}: {first} {PEER_LOST}"
