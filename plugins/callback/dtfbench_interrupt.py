@@ -17,6 +17,9 @@ description:
   - The watchdog then stops every task of that run on every host, records the run as
     C(failed) with reason C(interrupted), and prints one line with the command that resumes
     the sweep. A playbook that ends normally leaves it nothing to do.
+  - For a run on the Slurm launcher it keeps the run's directory on the login node (the
+    slurm_cluster role's C(slurm_cluster_run_dir)) until M(slurm_job) returns, and the watchdog
+    cancels that run's job (M(slurm_job) O(state=cancelled)).
   - Every process ansible-playbook starts carries C(DTFBENCH_CONTROLLER=<its pid>), so that
     the ones it leaves behind can be found.
   - Off when C(DTFBENCH_INTERRUPT_OFF) is set (the watchdog's own stop playbook).
@@ -42,6 +45,9 @@ MARKER_ENV = "DTFBENCH_CONTROLLER"
 OFF_ENV = "DTFBENCH_INTERRUPT_OFF"
 STOP_PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks" / "stop-interrupted.yml"
 RUN_FACT = "benchmark_run_in_progress"
+# The slurm_cluster role's fact naming the run's directory on the login node: from then on,
+# until slurm_job returns the job's final state, an interrupted run has a job to cancel there.
+SLURM_RUN_DIR_FACT = "slurm_cluster_run_dir"
 # Options that make no sense for the stop playbook (its tasks are tagged always).
 DROPPED_OPTIONS = {"--start-at-task": 1, "--step": 0, "--check": 0, "-C": 0, "--diff": 0, "-D": 0}
 
@@ -150,7 +156,9 @@ class CallbackModule(CallbackBase):
         """After Ctrl-C, wait for the watchdog's cleanup, so its line comes before the prompt."""
         if os.getpid() != self.pid or self.watchdog is None or self.state.get("ended"):
             return
-        if not (self.state.get("hosts") or self.state.get("run") or self.state.get("sweep_id")):
+        if not (
+            self.state.get("hosts") or self.state.get("slurm") or self.state.get("run") or self.state.get("sweep_id")
+        ):
             return
         try:
             self.watchdog.stdin.write(b"!")
@@ -184,8 +192,15 @@ class CallbackModule(CallbackBase):
         changed = False
         if isinstance(facts.get(RUN_FACT), dict):
             run = facts[RUN_FACT]
-            self.state.update(run=run, layout=None, hosts={}, sweep_id=run.get("sweep_id"))
+            self.state.update(run=run, layout=None, hosts={}, slurm={}, sweep_id=run.get("sweep_id"))
             changed = True
+        elif facts.get(SLURM_RUN_DIR_FACT) and self.state.get("run"):
+            host = result.host.get_name()
+            self.state.setdefault("slurm", {})[host] = dict(run_dir=facts[SLURM_RUN_DIR_FACT])
+            changed = True
+        elif action.endswith("slurm_job"):
+            # Returned: the job ended (or the module cancelled it on its way out).
+            changed = self.state.get("slurm", {}).pop(result.host.get_name(), None) is not None
         elif action.endswith("tf_cluster_spec") and not outcome.get("failed"):
             self.state["layout"] = dict(
                 (key, outcome.get(key)) for key in ("cluster_spec", "hosts", "hosts_used", "num_workers", "num_ps")

@@ -13,48 +13,14 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import select
 import signal
 import time
 
 from ..linux import procfs
+from .controller_watch import ControllerWatch
 from .task import POLL, TaskError, TfTask, _port_open, call
 
 COMPLETE_MARKER = "complete"
-INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-class ControllerWatch(object):
-    """Whether the controller that waits on this module call went away.
-
-    Two signs, checked at every poll of the waiting phases: a signal (Ctrl-C or SIGTERM that
-    ansible-playbook passes on to its worker's process group, which holds this process on a
-    local connection; SIGHUP), and the hang-up of our standard output - the pipe to sshd (or,
-    on a local connection, to the Ansible worker) is closed once the controller's side of
-    the connection is gone, which is all a remote host ever learns of a dead controller.
-    """
-
-    def __init__(self):
-        self.why = None
-        self.poller = None
-        try:
-            self.poller = select.poll()
-            self.poller.register(1, 0)  # POLLERR/POLLHUP are always reported
-        except (OSError, ValueError):
-            self.poller = None
-        for signum in INTERRUPT_SIGNALS:
-            signal.signal(signum, self.note)
-
-    def note(self, signum, frame):
-        if self.why is None:
-            self.why = "%s to the module" % signal.Signals(signum).name
-
-    def gone(self):
-        if self.why is None and self.poller is not None:
-            for _fd, event in self.poller.poll(0):
-                if event & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
-                    self.why = "the controller's connection was closed"
-        return self.why
 
 
 class HostRun(object):

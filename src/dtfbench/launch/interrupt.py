@@ -11,7 +11,8 @@ Then, unless the playbook ended normally, it uses the state the plugin keeps in 
    channels close, and the module calls of a local connection; each waiting ``tf_host_run``
    then stops its host's tasks (the node side, library/tf_host_run.py);
 2. ``playbooks/stop-interrupted.yml`` stops every task of the run on every host that had
-   started it, also the hosts where no module call was waiting (between two calls);
+   started it, also the hosts where no module call was waiting (between two calls), and
+   cancels the run's Slurm job from the login node that submitted it (Slurm launcher);
 3. the run in progress is recorded as ``failed``, reason ``interrupted: ...``;
 4. one line on stderr: what was stopped, and the command that resumes the sweep.
 
@@ -116,13 +117,15 @@ def why(state: dict[str, Any], controller: int) -> str:
 
 
 def stop_hosts(state: dict[str, Any], workdir: Path) -> tuple[subprocess.Popen | None, Path]:
-    """Start stop-interrupted.yml for the hosts that started the run (None: no host did)."""
+    """Start stop-interrupted.yml for the hosts that started the run and the login nodes that
+    submitted its Slurm job (None: there is neither)."""
     log = workdir / "stop.log"
     hosts = state.get("hosts") or {}
-    if not hosts or not state.get("stop_argv"):
+    slurm = state.get("slurm") or {}
+    if not (hosts or slurm) or not state.get("stop_argv"):
         return None, log
     extra = workdir / "stop-vars.json"
-    extra.write_text(json.dumps({"dtfbench_interrupted_hosts": hosts}))
+    extra.write_text(json.dumps({"dtfbench_interrupted_hosts": hosts, "dtfbench_interrupted_slurm": slurm}))
     env = {k: v for k, v in os.environ.items() if k != MARKER_ENV}
     env[OFF_ENV] = "1"
     with log.open("w") as out:
@@ -165,7 +168,8 @@ def act(controller: int, state_file: Path) -> int:
     terminate(leftovers(controller))
     run = state.get("run") or {}
     hosts = state.get("hosts") or {}
-    if not run and not hosts and not state.get("sweep_id"):
+    slurm = state.get("slurm") or {}
+    if not run and not hosts and not slurm and not state.get("sweep_id"):
         return 0
     reason = why(state, controller)
     process, log = stop_hosts(state, state_file.parent)
@@ -177,11 +181,17 @@ def act(controller: int, state_file: Path) -> int:
         except subprocess.TimeoutExpired:
             process.kill()
             rc = None
-        names = ", ".join(sorted(hosts))
+        what_stopped = []
+        if hosts:
+            what_stopped.append(f"its tasks on {', '.join(sorted(hosts))}")
+        if slurm:
+            what_stopped.append(f"its Slurm job from {', '.join(sorted(slurm))}")
+        names = " and ".join(what_stopped)
+        done = "stopped" if hosts else "cancelled"
         stopped = (
-            f"stopped its tasks on {names} in {time.monotonic() - started:.1f} s"
+            f"{done} {names} in {time.monotonic() - started:.1f} s"
             if rc == 0
-            else f"stopping its tasks on {names} failed (see {log})"
+            else f"stopping {names} failed (see {log})"
         )
     run_id = (run.get("run") or {}).get("run_id")
     what = (
