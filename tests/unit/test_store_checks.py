@@ -97,12 +97,23 @@ def test_a_new_store_is_checked_without_being_created(tmp_path):
     assert db.parent.is_dir() and list(db.parent.iterdir()) == []  # the probe was removed
 
 
-def test_an_existing_store_takes_a_test_write(tmp_path):
+def test_an_existing_store_takes_a_test_write_and_is_left_as_it_was(tmp_path):
     db = a_store(tmp_path / "r.sqlite", row())
     store.check_writable(db)
+    # The plan runs the check in --check and with submit=false too: nothing may change.
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'write_checked_at'").fetchone()
+    assert conn.execute("SELECT value FROM meta WHERE key = 'write_checked_at'").fetchone() is None
     assert conn.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+
+
+def test_an_existing_store_that_cannot_take_a_write_is_refused(small_tmpfs):
+    folder = small_tmpfs("1m")
+    db = a_store(folder / "r.sqlite", row())
+    subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+    with pytest.raises(store.StoreError) as refused:
+        store.check_writable(db, need=0)
+    assert str(refused.value).startswith(f"results_db={db}: "), str(refused.value)
+    assert "use a path in a folder you can write" in str(refused.value), str(refused.value)
 
 
 def test_an_empty_file_is_a_new_store(tmp_path):

@@ -219,8 +219,8 @@ def open_readonly(db_path: str | Path, where: str | None = None) -> sqlite3.Conn
 
 def check_writable(db_path: str | Path, where: str | None = None, need: int = MIN_FREE_BYTES) -> None:
     """Check, before a sweep starts, that runs can be recorded in `db_path`: an existing store
-    is SQLite of our schema, passes PRAGMA quick_check and takes a write (one meta row,
-    committed); a new one can be created (a probe database beside it, written and removed);
+    is SQLite of our schema, passes PRAGMA quick_check and takes a write (one meta row, rolled
+    back: the store is left as it was); a new one can be created (a probe database beside it, written and removed);
     the file system has `need` bytes free. StoreError naming `where` and the problem."""
     path = Path(db_path).expanduser()
     where = where or f"results_db={path}"
@@ -249,12 +249,19 @@ def check_writable(db_path: str | Path, where: str | None = None, need: int = MI
                     f"{where}: the database is damaged (PRAGMA quick_check: {'; '.join(problems[:3])}); "
                     f"restore it from a copy, or point it at a new path to start a store"
                 )
-            with conn:
+            # A write that is rolled back: it takes the write lock and opens the journal beside
+            # the store (a read-only file or folder, a locked store fail here), but leaves the
+            # store as it was - the check runs in --check and submit=false too.
+            conn.isolation_level = None
+            conn.execute("BEGIN IMMEDIATE")
+            try:
                 conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('write_checked_at', ?)",
                     (datetime.now(timezone.utc).isoformat(),),
                 )
+            finally:
+                conn.execute("ROLLBACK")
         else:
             conn = sqlite3.connect(str(target), timeout=30)
             with conn:
