@@ -259,6 +259,6 @@ def test_submit_false_only_writes_the_scripts(slurm_env, slurm_test_cluster, tmp
     assert '--nodelist "$SLURM_JOB_NODELIST"' in script and "--account" not in script
     assert (directory / "node.sh").exists() and not (directory / "job.json").exists()
     root = Path(slurm_test_cluster["dir"]) / "work"
-    assert (root / "setup.sh").exists() and list((root / "wheels").glob("dtfbench-*.whl"))
+    assert list(root.glob("stacks/*/setup.sh")) and list((root / "wheels").glob("dtfbench-*.whl"))
     assert f"{directory}/job.sbatch" in " ".join(done.stdout.split())
     assert job_ids(slurm_env) == before and not db.exists()

@@ -130,9 +130,10 @@ def test_daint_defaults_run_the_studys_program_on_its_tf_1_1_module(
         assert study_extraction(log) == f"{worker['total_images_per_sec']:.2f}", log.read_text()[-1000:]
     # The job's environment: daint-gpu and the TF 1.1 module, no virtualenv and no dtfbench wheel;
     # the layout step is dtfbench's layout code run by the module's python3 (3.6).
-    modules = (scratch / "modules.sh").read_text()
+    (stack,) = (scratch / "stacks").iterdir()  # one software stack: the TF 1.1 module's
+    modules = (stack / "modules.sh").read_text()
     assert "dtfbench_module_load daint-gpu" in modules and f"dtfbench_module_load {TF1_MODULE}" in modules
-    assert not (scratch / "venv").exists() and not (scratch / "wheels").exists()
+    assert not (stack / "venv").exists() and not (scratch / "wheels").exists()
     script = (scratch / "runs" / run["run_id"] / "job.sbatch").read_text()
     assert f"LAYOUT=(python3 {scratch}/dtfbench_layout.py" in script
     assert (scratch / "dtfbench_layout.py").read_text() == (
@@ -180,7 +181,7 @@ def test_a_workload_on_the_wrong_tensorflow_module_is_refused_before_anything_is
     assert not (tmp_path / "scratch").exists() and not (tmp_path / "results.sqlite").exists()
 
 
-def test_a_tf_2_module_runs_ours_by_default(daint, tmp_path):
+def test_a_tf_2_module_runs_ours_by_default(daint, tmp_path, mirror_bundle):
     """-e tf_module=<a TF 2 module> alone switches system=daint to our workload (scripts only)."""
     sweep_id = f"ours-daint-{uuid.uuid4().hex[:6]}"
     done = daint(
@@ -197,6 +198,33 @@ def test_a_tf_2_module_runs_ours_by_default(daint, tmp_path):
     assert done.returncode == 0, output(done)
     scratch = tmp_path / "scratch" / "dtfbench"
     (run_dir,) = (scratch / "runs").glob(f"{sweep_id}-*")
-    assert "dtfbench_module_load TensorFlow/2.4.0-CrayGNU-21.09" in (scratch / "modules.sh").read_text()
+    (stack,) = (scratch / "stacks").iterdir()
+    assert "dtfbench_module_load TensorFlow/2.4.0-CrayGNU-21.09" in (stack / "modules.sh").read_text()
     assert "python -m dtfbench.train" in (run_dir / "node.sh").read_text().replace("'", "")
-    assert "/venv/bin/activate" in (scratch / "env.sh").read_text() and list((scratch / "wheels").glob("*.whl"))
+    assert f"{stack}/venv/bin/activate" in (stack / "env.sh").read_text() and list((scratch / "wheels").glob("*.whl"))
+
+    # The study's stack (the default TF 1.1 module, no virtualenv) in the same root: a stack of
+    # its own, and each run's job loads its own stack's environment; neither is overwritten.
+    study_sweep = f"study-daint-{uuid.uuid4().hex[:6]}"
+    bundle = mirror_bundle("distributed-tensorflow-benchmarks.bundle")
+    done = daint(
+        "-e",
+        "gpus=2",
+        "-e",
+        "submit=false",
+        "-e",
+        f"sweep_id={study_sweep}",
+        "-e",
+        f"tf_cnn_benchmarks_repo={bundle}",
+        timeout=300,
+    )
+    assert done.returncode == 0, output(done)
+    (study_run_dir,) = (scratch / "runs").glob(f"{study_sweep}-*")
+    stacks = sorted((scratch / "stacks").iterdir())
+    assert len(stacks) == 2 and stack in stacks, stacks
+    (study_stack,) = [s for s in stacks if s != stack]
+    assert f"dtfbench_module_load {TF1_MODULE}" in (study_stack / "modules.sh").read_text()
+    assert "TensorFlow/2.4.0" not in (study_stack / "modules.sh").read_text()
+    assert "TensorFlow/2.4.0-CrayGNU-21.09" in (stack / "modules.sh").read_text()  # untouched
+    assert f". {study_stack}/env.sh" in (study_run_dir / "job.sbatch").read_text()
+    assert f". {stack}/env.sh" in (run_dir / "job.sbatch").read_text()
