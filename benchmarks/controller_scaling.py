@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The controller's cost per host as the hosts grow: a run's launch on 4, 16 and 64 test-bed hosts.
 
-    .venv/bin/python benchmarks/controller_scaling.py [--hosts 4,16,64] [--repeats 2] [--lock FILE]
+    .venv/bin/python benchmarks/controller_scaling.py [--hosts 4,16,64] [--repeats N] [--forks N] [--lock FILE]
 
 For each host count N a test bed of N hosts comes up (tests/testbed/testbed.py: network
 namespaces with their own sshd, real SSH), and the run's launch of run-benchmark.yml, the
@@ -67,6 +67,7 @@ PLAYBOOK = """
         tf_cluster_ready_timeout: 120
         tf_cluster_timeout: 300
 """
+SMALL_REPEATS, LARGE_REPEATS = 5, 2
 PROFILE_LINE = re.compile(r"^(?P<task>.+?) -{3,} (?P<seconds>\d+\.\d+)s\s*$")
 
 
@@ -165,7 +166,9 @@ def measure(count: int, args, env: dict) -> dict:
     samples: dict[str, list[dict]] = {"1": [], str(count): []}
     try:
         inventories = {1: subset_inventory(state, 1, workdir / "hosts-1.yml"), count: Path(state["dir"]) / "hosts.yml"}
-        for run_no in range(args.repeats):
+        # Small counts get more runs: (CPU(N) - CPU(1)) / (N - 1) divides their noise by little.
+        repeats = args.repeats or (SMALL_REPEATS if count <= 16 else LARGE_REPEATS)
+        for run_no in range(repeats):
             for hosts in (1, count):
                 result = one_run(state, workdir, inventories[hosts], hosts, run_no, env, args.barrier_timeout)
                 samples[str(hosts)].append(result)
@@ -208,7 +211,11 @@ def measure(count: int, args, env: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", default="4,16,64", help="host counts, comma-separated (each > 1)")
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each size per host count (median)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        help=f"runs of each size per host count (median; default {SMALL_REPEATS} up to 16 hosts, {LARGE_REPEATS} above)",
+    )
     parser.add_argument(
         "--barrier-timeout", type=float, default=60.0, help="seconds a worker waits at the start barrier for the others"
     )
