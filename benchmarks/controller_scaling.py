@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The controller's cost per host as the hosts grow: a run's launch on 4, 16 and 64 test-bed hosts.
 
-    .venv/bin/python benchmarks/controller_scaling.py [--hosts 4,16,64] [--repeats 2] [--lock FILE]
+    .venv/bin/python benchmarks/controller_scaling.py [--hosts 4,16,64] [--repeats N] [--forks N] [--lock FILE]
 
 For each host count N a test bed of N hosts comes up (tests/testbed/testbed.py: network
 namespaces with their own sshd, real SSH), and the run's launch of run-benchmark.yml, the
@@ -17,7 +17,8 @@ playbook's wall time. The controller's cost per host at N is
 (CPU(N) - CPU(1)) / (N - 1), with the 1-host run of the same lock hold as the baseline
 (ansible-playbook's own start, the inventory and the play are the same for any N). Goal
 (issue #19): the cost per host at the largest N within 1.2x of that at the smallest.
-Each task's time (ansible.posix.profile_tasks) is kept per run, to show where a growth is.
+Each task's time (ansible.posix.profile_tasks) and the controller's CPU per task
+(benchmarks/callback_plugins/cpu_per_task.py) are kept per run, to show where a growth is.
 
 Each host count holds --lock on its own (default $DTFBENCH_LOCK). A run that fails is
 printed, kept in the JSON (``failed_runs``, with its whole output in a log file) and left out
@@ -66,6 +67,7 @@ PLAYBOOK = """
         tf_cluster_ready_timeout: 120
         tf_cluster_timeout: 300
 """
+SMALL_REPEATS, LARGE_REPEATS = 5, 2
 PROFILE_LINE = re.compile(r"^(?P<task>.+?) -{3,} (?P<seconds>\d+\.\d+)s\s*$")
 
 
@@ -100,6 +102,8 @@ def one_run(
     book = workdir / f"{run_id}.yml"
     book.write_text(PLAYBOOK.format(run_id=run_id, program=TASK_PROGRAM, hosts=hosts, barrier_timeout=barrier_timeout))
     testbed.kill_all(lambda: ssh_masters(state))  # every run opens its connections
+    cpu_file = workdir / f"{run_id}.cpu.json"
+    env = dict(env, DTFBENCH_CPU_PER_TASK=str(cpu_file))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     nodes_before = sum(testbed.cpu_seconds(state).values())
     started = time.monotonic()
@@ -145,6 +149,8 @@ def one_run(
         "ssh_masters_cpu_s": masters,
         "nodes_cpu_s": nodes_cpu,
         "task_s": tasks,
+        # The controller's CPU per task (benchmarks/callback_plugins/cpu_per_task.py), in order.
+        "task_cpu_s": json.loads(cpu_file.read_text()) if cpu_file.exists() else None,
         "load_avg_1min": round(os.getloadavg()[0], 2),
     }
 
@@ -160,7 +166,9 @@ def measure(count: int, args, env: dict) -> dict:
     samples: dict[str, list[dict]] = {"1": [], str(count): []}
     try:
         inventories = {1: subset_inventory(state, 1, workdir / "hosts-1.yml"), count: Path(state["dir"]) / "hosts.yml"}
-        for run_no in range(args.repeats):
+        # Small counts get more runs: (CPU(N) - CPU(1)) / (N - 1) divides their noise by little.
+        repeats = args.repeats or (SMALL_REPEATS if count <= 16 else LARGE_REPEATS)
+        for run_no in range(repeats):
             for hosts in (1, count):
                 result = one_run(state, workdir, inventories[hosts], hosts, run_no, env, args.barrier_timeout)
                 samples[str(hosts)].append(result)
@@ -203,7 +211,11 @@ def measure(count: int, args, env: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", default="4,16,64", help="host counts, comma-separated (each > 1)")
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each size per host count (median)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        help=f"runs of each size per host count (median; default {SMALL_REPEATS} up to 16 hosts, {LARGE_REPEATS} above)",
+    )
     parser.add_argument(
         "--barrier-timeout", type=float, default=60.0, help="seconds a worker waits at the start barrier for the others"
     )
@@ -211,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
         "--lock",
         default=os.environ.get("DTFBENCH_LOCK"),
         help="flock this file around each host count (the machine's heavy lock; default $DTFBENCH_LOCK)",
+    )
+    parser.add_argument(
+        "--forks",
+        type=int,
+        help="Ansible's forks for the runs (default: ansible.cfg's); below the host count, "
+        "the role starts every host's tasks first, then waits",
     )
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-controller-scaling"))
     parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "controller_scaling.json")
@@ -220,9 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--hosts {args.hosts}: every count must be at least 2 (the 1-host run is the baseline)")
 
     env = ansible_env()
-    env["ANSIBLE_CALLBACKS_ENABLED"] = "dtfbench_interrupt,ansible.posix.profile_tasks"
+    env["ANSIBLE_CALLBACKS_ENABLED"] = "dtfbench_interrupt,ansible.posix.profile_tasks,cpu_per_task"
+    env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
+        str(path) for path in (ROOT / "plugins" / "callback", Path(__file__).resolve().parent / "callback_plugins")
+    )
     env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "all"
-    forks = int(re.search(r"^forks\s*=\s*(\d+)", (ROOT / "ansible.cfg").read_text(), re.M).group(1))
+    forks = args.forks or int(re.search(r"^forks\s*=\s*(\d+)", (ROOT / "ansible.cfg").read_text(), re.M).group(1))
+    env["ANSIBLE_FORKS"] = str(forks)
     results = []
     for count in counts:
         with held(args.lock):

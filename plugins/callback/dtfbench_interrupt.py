@@ -81,6 +81,12 @@ class CallbackModule(CallbackBase):
         self.watchdog = None
         self.state = {}
         self.state_file = None
+        # Host entries not yet in the file: written once per task (at the next task's start,
+        # before any host runs it), not on every result - a rewrite per result is O(N) bytes
+        # N times a phase (~11 CPU-s a run at 1,024 hosts). Nothing starts a run's tasks on
+        # a host before the task that follows its checked call, so the file always names
+        # every host that may run them; a signal writes what is pending at once.
+        self.pending = False
         if os.environ.get(OFF_ENV):
             return
         os.environ[MARKER_ENV] = str(self.pid)
@@ -90,6 +96,7 @@ class CallbackModule(CallbackBase):
     def save(self):
         if self.state_file is None:
             return
+        self.pending = False
         # Results (a thread of Ansible's) and the signal handler both save: one file each.
         tmp = self.state_file.with_name("%s.tmp.%d" % (self.state_file.name, threading.get_ident()))
         try:
@@ -156,6 +163,8 @@ class CallbackModule(CallbackBase):
         """After Ctrl-C, wait for the watchdog's cleanup, so its line comes before the prompt."""
         if os.getpid() != self.pid or self.watchdog is None or self.state.get("ended"):
             return
+        if self.pending:
+            self.save()
         if not (
             self.state.get("hosts") or self.state.get("slurm") or self.state.get("run") or self.state.get("sweep_id")
         ):
@@ -172,6 +181,14 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_start(self, playbook):
         if not os.environ.get(OFF_ENV) and self.watchdog is None and self.state_file is None:
             self.start_watchdog()
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        if self.pending:
+            self.save()
+
+    def v2_playbook_on_handler_task_start(self, task):
+        if self.pending:
+            self.save()
 
     def v2_playbook_on_stats(self, stats):
         self.state["ended"] = True
@@ -216,9 +233,9 @@ class CallbackModule(CallbackBase):
                 self.state.setdefault("hosts", {})[host] = dict(
                     run_id=outcome["run_id"], run_dir=outcome["run_dir"], tasks=tasks
                 )
-                changed = True
+                self.pending = True
             elif "died" in outcome and not outcome.get("failed"):
-                changed = self.state.get("hosts", {}).pop(host, None) is not None
+                self.pending = self.state.get("hosts", {}).pop(host, None) is not None or self.pending
         elif "dtfbench.record" in (outcome.get("cmd") or []):
             self.state["run"] = None  # recorded (or its own error shown): nothing to do for it
             changed = True

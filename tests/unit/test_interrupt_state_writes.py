@@ -1,0 +1,86 @@
+"""The interrupt callback's state file: written once per task, never behind a start (issue #19).
+
+The callback (plugins/callback/dtfbench_interrupt.py) keeps, for its watchdog, the hosts
+whose tf_host_run checked the run (they may start its tasks). Rewriting the whole file on
+every host's result cost O(N) bytes N times a phase (11 CPU-s a run at 1,024 hosts); the
+host entries are now written at the next task's start, before any host runs that task, and
+at once when ansible-playbook gets a signal. The plugin runs here on its own, fed results as
+Ansible feeds them, with its real state file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "callback" / "dtfbench_interrupt.py"
+HOSTS = [f"node{i:02d}" for i in range(1, 41)]
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    monkeypatch.delenv("DTFBENCH_INTERRUPT_OFF", raising=False)
+    monkeypatch.setenv("DTFBENCH_CONTROLLER", "0")  # the plugin sets it in os.environ
+    spec = importlib.util.spec_from_file_location("dtfbench_interrupt_under_test", PLUGIN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    callback = module.CallbackModule()
+    callback.state_file = tmp_path / "state.json"  # as start_watchdog sets it (no watchdog here)
+    callback.state = dict(argv=["ansible-playbook"], hosts={})
+    callback.save()
+    tasks = {h: [dict(job="worker", task_index=i, address="10.0.0.%d" % i, port=2220)] for i, h in enumerate(HOSTS)}
+    callback.seen(result("tf_cluster_spec", "node01", dict(cluster_spec={}, hosts=tasks)))
+    return callback
+
+
+def result(action, host, outcome):
+    return SimpleNamespace(
+        task=SimpleNamespace(action=action), host=SimpleNamespace(get_name=lambda: host), result=outcome
+    )
+
+
+def on_disk(callback) -> dict:
+    return json.loads(callback.state_file.read_text())
+
+
+def checked_everywhere(callback):
+    for host in HOSTS:
+        callback.seen(result("tf_host_run", host, dict(complete=False, busy=[], run_id="r1", run_dir="/runs/r1")))
+
+
+def test_host_entries_are_written_once_at_the_next_task_start(plugin):
+    writes = []
+    save = plugin.save
+    plugin.save = lambda: (writes.append(1), save())
+    checked_everywhere(plugin)
+    assert writes == [], "the state file was rewritten on every host's result"
+    assert on_disk(plugin)["hosts"] == {}
+    plugin.v2_playbook_on_task_start(SimpleNamespace(), False)  # the start, on every host
+    assert sorted(on_disk(plugin)["hosts"]) == HOSTS
+    assert len(writes) == 1
+    plugin.v2_playbook_on_task_start(SimpleNamespace(), False)
+    assert len(writes) == 1, "nothing pending, nothing written"
+    for host in HOSTS:  # each host's stop returned
+        plugin.seen(result("tf_host_run", host, dict(died=[], changed=True)))
+    assert sorted(on_disk(plugin)["hosts"]) == HOSTS  # a host stopped twice is no harm
+    plugin.v2_playbook_on_stats(SimpleNamespace())
+    assert on_disk(plugin)["hosts"] == {} and on_disk(plugin)["ended"] is True
+
+
+def test_a_signal_writes_the_pending_hosts_at_once(plugin):
+    checked_everywhere(plugin)
+    previous = signal.signal(signal.SIGUSR1, lambda *_: None)
+    try:
+        plugin.wrap(signal.SIGUSR1)
+        os.kill(os.getpid(), signal.SIGUSR1)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    state = on_disk(plugin)
+    assert state["signal"] == "SIGUSR1"
+    assert sorted(state["hosts"]) == HOSTS
