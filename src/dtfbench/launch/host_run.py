@@ -18,7 +18,7 @@ import signal
 import time
 
 from ..linux import procfs
-from .task import POLL, TaskError, TfTask, _port_open, call
+from .task import POLL, TaskError, TfTask, _port_open
 
 COMPLETE_MARKER = "complete"
 INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -118,6 +118,11 @@ class HostRun(object):
         self.tasks = sorted(self.params["tasks"], key=lambda t: (t["job"] != "ps", t["task_index"]))
         self.started_at = time.time()
         self.watch = None
+        # The supervisors this call started, by task name (their Popen objects): a task's
+        # state is judged by its wait status, not /proc, which shows nothing of a supervisor
+        # for a few ms after its start (TfTask.is_supervisor; issue #19: a worker started
+        # last was "gone before port ... was ready", its log empty, at 64 test-bed hosts).
+        self.children = {}
 
     # ---- helpers -------------------------------------------------------------------
 
@@ -160,7 +165,21 @@ class HostRun(object):
 
     def task(self, task):
         """A TfTask for inspection (no state is run)."""
-        return TfTask(self.task_params(task, state="ready"), self.check_mode, self.warn)
+        return TfTask(
+            self.task_params(task, state="ready"), self.check_mode, self.warn, self.children.get(self.name(task))
+        )
+
+    def call(self, params, state, check_mode=False):
+        """Run one TfTask state (with the task's supervisor when this call started it):
+        (failed, result); a failed result has ``msg``."""
+        task = TfTask(dict(params, state=state), check_mode, self.warn, self.children.get(params["name"]))
+        try:
+            result = task.run()
+        except TaskError as error:
+            return True, dict(error.result, msg=error.msg)
+        if task.process is not None:
+            self.children[task.name] = task.process
+        return False, result
 
     def done(self, **result):
         """The result of this call."""
@@ -181,7 +200,7 @@ class HostRun(object):
             inspector = self.task(task)
             _pids, groups, loners = inspector.processes(inspector.running_supervisor())
             inspector.signal_all(loners, groups, signal.SIGTERM)
-        reports = [call(self.task_params(task), False, self.warn, "stopped")[1] for task in self.tasks]
+        reports = [self.call(self.task_params(task), "stopped")[1] for task in self.tasks]
         stopped = [r["name"] for r in reports if r.get("terminated")]
         self.fail(
             "interrupted: %s; stopped %s" % (why, ", ".join(stopped) or "nothing (no task ran)"),
@@ -248,7 +267,7 @@ class HostRun(object):
             if task["job"] == "ps":
                 # A PS never takes a GPU.
                 params["environment"]["CUDA_VISIBLE_DEVICES"] = ""
-            failed, result = call(params, self.check_mode, self.warn, "started")
+            failed, result = self.call(params, "started", self.check_mode)
             if failed:
                 self.fail(result["msg"], changed=True, failed_at=time.time(), tasks=reports + [result])
             reports.append(result)
@@ -273,7 +292,7 @@ class HostRun(object):
                         waiting.remove(position)
                         continue
                     # Gone before its port was ready: TfTask's ready phrases it, with the log tail.
-                    failed, result = call(self.task_params(task, ready_timeout=0), False, self.warn, "ready")
+                    failed, result = self.call(self.task_params(task, ready_timeout=0), "ready")
                     if failed:
                         record = result.get("exit") or {}
                         self.fail(
@@ -356,8 +375,8 @@ class HostRun(object):
                     ps_done.add(name)  # ours exit by themselves once every worker is done
                     continue
                 # Ended: TfTask's finished phrases how, with the result file and log tail.
-                failed, result = call(
-                    self.task_params(task, timeout=0, result_file=self.result_file(task)), False, self.warn, "finished"
+                failed, result = self.call(
+                    self.task_params(task, timeout=0, result_file=self.result_file(task)), "finished"
                 )
                 if failed:
                     record = result.get("exit") or {}
@@ -466,7 +485,7 @@ class HostRun(object):
                     os.rename(tmp, path)
         reports, survivors = [], []
         for task in self.tasks:
-            failed, result = call(self.task_params(task), self.check_mode, self.warn, "stopped")
+            failed, result = self.call(self.task_params(task), "stopped", self.check_mode)
             changed = changed or result.get("changed", False)
             reports.append(result)
             if failed:

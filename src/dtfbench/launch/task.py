@@ -58,6 +58,22 @@ def _child_status(pid):
     return " (the supervisor exited with status %d)" % os.WEXITSTATUS(status)
 
 
+def child_running(pid):
+    """Whether a supervisor that this process started (and has not reaped) still runs: its
+    wait status, read without reaping it (``_child_status`` reads it later). None when pid is
+    no unreaped child of this process.
+
+    /proc is no proof for a process just started: until the kernel has finished loading its
+    program, a few ms after ``Popen`` returns (far longer on a busy host), its
+    ``/proc/<pid>/cmdline`` and ``environ`` read empty, so ``is_supervisor`` says False for a
+    supervisor that is starting.
+    """
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except (ChildProcessError, OSError):
+        return None
+
+
 def _port_open(host, port, timeout):
     try:
         connection = socket.create_connection((host, port), timeout=max(timeout, 0.05))
@@ -99,7 +115,8 @@ class TfTask(object):
 
     ``params``: the tf_task module's options (missing ones take their defaults);
     ``check_mode``: change nothing, say what would change; ``warn``: a function that takes a
-    warning's text. ``run()`` returns the result of ``params["state"]`` or raises TaskError.
+    warning's text; ``process``: the task's supervisor (Popen) when the caller started it.
+    ``run()`` returns the result of ``params["state"]`` or raises TaskError.
     """
 
     argument_spec = dict(
@@ -122,7 +139,7 @@ class TfTask(object):
     )
     required_if = [("state", "started", ["argv"]), ("state", "ready", ["port"])]
 
-    def __init__(self, params, check_mode=False, warn=None):
+    def __init__(self, params, check_mode=False, warn=None, process=None):
         params = dict(dict((key, spec.get("default")) for key, spec in self.argument_spec.items()), **params)
         self.params = params
         self.check_mode = check_mode
@@ -149,6 +166,9 @@ class TfTask(object):
         self.marker = base
         self.marker_entry = ("%s=%s" % (MARKER_ENV, self.marker)).encode("utf-8")
         self.started_at = time.time()
+        # The supervisor's Popen when this process started it (start(), or ``process``
+        # from the caller that did: dtfbench.launch.host_run); kept, so nothing else reaps it.
+        self.process = process
         self.result = dict(
             changed=False,
             name=self.name,
@@ -195,8 +215,18 @@ class TfTask(object):
             return None
 
     def is_supervisor(self, pid):
-        """True when pid is this task's live supervisor (not just any live pid)."""
-        if pid is None or pid <= 0 or not procfs.alive(pid):
+        """True when pid is this task's live supervisor (not just any live pid).
+
+        The supervisor that this process started (``process``) is judged by its wait status
+        (see ``child_running``: /proc does not show it as ours yet right after its start).
+        """
+        if pid is None or pid <= 0:
+            return False
+        if self.process is not None and self.process.pid == pid:
+            running = child_running(pid)
+            if running is not None:
+                return running
+        if not procfs.alive(pid):
             return False
         cmd = procfs.cmdline(pid)
         for index, part in enumerate(cmd[:-1]):
@@ -448,6 +478,7 @@ class TfTask(object):
             self.fail("cannot start the supervisor with %s: %s" % (sys.executable, error))
         finally:
             os.close(log)
+        self.process = process
         tmp = "%s.tmp.%d" % (self.pid_file, os.getpid())
         with open(tmp, "w") as handle:
             handle.write("%d\n" % process.pid)
