@@ -283,7 +283,8 @@ died:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench.launch.host_run import ARGUMENT_SPEC, HostRun
+from ansible.module_utils.dtfbench.launch.host_run import HostRun
+from ansible.module_utils.dtfbench.launch.host_run_spec import ARGUMENT_SPEC
 from ansible.module_utils.dtfbench.launch.task import TaskError
 
 

@@ -23,7 +23,7 @@ from ansible.utils.display import Display
 
 # dtfbench is installed in ansible-playbook's Python (make setup: the project's .venv).
 from dtfbench.launch import direct_call
-from dtfbench.launch.host_run import ARGUMENT_SPEC
+from dtfbench.launch.host_run_spec import ARGUMENT_SPEC
 
 display = Display()
 
