@@ -52,8 +52,10 @@ class ActionModule(ActionBase):
         display.vvv(
             "tf_host_run: direct call with %s (no AnsiballZ)" % python, host=task_vars.get("inventory_hostname")
         )
+        # `python - dtfbench-tf_host_run`: the program comes on stdin; its argument names it
+        # in the host's process table.
         command = self._connection._shell.build_module_command(
-            self._compute_environment_string(), "#!" + python, ""
+            self._compute_environment_string(), "#!" + python, "-", arg_path=direct_call.PROCESS_TAG
         ).strip()
         done = self._low_level_execute_command(
             command, sudoable=False, in_data=direct_call.script(params, self._play_context.check_mode)

@@ -29,6 +29,8 @@ import zipfile
 
 PACKAGE = "dtfbench_tf_host_run"
 WARNINGS_KEY = "_dtfbench_warnings"
+# The program's argument (``python - dtfbench-tf_host_run``): what names it in ``ps``.
+PROCESS_TAG = "dtfbench-tf_host_run"
 # The launch code a call needs, relative to the dtfbench package (it imports nothing else).
 FILES = (
     "launch/__init__.py",
