@@ -170,6 +170,10 @@ extends_documentation_fragment:
 notes:
   - Supports check mode. O(state=checked) reports as always; the other states only report
     what they would do.
+  - With the project's action plugins (C(ansible.cfg)), the action plugin of the same name
+    validates the options on the controller and runs this module's code on the host without
+    AnsiballZ when pipelining is on (a fifth of the host's CPU per call); the module runs
+    without pipelining, with become, async or delegation, or before the host's Python is known.
 seealso:
   - module: tf_task
   - module: tf_cluster_spec
