@@ -170,6 +170,10 @@ extends_documentation_fragment:
 notes:
   - Supports check mode. O(state=checked) reports as always; the other states only report
     what they would do.
+  - With the project's action plugins (C(ansible.cfg)), the action plugin of the same name
+    validates the options on the controller and runs this module's code on the host without
+    AnsiballZ when pipelining is on (a fifth of the host's CPU per call); the module runs
+    without pipelining, with become, async or delegation, or before the host's Python is known.
 seealso:
   - module: tf_task
   - module: tf_cluster_spec
@@ -284,44 +288,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.dtfbench.launch.host_run import HostRun
+from ansible.module_utils.dtfbench.launch.host_run_spec import ARGUMENT_SPEC
 from ansible.module_utils.dtfbench.launch.task import TaskError
 
 
 def main():
-    task_spec = dict(
-        job=dict(type="str", required=True, choices=["ps", "worker"]),
-        task_index=dict(type="int", required=True),
-        address=dict(type="str", required=True),
-        port=dict(type="int", required=True),
-        cuda_visible_devices=dict(type="str", default=""),
-        # The rest of what tf_cluster_spec returns per task; not used here.
-        host=dict(type="str"),
-        endpoint=dict(type="str"),
-        num_devices=dict(type="int"),
-        device_type=dict(type="str"),
-    )
-    module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", required=True, choices=["checked", "started", "finished", "stopped"]),
-            run_id=dict(type="str", required=True),
-            run_dir=dict(type="path", required=True),
-            tasks=dict(type="list", elements="dict", required=True, options=task_spec),
-            cluster_spec=dict(type="dict"),
-            program=dict(type="list", elements="str"),
-            program_args=dict(type="list", elements="str", default=[]),
-            result_flag=dict(type="str", default=""),
-            environment=dict(type="dict", default={}),
-            ready_timeout=dict(type="float", default=180.0),
-            timeout=dict(type="float", default=1800.0),
-            ps_exit_timeout=dict(type="float", default=0.0),
-            grace_period=dict(type="float", default=10.0),
-            max_runtime=dict(type="float", default=0.0),
-            start=dict(type="bool", default=True),
-            complete_results=dict(type="list", elements="raw"),
-            log_tail_lines=dict(type="int", default=40),
-        ),
-        supports_check_mode=True,
-    )
+    # The spec lives beside the code (the action plugin validates with it too).
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = HostRun(module.params, module.check_mode, module.warn).run()
     except TaskError as error:

@@ -42,6 +42,10 @@ def adhoc_env():
         ANSIBLE_RETRY_FILES_ENABLED="false",
     )
     env.pop("ANSIBLE_CONFIG", None)
+    if os.environ.get("DTFBENCH_TEST_DIRECT_CALL"):
+        # The project's action plugins with pipelining, as ansible.cfg has them over SSH:
+        # tf_host_run runs without AnsiballZ (plugins/action/tf_host_run.py).
+        env.update(ANSIBLE_ACTION_PLUGINS=os.path.join(REPO, "plugins", "action"), ANSIBLE_PIPELINING="true")
     return env
 
 

@@ -236,7 +236,8 @@ def module_running(tmp_path):
     return any(
         entry in procfs.environ(pid)
         for pid in procfs.pids()
-        if any("AnsiballZ_tf_host_run" in part for part in procfs.cmdline(pid))
+        # The module, or the direct call of its action plugin (plugins/action/tf_host_run.py).
+        if any("AnsiballZ_tf_host_run" in part or part == "dtfbench-tf_host_run" for part in procfs.cmdline(pid))
     )
 
 

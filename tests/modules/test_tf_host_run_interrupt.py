@@ -115,7 +115,8 @@ def test_a_lost_connection_stops_the_hosts_tasks(tmp_path, run_module, monkeypat
     modules = [
         p
         for p in procfs.pids()
-        if _cmdline(p).startswith(sys.executable + " ") and "AnsiballZ_tf_host_run" in _cmdline(p)
+        if _cmdline(p).startswith(sys.executable + " ")
+        and ("AnsiballZ_tf_host_run" in _cmdline(p) or _cmdline(p).endswith(" - dtfbench-tf_host_run"))
     ]
     assert len(modules) == 1, [_cmdline(p) for p in modules]
     # The reader of the module's output: the Ansible worker above the module (and its shell).

@@ -23,6 +23,16 @@ from .task import POLL, TaskError, TfTask, _port_open
 COMPLETE_MARKER = "complete"
 
 
+def ready_polls(first=0.01, factor=1.5, cap=POLL):
+    """The waits between two looks at the ports of starting tasks: short at first (a task
+    that listens a moment after its start is seen within ~10 ms, not up to POLL later: a
+    fixed POLL is wall time a launch adds to every start), growing to POLL."""
+    wait = first
+    while True:
+        yield wait
+        wait = min(wait * factor, cap)
+
+
 class HostRun(object):
     """One host's tasks of one run, driven through TfTask in one call.
 
@@ -198,6 +208,7 @@ class HostRun(object):
         """Poll every task's port until all accept; fail fast on a task that exits first."""
         deadline = time.time() + self.params["ready_timeout"]
         waiting = list(range(len(self.tasks)))
+        polls = ready_polls()
         while waiting:
             for position in list(waiting):
                 task = self.tasks[position]
@@ -244,7 +255,7 @@ class HostRun(object):
                     tasks=reports,
                 )
             if waiting:
-                time.sleep(POLL)
+                time.sleep(next(polls))
 
     def start_and_wait(self):
         """Start every task and wait until all are ready (in check mode: start nothing)."""

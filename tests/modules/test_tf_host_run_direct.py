@@ -1,0 +1,105 @@
+"""tf_host_run through its action plugin: the direct call (no AnsiballZ) does what the module does.
+
+plugins/action/tf_host_run.py pipes the stdlib-only launch code to the host's Python instead
+of running the module through AnsiballZ, which costs ~0.17 CPU-s a call on the host (issue
+#19, P2). These tests run ad-hoc ``ansible localhost -c local`` with the project's action
+plugins and pipelining on, as ansible.cfg has it for SSH, with the stand-in programs of
+test_tf_host_run, and check from ``-vvv`` which path ran: a whole run (finish, stop, check),
+a failing worker, a warning and a bad option through the direct call; the module when
+pipelining is off.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from task_processes import no_leftovers  # noqa: F401  (autouse: no process of a test remains)
+from test_tf_host_run import Host
+
+pytestmark = pytest.mark.ansible
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ACTION_PLUGINS = os.path.join(REPO, "plugins", "action")
+RESULT_RE = re.compile(r"^localhost \| [A-Z!]+(?: \| rc=-?\d+)? => \{", re.MULTILINE)
+DIRECT = "tf_host_run: direct call with"
+MODULE = "tf_host_run: the module runs"
+
+
+class Runner:
+    """run_module's signature, through the action plugin; keeps each call's output."""
+
+    def __init__(self, tmp_path, adhoc, pipelining=True):
+        self.tmp_path, self.adhoc, self.pipelining = tmp_path, adhoc, pipelining
+        self.outputs = []
+
+    def __call__(self, module, args, check=False, timeout=180, extra_args=()):
+        cmd = [self.adhoc.tool("ansible"), "localhost", "-i", "localhost,", "-c", "local", "-M", self.adhoc.library]
+        cmd += ["-m", module, "-a", json.dumps(args), "-e", "ansible_python_interpreter=%s" % sys.executable, "-vvv"]
+        if check:
+            cmd.append("--check")
+        env = self.adhoc.env()
+        env.update(ANSIBLE_ACTION_PLUGINS=ACTION_PLUGINS, ANSIBLE_PIPELINING=str(self.pipelining).lower())
+        proc = subprocess.run(cmd, cwd=str(self.tmp_path), env=env, capture_output=True, text=True, timeout=timeout)
+        self.outputs.append(proc.stdout + proc.stderr)
+        match = RESULT_RE.search(proc.stdout)
+        assert match, "ansible gave no result (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
+        result, _ = json.JSONDecoder().raw_decode(proc.stdout, match.end() - 1)
+        return proc.returncode, result
+
+
+@pytest.fixture
+def direct(tmp_path, adhoc, monkeypatch):
+    runner = Runner(tmp_path, adhoc)
+    return runner, Host(tmp_path, runner, monkeypatch)
+
+
+def test_a_whole_run_through_the_direct_call(direct):
+    runner, host = direct
+    plan = {"ps-0": {"run": 1.0}, "worker-0": {"run": 1.5, "value": 1.5}, "worker-1": {"run": 1.0, "value": 2.5}}
+    rc, finished = host("finished", plan, timeout=60)
+    assert rc == 0, finished
+    assert finished["changed"] is True
+    assert [(w["task_index"], w["rc"], w["result"]["value"]) for w in finished["workers"]] == [(0, 0, 1.5), (1, 0, 2.5)]
+    results = [w["result"] for w in finished["workers"]]
+    rc, stopped = host("stopped", complete_results=results)
+    assert rc == 0 and stopped["died"] == [] and stopped["changed"] is True, stopped
+    rc, checked = host("checked")
+    assert rc == 0 and checked["complete"] is True and checked["stored_results"] == results, checked
+    assert checked["run_dir"] == str(host.run_dir)
+    for output in runner.outputs:
+        assert DIRECT in output and "AnsiballZ_tf_host_run" not in output, output[-3000:]
+
+
+def test_a_failure_and_a_warning_come_back_as_the_module_gives_them(direct, tmp_path):
+    runner, host = direct
+    plan = {"worker-1": {"exit_at_once": 3}}
+    rc, failed = host("started", plan)
+    assert rc != 0, failed
+    assert "run-worker-1 exited with rc 3 before port" in failed["msg"]
+    assert failed["failed_at"] > 0 and failed["changed"] is True
+    # The others still run: started again with other arguments they are left as they are,
+    # with the module's warning; worker-1, which had exited, starts.
+    rc, again = host("started", {"worker-1": {"say": "again"}})
+    assert rc == 0 and again["changed"] is True, again
+    assert "already runs" in runner.outputs[-1] and "with another command line" in runner.outputs[-1]
+    rc, stopped = host("stopped")
+    assert rc == 0, stopped
+    assert all(DIRECT in output for output in runner.outputs)
+
+
+def test_a_bad_option_is_one_error_before_anything_runs(direct):
+    runner, host = direct
+    rc, result = runner("tf_host_run", dict(state="checked", run_id="r", run_dir=str(host.run_dir), tasks=[], bogus=1))
+    assert rc != 0 and "Unsupported parameters" in result["msg"] and "bogus" in result["msg"], result
+    assert not host.run_dir.exists()
+
+
+def test_without_pipelining_the_module_runs(tmp_path, adhoc, monkeypatch):
+    runner = Runner(tmp_path, adhoc, pipelining=False)
+    host = Host(tmp_path, runner, monkeypatch)
+    rc, checked = host("checked")
+    assert rc == 0 and checked["complete"] is False and checked["busy"] == [], checked
+    assert MODULE + " (no pipelining)" in runner.outputs[0] and DIRECT not in runner.outputs[0]
