@@ -15,7 +15,7 @@ host cannot shadow them) and the call's validated parameters. Piped to the host'
 (plugins/action/tf_host_run.py, the same pipelining Ansible uses for modules), it runs
 ``HostRun(params, check_mode, warn).run()`` and prints its result as one line of JSON with
 the warnings under ``WARNINGS_KEY``; ``parse(stdout)`` reads it back. The program runs on
-Python 2.7 and 3.5+ like the launch code; it exits as the module does when its standard
+Python 3.6 and later, like the task core (os.waitid, ruff's per-file target); it exits as the module does when its standard
 output is gone (an interrupted call: nobody reads the result any more).
 """
 
