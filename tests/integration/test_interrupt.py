@@ -28,6 +28,7 @@ import uuid
 import pytest
 from testbed_fixtures import module_testbed
 
+from dtfbench.linux import procfs
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
@@ -40,6 +41,36 @@ SIGNALS = {
     "sigkill": (signal.SIGKILL, True),
     "sighup": (signal.SIGHUP, True),
 }
+
+
+def _as_in_a_terminal() -> None:
+    """The child's SIGHUP as a terminal's session has it: the default (this test may run
+    under nohup, whose ignored SIGHUP every child inherits, and the sighup case would then
+    test nothing)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+STARTED: list[Sweep] = []
+
+
+@pytest.fixture(autouse=True)
+def no_sweep_outlives_its_test():
+    """A failed test leaves nothing behind: the next tests use the same local ports."""
+    yield
+    while STARTED:
+        sweep = STARTED.pop()
+        if sweep.process.poll() is None:
+            os.killpg(sweep.process.pid, signal.SIGKILL)
+            sweep.process.wait()
+        for pid in procfs.pids():
+            if pid != os.getpid() and (
+                sweep.sweep_id in " ".join(procfs.cmdline(pid))
+                or sweep.sweep_id.encode() in b"\0".join(procfs.environ(pid))
+            ):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
 
 class Sweep:
@@ -69,7 +100,9 @@ class Sweep:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            preexec_fn=_as_in_a_terminal,
         )
+        STARTED.append(self)
 
     def output(self) -> str:
         self.log.flush()
