@@ -693,11 +693,3 @@ class TfTask(object):
 
     def run(self):
         return getattr(self, self.params["state"])()
-
-
-def call(params, check_mode, warn, state):
-    """Run one TfTask state with the given params: (failed, result); a failed result has ``msg``."""
-    try:
-        return False, TfTask(dict(params, state=state), check_mode, warn).run()
-    except TaskError as error:
-        return True, dict(error.result, msg=error.msg)
