@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from slurm_testcluster import missing_prerequisites, slurm_test_cluster  # noqa: F401
+from slurm_testcluster import missing_prerequisites, slurm_env, slurm_test_cluster  # noqa: F401
 
 from dtfbench.results import store
 
@@ -40,13 +40,6 @@ SMALL = [
     "-e",
     "repetitions=1",
 ]
-
-
-@pytest.fixture(scope="module")
-def slurm_env(ansible_env, slurm_test_cluster):
-    env = dict(ansible_env)
-    env.update(slurm_test_cluster["environment"])
-    return env
 
 
 def playbook(env, *args, timeout=600, name="run-benchmark.yml"):

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from slurm_testcluster import missing_prerequisites, slurm_test_cluster  # noqa: F401
+from slurm_testcluster import missing_prerequisites, slurm_env, slurm_test_cluster  # noqa: F401
 
 from dtfbench.results import store
 
@@ -33,13 +33,6 @@ pytestmark = [
     pytest.mark.ansible,
     pytest.mark.skipif(bool(missing_prerequisites()), reason=missing_prerequisites() or "ok"),
 ]
-
-
-@pytest.fixture(scope="module")
-def slurm_env(ansible_env, slurm_test_cluster):
-    env = dict(ansible_env)
-    env.update(slurm_test_cluster["environment"])
-    return env
 
 
 def active_jobs(env, name_part: str) -> list[str]:

@@ -709,6 +709,14 @@ if pytest is not None:
             left = leftovers(state)
             assert not left, f"the Slurm test cluster left {left}"
 
+    @pytest.fixture(scope="module")
+    def slurm_env(ansible_env, slurm_test_cluster):
+        """ansible-playbook's environment (tests/conftest.py) with the test cluster's client
+        variables (SLURM_CONF, ...): what a user on the login node has."""
+        env = dict(ansible_env)
+        env.update(slurm_test_cluster["environment"])
+        return env
+
 
 # --------------------------------------------------------------------------- CLI
 
