@@ -293,13 +293,18 @@ class SlurmJob(object):
 
     # ---------------------------------------------------------------- waiting
     def wait(self, job_id, timeout, interval):
-        """Poll until a final state; returns (fields, timed_out)."""
-        deadline = self.started + timeout
+        """Poll until a final state (at most `timeout` s since this call began); returns
+        (fields, timed_out). A job the controller forgot is judged by its exit status."""
+        return self.poll(job_id, self.started + timeout, interval, self.forgotten)
+
+    def poll(self, job_id, deadline, interval, when_forgotten):
+        """scontrol show job every `interval` s until a final state or `deadline`
+        (monotonic): (fields, timed_out); a forgotten job gives when_forgotten(job_id, last)."""
         fields = {}
         while True:
             shown = self.show(job_id)
             if shown is None:
-                return self.forgotten(job_id, fields), False
+                return when_forgotten(job_id, fields), False
             if shown:
                 fields = shown
                 if fields.get("JobState") in FINAL:
@@ -344,20 +349,11 @@ class SlurmJob(object):
         return self.wait_ended(job_id, timeout)
 
     def wait_ended(self, job_id, timeout=60.0):
-        """Poll until the job is in a final state or forgotten (at most `timeout` s)."""
-        deadline = time.monotonic() + timeout
-        fields = {}
-        while True:
-            shown = self.show(job_id)
-            if shown is None:
-                return dict(fields, JobState="CANCELLED")
-            if shown:
-                fields = shown
-                if fields.get("JobState") in FINAL:
-                    return fields
-            if time.monotonic() >= deadline:
-                return fields
-            time.sleep(SLICE)
+        """Poll until the cancelled job is in a final state or forgotten (at most `timeout` s)."""
+        fields, _ = self.poll(
+            job_id, time.monotonic() + timeout, SLICE, lambda _job_id, last: dict(last, JobState="CANCELLED")
+        )
+        return fields
 
     def forgotten(self, job_id, last):
         """The controller purged the job: judge it by the exit status its script left."""
