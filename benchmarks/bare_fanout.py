@@ -21,8 +21,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from bare_launcher import ssh_base, task_argv
+from bare_launcher import ssh_base
 
+from dtfbench.launch.host_run import task_argv
 from dtfbench.launch.task import SUPERVISOR_NAME, SUPERVISOR_SOURCE, SUPERVISOR_TAG
 
 

@@ -4,7 +4,7 @@ The P1 baseline (benchmarks/orchestration_overhead.py). For each run of a sweep 
 the study's launch scripts did, minus their sleeps:
   - start every PS and worker of the run's layout at once, each over its own plain ``ssh``
     (PSs first), with the same program, flags and environment as run-benchmark.yml gives
-    them (dtfbench.layout computes the same layout as the tf_cluster_spec task);
+    them (dtfbench layout computes the same layout as the tf_cluster_spec task);
   - wait for the workers' ssh sessions to end, then for the PSs (ours exit by themselves
     once every worker is done; one that has not after ``ps_exit_timeout`` is killed);
   - read each worker's figure from its output (the ``DTFBENCH_RESULT {...}`` line).
@@ -24,6 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
+from dtfbench.launch.host_run import task_argv  # the command line tf_host_run gives a task
 from dtfbench.plan.layout import compute_layout
 from dtfbench.workload.benchmark_output import RESULT_PREFIX
 
@@ -64,21 +65,6 @@ def node_specs(state: dict, count: int) -> list[dict]:
         {"name": n["name"], "address": n["private_ip"], "devices": state["devices"], "device_type": "cpu"}
         for n in state["nodes"][:count]
     ]
-
-
-def task_argv(program: list[str], task: dict, cluster_spec: dict, program_args: list[str]) -> list[str]:
-    """The task's command line, in the order library/tf_host_run.py builds it."""
-    flags = [
-        "--job_name",
-        task["job"],
-        "--task_index",
-        str(task["task_index"]),
-        "--worker_hosts",
-        ",".join(cluster_spec.get("worker") or []),
-    ]
-    if cluster_spec.get("ps"):
-        flags += ["--ps_hosts", ",".join(cluster_spec["ps"])]
-    return list(program) + flags + list(program_args)
 
 
 def remote_command(argv: list[str], cuda_visible_devices: str, pid_file: str) -> str:

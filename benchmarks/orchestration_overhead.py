@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     log = args.output.with_suffix(".log")
     log.write_text("")
-    program = [testbed.default_python(), "-m", "dtfbench.train"]
+    program = [testbed.default_python(), "-m", "dtfbench", "train"]
     rounds = []
     for number in range(args.rounds):
         # Each round under the lock on its own (ours, then the bare launcher, on the same hosts):

@@ -4,7 +4,7 @@
         --trace results/profile/ours_resnet50.json
     PYTHONPATH=src python benchmarks/profile_step.py summarize TRACE.json [TRACE2.json ...]
 
-``ours`` builds the graph exactly as ``python -m dtfbench.train --variable_update independent``
+``ours`` builds the graph exactly as ``python -m dtfbench train --variable_update independent``
 does (graph_worker.build_worker_graph, same session config), runs the warm-up steps, then one
 step with RunOptions(trace_level=FULL_TRACE) and writes its Chrome trace (TF's timeline), as
 tf_cnn_benchmarks' ``--trace_file`` does for one of its steps. ``summarize`` reads such traces

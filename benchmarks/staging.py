@@ -21,8 +21,11 @@ validation): each engine's process, round-robin, median (what a user pays), plus
 engine called in-process and the LIST alone, to show where the time goes.
 
 Engines (the ones not installed are reported as missing, not measured):
-  dtfbench        python -m dtfbench.s3sync (partial file + rename, journal, MD5 of every download)
-  dtfbench-nomd5  the same without our MD5 (S3's CRC instead, where the object has one)
+  dtfbench        python -m dtfbench s3sync (partial file + rename, journal, and S3's own checksum
+                  validated by botocore: the CRC32 the uploading SDK stored with every object
+                  here; an MD5 only for objects without one)
+  dtfbench-nomd5  the same with --no-md5 (objects without an S3 checksum checked by size only:
+                  none here, so the same work as dtfbench)
   raw             this file's --raw-get mode with the engine's own client (s3sync.make_client):
                   LIST, then a thread pool of GET -> file, nothing else. The ceiling for the
                   engine: the gap to it is the cost of the guarantees.
@@ -106,7 +109,7 @@ def tool(name: str) -> str | None:
 def engines(url: str, workers: int, endpoint: str, baseline_src: str | None) -> dict[str, callable]:
     """name -> function(dest) returning (argv, extra environment) that downloads `url` into dest."""
     py = sys.executable
-    ours = [py, "-m", "dtfbench.s3sync", url]
+    ours = [py, "-m", "dtfbench", "s3sync", url]
     found = {
         "dtfbench": lambda d: ([*ours, d, "--workers", str(workers)], {}),
         "dtfbench-nomd5": lambda d: ([*ours, d, "--workers", str(workers), "--no-md5"], {}),
@@ -114,7 +117,10 @@ def engines(url: str, workers: int, endpoint: str, baseline_src: str | None) -> 
         "raw-boto3": lambda d: ([py, __file__, "--raw-get", "boto3", url, d, str(workers)], {}),
     }
     if baseline_src:
-        found["dtfbench-baseline"] = lambda d: ([*ours, d, "--workers", str(workers)], {"PYTHONPATH": baseline_src})
+        # An older tree runs its sync as `-m dtfbench.s3sync`, a tree with the dispatcher as ours does.
+        dispatcher = (Path(baseline_src) / "dtfbench" / "__main__.py").is_file()
+        theirs = ours if dispatcher else [py, "-m", "dtfbench.s3sync", url]
+        found["dtfbench-baseline"] = lambda d: ([*theirs, d, "--workers", str(workers)], {"PYTHONPATH": baseline_src})
     if tool("aws"):
         found["aws"] = lambda d: ([tool("aws"), "s3", "sync", url, d, "--only-show-errors"], {})
     if tool("s5cmd"):
@@ -244,8 +250,9 @@ def main() -> int:
     parser.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "staging.json"))
     parser.add_argument("--workdir", default=None, help="where the downloads go (default: a temporary directory)")
     args = parser.parse_args()
-    if args.baseline_src and not (Path(args.baseline_src) / "dtfbench" / "s3sync.py").is_file():
-        parser.error(f"--baseline-src {args.baseline_src}: no dtfbench/s3sync.py in it")
+    baseline = Path(args.baseline_src or ".") / "dtfbench"
+    if args.baseline_src and not ((baseline / "node" / "s3sync.py").is_file() or (baseline / "s3sync.py").is_file()):
+        parser.error(f"--baseline-src {args.baseline_src}: no dtfbench/node/s3sync.py (or dtfbench/s3sync.py) in it")
 
     from dtfbench.node import s3sync
 

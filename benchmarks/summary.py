@@ -168,6 +168,74 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
                 ratio >= 0.95,
             )
         )
+    out += netprobe_rows(_load(directory, "netprobe") or {})
+    nic = _load(directory, "nic_cost")
+    if nic:
+        out.append(
+            (
+                "27",
+                f"throughput with the NIC sampler on ({nic['config']['model']}, 1 PS + 1 worker, "
+                f"sampler {nic['sampler_cpu_share_of_a_core'] * 100:.2f}% of a core)",
+                "the same, sampler off, interleaved",
+                nic["ratio_on_to_off"],
+                ">= 0.98",
+                nic["met"],
+            )
+        )
+    else:
+        out.append(("27", "telemetry cost: not run", "-", None, ">= 0.98", None))
+    return out
+
+
+def netprobe_rows(result: dict) -> list[tuple[str, str, str, float | None, str, bool | None]]:
+    """Issue #27: the link probe's accuracy and time, the planner on the shaped test bed."""
+    out = []
+    for rate in (result.get("accuracy") or {}).get("rates", []):
+        out.append(
+            (
+                "N1",
+                f"link probe, 4 hosts shaped to {rate['shaped_mbit']} Mbit/s: {rate['link_gb_s'] * 8e3:.1f} Mbit/s "
+                f"point-to-point, incast {rate['incast_gb_s'] * 8e3:.1f}",
+                f"the shaped rate (one plain stream: {rate['plain_stream_gb_s'] * 8e3:.1f})",
+                rate["link_to_shaped"],
+                "0.90-1.10",
+                rate["met"],
+            )
+        )
+    if "accuracy" not in result:
+        out.append(("N1", "not run", "-", None, "0.90-1.10", None))
+    timing = result.get("time")
+    if timing:
+        out.append(
+            (
+                "N2",
+                f"probe-network.yml on {timing['hosts']} hosts: {timing['playbook_wall_s']:.1f} s "
+                f"(the probe {timing['probe_s']:.1f} s)",
+                f"the playbook without the probe {timing['playbook_without_probe_s']:.1f} s",
+                timing["ratio_to_without_probe"],
+                "<= 30 s",
+                timing["met"],
+            )
+        )
+    else:
+        out.append(("N2", "not run", "-", None, "<= 30 s", None))
+    planner = result.get("planner")
+    for case in (planner or {}).get("cases", []):
+        out.append(
+            (
+                "N3",
+                f"planner, {planner['hosts']} hosts at {planner['shaped_mbit']:g} Mbit/s, fit <= "
+                f"{planner.get('fit_up_to', 4)} GPUs with the probe's link: {case.get('gpus', 8)} GPUs "
+                f"{case['with_link']:.1f} img/s (no link {case['without_link']:.1f}); range with no link "
+                f"{case['range'][0]:.1f}-{case['range'][1]:.1f} ({'holds' if case['inside_range'] else 'misses'})",
+                f"measured {case['measured']:.1f} img/s",
+                case["with_link"] / case["measured"],
+                "0.85-1.15, in range",
+                abs(case["error_with_link"]) <= 0.15 and case["inside_range"],
+            )
+        )
+    if not planner:
+        out.append(("N3", "not run", "-", None, "0.85-1.15, in range", None))
     return out
 
 

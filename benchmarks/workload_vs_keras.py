@@ -3,7 +3,8 @@
     PYTHONPATH=src python benchmarks/workload_vs_keras.py [--model resnet50 --image_size 64 ...]
 
 Runs, one after the other on this machine, with the same model, batch, image size,
-optimizer (SGD) and synthetic data:
+optimizer (SGD), loss (cross-entropy plus the L2 weight decay, batch norm's variables
+excepted) and synthetic data:
 
 1. keras: a tf.function train step (GradientTape + keras SGD) on the same keras model,
 2. ours, --variable_update independent (one process, no cluster),
@@ -45,6 +46,7 @@ def parse_args(argv=None):
     p.add_argument("--num_warmup_batches", type=int, default=3)
     p.add_argument("--num_batches", type=int, default=12)
     p.add_argument("--learning_rate", type=float, default=0.005)
+    p.add_argument("--weight_decay", type=float, default=4e-5, help="the workload's --weight_decay, in every variant")
     p.add_argument("--num_intra_threads", type=int, default=0, help="0: TF chooses (same for every variant)")
     p.add_argument("--num_inter_threads", type=int, default=0)
     p.add_argument(
@@ -85,6 +87,14 @@ def keras_child(args):
 
     model = build_model(args.model, args.image_size, 1001, "NHWC")
     optimizer = keras.optimizers.SGD(args.learning_rate)
+    # The workload's weight decay: every trainable variable but batch norm's (Keras names them
+    # by layer, so the layer type tells them apart).
+    decayed = [
+        w
+        for layer in model.layers
+        if not isinstance(layer, keras.layers.BatchNormalization)
+        for w in layer.trainable_weights
+    ]
     images, labels = data.synthetic_tensors(tf, args.batch_size, args.image_size, 1001, "NHWC")
 
     @tf.function
@@ -92,6 +102,8 @@ def keras_child(args):
         with tf.GradientTape() as tape:
             logits = model(x, training=True)
             loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            if args.weight_decay:
+                loss += args.weight_decay * tf.math.add_n([tf.nn.l2_loss(w.value) for w in decayed])
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
@@ -134,6 +146,8 @@ def common_flags(args):
         str(args.num_batches),
         "--learning_rate",
         str(args.learning_rate),
+        "--weight_decay",
+        str(args.weight_decay),
         "--optimizer",
         "sgd",
         "--device",
@@ -173,6 +187,8 @@ def run_keras(args):
         str(args.num_batches),
         "--learning_rate",
         str(args.learning_rate),
+        "--weight_decay",
+        str(args.weight_decay),
         "--num_intra_threads",
         str(args.num_intra_threads),
         "--num_inter_threads",
@@ -192,7 +208,7 @@ def rates_of(result):
 
 
 def run_independent(args):
-    argv = [sys.executable, "-m", "dtfbench.train", "--variable_update", "independent", *common_flags(args)]
+    argv = [sys.executable, "-m", "dtfbench", "train", "--variable_update", "independent", *common_flags(args)]
     done = subprocess.run(argv, capture_output=True, text=True, env=child_env(), timeout=1800)
     if done.returncode:
         raise RuntimeError(f"independent run failed:\n{done.stderr[-3000:]}")
@@ -210,7 +226,7 @@ def run_parameter_server(args):
         f"127.0.0.1:{worker_port}",
         *common_flags(args),
     ]
-    base = [sys.executable, "-m", "dtfbench.train", *cluster]
+    base = [sys.executable, "-m", "dtfbench", "train", *cluster]
     ps = subprocess.Popen(
         [*base, "--job_name", "ps", "--task_index", "0"],
         stdout=subprocess.DEVNULL,

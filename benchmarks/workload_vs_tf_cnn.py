@@ -5,7 +5,7 @@
 
 Legs (programs), each in fresh processes:
 
-- ours: ``python -m dtfbench.train`` on the .venv's TensorFlow 2.x;
+- ours: ``python -m dtfbench train`` on the .venv's TensorFlow 2.x;
 - tf_cnn: tf_cnn_benchmarks master (tensorflow/benchmarks at --tf_cnn_commit) on the same
   TensorFlow, with tf_keras (scripts/tf-keras-path.sh) and TF_USE_LEGACY_KERAS=1;
 - tf_cnn_study: the study's own copy, google-benchmarks/tf_cnn_benchmarks of
@@ -136,7 +136,7 @@ class Programs:
         self.legs = {}
         if "ours" in args.legs:
             env = dict(self.base_env, PYTHONPATH=str(SRC))
-            self.legs["ours"] = ([sys.executable, "-m", "dtfbench.train"], env, None)
+            self.legs["ours"] = ([sys.executable, "-m", "dtfbench", "train"], env, None)
         if "tf_cnn" in args.legs:
             folder = checkout("tf_cnn", args.tf_cnn_repo or default_repo("tf_cnn"), args.tf_cnn_commit)
             env = dict(self.base_env, PYTHONPATH=script_output("tf-keras-path.sh"), TF_USE_LEGACY_KERAS="1")

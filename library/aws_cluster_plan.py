@@ -179,16 +179,14 @@ plan:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench.plan.aws import ARGUMENT_SPEC, PlanError, build_plan
+from ansible.module_utils.dtfbench.adapters.calls import module_main
+from ansible.module_utils.dtfbench.plan.aws import ARGUMENT_SPEC, PlanError, plan_cluster
 
 
+# plugins/action/aws_cluster_plan.py computes the same on the controller without a module process (the
+# project's ansible.cfg enables it); this module is what runs elsewhere.
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        plan = build_plan(module.params)
-    except PlanError as error:
-        module.fail_json(msg=str(error))
-    module.exit_json(changed=False, plan=plan)
+    module_main(AnsibleModule, ARGUMENT_SPEC, plan_cluster, (PlanError,), result_key="plan")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ options:
       - Parameter servers; one value or a list. Omitted, the study's sweep from 1 to the
         number of workers (0 for C(collective_all_reduce)).
       - C(auto) - the study's sweep, narrowed count by count while the sweep runs (RV(adaptive),
-        C(dtfbench.adaptive_sweep)); O(gpus) must go up.
+        C(python -m dtfbench adaptive_sweep)); O(gpus) must go up.
     type: raw
   num_ps_auto_keep:
     description:
@@ -115,7 +115,7 @@ options:
     default: false
   workload:
     description:
-      - What each run measures. V(ours) - C(python -m dtfbench.train). C(tf_cnn_benchmarks@REF) - the
+      - What each run measures. V(ours) - C(python -m dtfbench train). C(tf_cnn_benchmarks@REF) - the
         original C(scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py) of tensorflow/benchmarks at the git
         branch, tag or commit REF (no spaces, no C(..), not starting with C(-)).
       - With C(tf_cnn_benchmarks) the models are its own of 2017 (alexnet, googlenet, inception3,
@@ -138,6 +138,18 @@ options:
     type: list
     elements: str
     default: []
+  step_timeout:
+    description: The run's C(step_timeout) in seconds, checked here - a whole number above 0. Not part of the plan.
+    type: raw
+  startup_timeout:
+    description: The run's C(startup_timeout) in seconds, checked as O(step_timeout).
+    type: raw
+  ready_timeout:
+    description: The run's C(ready_timeout) in seconds, checked as O(step_timeout).
+    type: raw
+  run_timeout:
+    description: The run's C(run_timeout) in seconds, checked as O(step_timeout).
+    type: raw
 notes:
   - Supports check mode (it changes nothing in any mode).
 """
@@ -198,7 +210,7 @@ notes:
 adaptive:
   description:
     - Null for a sweep that runs every planned run. Else the settings of an adaptive sweep - C(num_ps_auto),
-      C(num_ps_auto_keep), C(stop_below_efficiency), C(min_doubling_gain) - for C(python -m dtfbench.adaptive_sweep),
+      C(num_ps_auto_keep), C(stop_below_efficiency), C(min_doubling_gain) - for C(python -m dtfbench adaptive_sweep),
       which chooses each GPU count's runs among RV(runs) while the sweep runs.
   returned: success
   type: dict
@@ -213,16 +225,15 @@ workload:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench.plan.sweep import ARGUMENT_SPEC, PlanError, plan_from_params
+from ansible.module_utils.dtfbench.adapters.calls import module_main
+from ansible.module_utils.dtfbench.plan.sweep import ARGUMENT_SPEC, PlanError
+from ansible.module_utils.dtfbench.results.sweep_resume import plan_from_params
 
 
+# plugins/action/benchmark_plan.py computes the same on the controller without a module process (the
+# project's ansible.cfg enables it); this module is what runs elsewhere.
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        plan = plan_from_params(module.params)
-    except PlanError as err:
-        module.fail_json(msg=str(err))
-    module.exit_json(changed=False, **plan)
+    module_main(AnsibleModule, ARGUMENT_SPEC, plan_from_params, (PlanError,))
 
 
 if __name__ == "__main__":

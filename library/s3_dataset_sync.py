@@ -13,18 +13,21 @@ description:
     one paginated LIST, one C(stat) per local file, then parallel GETs of what is missing,
     of the wrong size, or not vouched for by the manifest of an earlier sync.
   - Each download goes to a hidden temporary file in O(dest) (C(.NAME.dtfbench-partial),
-    which never matches C(train-*) or C(validation-*)), is checked (size, and MD5 where
-    the ETag is one) and renamed onto its final name, so a final name only ever holds a
-    whole file. Temporary files left by a killed sync are removed by the next one; files it
+    which never matches C(train-*) or C(validation-*)), is checked (size, and the object's
+    own S3 checksum - CRC64NVME, CRC32C or CRC32 - validated by botocore while it streams;
+    for an object without one, MD5 where the ETag is one) and renamed onto its final name,
+    so a final name only ever holds a whole file. Temporary files left by a killed sync are removed by the next one; files it
     finished are kept (a journal records them as they complete).
   - At the end every listed object must have a local file of its size, else the module fails.
   - Why a module of ours? No amazon.aws or community.aws module downloads a prefix.
     M(amazon.aws.s3_object) gets one object per call (a HEAD and a GET each, one after the
     other), and M(community.aws.s3_sync) only uploads a local directory to S3.
-  - The engine is C(dtfbench.s3sync) (also C(python -m dtfbench.s3sync) on the command line);
+  - The engine is C(dtfbench s3sync) (also C(python -m dtfbench s3sync) on the command line);
     the staging benchmark C(benchmarks/staging.py) compares it with C(aws s3 sync) and a raw
     parallel GET loop.
-  - Runs on the node that gets the data; that node's Python needs boto3 and botocore.
+  - Runs on the node that gets the data; that node's Python needs boto3 and botocore, and
+    awscrt for botocore to check CRC32C and CRC64NVME checksums (without it those objects
+    are checked by their MD5 ETag instead).
 version_added: "0.1.0"
 author: dtfbench developers
 options:
@@ -147,6 +150,15 @@ to_download:
   type: list
   elements: str
   sample: [train-00017-of-01024]
+download_checks:
+  description:
+    - What checked the bytes of the files this run downloaded, with how many files each.
+    - An S3 checksum's algorithm (C(CRC64NVME), C(CRC32C), C(CRC32), ...) when the object
+      has one botocore validated; C(MD5) for an object without one whose ETag is an MD5;
+      C(size) when neither applies (a multipart upload without a full-object checksum).
+  returned: success
+  type: dict
+  sample: {CRC64NVME: 1150, MD5: 2}
 seconds:
   description: Wall time of the sync.
   returned: success

@@ -20,8 +20,9 @@ description:
   - Above O(max_cost_usd) it fails with one message naming the predicted figure and the
     variable to raise. An instance type without a price, a negative price, or a bad
     O(max_cost_usd) is one error each.
-  - Runs on the controller with the project's Python (numpy and scipy for the model); it
-    changes nothing.
+  - Runs on the controller, as an action plugin (C(plugins/action/sweep_cost.py)) in
+    ansible-playbook's Python (numpy and scipy for the model); it changes nothing. This file is
+    its documentation.
 version_added: "0.1.0"
 author: dtfbench developers
 options:
@@ -104,65 +105,3 @@ max_cost_usd:
   type: float
   sample: 100.0
 """
-
-from ansible.module_utils.basic import AnsibleModule
-
-try:
-    from dtfbench.forecast import cost_guard, pricing
-
-    IMPORT_ERROR = None
-except ImportError as error:  # pragma: no cover - the controller's Python lacks the project
-    IMPORT_ERROR = error
-
-
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            runs=dict(type="list", elements="dict"),
-            sweep=dict(type="dict"),
-            instance_types=dict(type="list", elements="str", required=True),
-            gpus_per_instance=dict(type="int", required=True),
-            price_usd_per_hour=dict(type="raw"),
-            price_file=dict(type="str", default=""),
-            max_cost_usd=dict(type="raw"),
-            setup_minutes=dict(type="float", default=0),
-        ),
-        required_one_of=[("runs", "sweep")],
-        mutually_exclusive=[("runs", "sweep")],
-        supports_check_mode=True,
-    )
-    if IMPORT_ERROR is not None:
-        module.fail_json(
-            msg="sweep_cost needs the dtfbench package and its numpy/scipy (%s): run the "
-            "playbook from the project's .venv (make setup)" % IMPORT_ERROR
-        )
-    p = module.params
-    price = p["price_usd_per_hour"]
-    price = None if price in (None, "") else price
-    try:
-        instance_type = cost_guard.node_type(p["instance_types"], price is not None)
-        instances = len(p["instance_types"])
-        if instances < 1:
-            raise cost_guard.GuardError("the sweep has no nodes to price (instance_types is empty)")
-        runs = p["runs"]
-        if runs is None:
-            runs = cost_guard.planned_runs(p["sweep"], instances, p["gpus_per_instance"])
-        estimate = cost_guard.estimate(
-            runs, instance_type, instances, p["gpus_per_instance"], price, p["price_file"], p["setup_minutes"]
-        )
-    except (cost_guard.GuardError, pricing.PriceError) as error:
-        module.fail_json(msg=str(error))
-    try:
-        cost_guard.check(estimate, p["max_cost_usd"])
-    except pricing.CostLimitError as error:
-        module.fail_json(msg="%s; nothing was started. %s" % (error, estimate.message()), estimate=estimate.as_dict())
-    limit = p["max_cost_usd"]
-    module.exit_json(
-        changed=False,
-        estimate=estimate.as_dict(),
-        max_cost_usd=float(pricing.DEFAULT_MAX_COST_USD if limit in (None, "") else limit),
-    )
-
-
-if __name__ == "__main__":
-    main()

@@ -225,18 +225,14 @@ hosts_used:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.dtfbench.adapters.calls import module_main
 from ansible.module_utils.dtfbench.plan.layout import ARGUMENT_SPEC, LayoutError, layout_from_params
 
 
-# plugins/action/tf_cluster_spec.py computes the same on the controller without starting a
-# module process (the project's ansible.cfg enables it); this module is what runs elsewhere.
+# plugins/action/tf_cluster_spec.py computes the same on the controller without a module process (the
+# project's ansible.cfg enables it); this module is what runs elsewhere.
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        layout = layout_from_params(module.params)
-    except LayoutError as error:
-        module.fail_json(msg=str(error))
-    module.exit_json(changed=False, **layout)
+    module_main(AnsibleModule, ARGUMENT_SPEC, layout_from_params, (LayoutError,))
 
 
 if __name__ == "__main__":

@@ -31,12 +31,23 @@ description:
     task's message and the time it ended (C(failed_at)), so that the caller can tell the
     cause of a failed run from its consequences on other hosts. A host with no workers
     returns once its parameter servers listen.
+  - A frozen task (stopped by SIGSTOP, stuck in the kernel) cannot end by its own timeouts.
+    With O(stall_timeout), O(state=finished) watches each task's heartbeat, the file
+    C(<run_dir>/<name>.heartbeat) whose path the program finds in C(DTFBENCH_TASK_HEARTBEAT)
+    and whose mtime it moves while it runs (dtfbench's workload does, every second). A task
+    whose heartbeat stands still for O(stall_timeout) is stopped and the call fails naming
+    it (C(frozen)), with the time its heartbeat last moved as C(failed_at) - the cause, ahead
+    of its peers' timeouts. A program that keeps no heartbeat is bounded by O(timeout) only.
+  - A task whose program ended while its supervisor does not record it (the supervisor is
+    stopped) is judged by the program's own exit status, read from C(/proc) while the
+    program is a zombie, after 2 s - a worker that finished is not a timeout.
   - O(state=stopped) gives the parameter servers up to O(ps_exit_timeout) to exit by
     themselves (ours do once every worker is done), writes the C(complete) marker when
     O(complete_results) is given, then stops every task of the host (SIGTERM to each task's
     process group, SIGKILL after O(grace_period)). It reports the tasks that had ended by
     themselves with a failure before they were stopped (C(died)), which names a parameter
-    server that died on a host without workers.
+    server that died on a host without workers. A disk too full for the marker is a warning
+    (naming the path and what to free), not a failure, since the results are the controller's already.
   - While O(state=started) and O(state=finished) wait, they watch the controller that waits on
     them. When it goes away - SIGINT, SIGTERM or SIGHUP to this process (Ctrl-C reaches a
     local connection's module that way), or the hang-up of the module's standard output (a
@@ -110,7 +121,7 @@ options:
     type: dict
   program:
     description:
-      - The program to run, as an argv prefix (for example C([python, -m, dtfbench.train])); the
+      - The program to run, as an argv prefix (for example C([python, -m, dtfbench, train])); the
         cluster flags, the result flag and O(program_args) follow it.
       - Required with O(state=started) and O(state=finished).
     type: list
@@ -141,6 +152,15 @@ options:
         (3600) is for any program.
     type: float
     default: 1800.0
+  stall_timeout:
+    description:
+      - Seconds a task's heartbeat may stand still before O(state=finished) takes the task as
+        frozen, stops it and fails naming it. C(0) - never (the tasks are bounded by
+        O(timeout) only).
+      - The benchmark's C(step_timeout) for dtfbench's workload, whose peers give up on a
+        frozen task after that long.
+    type: float
+    default: 0.0
   ps_exit_timeout:
     description: Seconds the parameter servers get to exit by themselves before they are stopped (O(state=stopped)).
     type: float
@@ -165,6 +185,23 @@ options:
         host's part failed.
     type: list
     elements: raw
+  nic_sample_interval:
+    description:
+      - Seconds between two samples of the NIC sampler, which O(state=started) and
+        O(state=finished) (with O(start=true)) start before the host's tasks, as one more task
+        (C(<run_id>-nic-<job>-<index>), after the host's first task) - the bytes in and out of
+        the interface that carries the tasks' address, from C(/proc/net/dev), into
+        C(<run_dir>/nic-<job>-<index>.samples) - and O(state=stopped) stops. C(0) starts none.
+      - A sampler that cannot start or measure never fails the call; the host's figures are
+        then C(unknown), with why.
+    type: float
+    default: 0.1
+  nic_window:
+    description:
+      - With O(state=stopped), the workers' measured window, C({start, end}) in epoch seconds
+        (from the first worker's first measured step to the last worker's last), over which C(nic)
+        gives this host's bytes. Omitted, C(nic) is C(unknown).
+    type: dict
 extends_documentation_fragment:
   - dtfbench_task
 notes:
@@ -195,7 +232,7 @@ EXAMPLES = r"""
     run_dir: "/tmp/dtfbench/runs/{{ run_id }}"
     tasks: "{{ layout.hosts[inventory_hostname] }}"
     cluster_spec: "{{ layout.cluster_spec }}"
-    program: ["{{ dtfbench_python }}", -m, dtfbench.train]
+    program: ["{{ dtfbench_python }}", -m, dtfbench, train]
     program_args: [--model, trivial, --num_batches, "100"]
     result_flag: --result_file
     timeout: 1800
@@ -256,6 +293,13 @@ busy:
     msg:
       description: One line naming the port, the task that wants it and who holds it.
       type: str
+room_problem:
+  description:
+    - Null, or one line saying that the disk of O(run_dir) has less room than a run needs
+      (1 MB, for its logs, exit records, results and marker), with the path, the room left and
+      what to free. The caller starts nothing then, as for a busy port.
+  returned: when O(state=checked)
+  type: str
 tasks:
   description: Per task, what the phase did (name, pid, ready, started, ended exit record).
   returned: when O(state=started), O(state=finished) or O(state=stopped)
@@ -272,6 +316,11 @@ failed_at:
   description: When the failed task ended (seconds since the epoch), or when the failure was seen.
   returned: failure of O(state=started) or O(state=finished)
   type: float
+frozen:
+  description: The names of the tasks that the call stopped because their heartbeat stood still (O(stall_timeout)).
+  returned: failure of O(state=finished) for that reason
+  type: list
+  elements: str
 interrupted:
   description: True when the call stopped the host's tasks because the controller went away.
   returned: failure of O(state=started) or O(state=finished) for that reason
@@ -283,10 +332,16 @@ died:
   returned: when O(state=stopped)
   type: list
   elements: dict
+nic:
+  description:
+    - This host's NIC bytes over O(nic_window) - C(status) C(ok) with C(interface), C(address),
+      C(rx_bytes), C(tx_bytes), C(seconds), C(rx_bytes_per_s), C(tx_bytes_per_s), C(samples),
+      C(interval); or C(status) C(unknown) with C(reason).
+  returned: when O(state=stopped)
+  type: dict
 """
-import os
-
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.dtfbench.adapters.calls import run_main
 from ansible.module_utils.dtfbench.launch.host_run import HostRun
 from ansible.module_utils.dtfbench.launch.host_run_spec import ARGUMENT_SPEC
 from ansible.module_utils.dtfbench.launch.task import TaskError
@@ -294,15 +349,12 @@ from ansible.module_utils.dtfbench.launch.task import TaskError
 
 def main():
     # The spec lives beside the code (the action plugin validates with it too).
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = HostRun(module.params, module.check_mode, module.warn).run()
-    except TaskError as error:
-        try:
-            module.fail_json(msg=error.msg, **error.result)
-        except OSError:  # an interrupted call: nobody reads the result any more
-            os._exit(1)
-    module.exit_json(**result)
+    run_main(
+        AnsibleModule,
+        ARGUMENT_SPEC,
+        lambda module: HostRun(module.params, module.check_mode, module.warn).run(),
+        TaskError,
+    )
 
 
 if __name__ == "__main__":

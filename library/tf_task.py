@@ -9,7 +9,7 @@ module: tf_task
 short_description: Start, wait for and stop one TensorFlow task process (parameter server or worker)
 description:
   - Manages one long-running program on the target host - a TensorFlow parameter server or
-    worker (C(python -m dtfbench.train --job_name ps ...)), or any program of the user that
+    worker (C(python -m dtfbench train --job_name ps ...)), or any program of the user that
     takes the cluster flags - the way the 2017 study's launchers did with bash and screen, but
     with readiness, exit status and clean stopping.
   - O(state=started) starts the program detached, through a small supervisor (the leader of a
@@ -25,11 +25,14 @@ description:
     the task. Waiting changes nothing, so C(changed) is always false.
   - O(state=stopped) sends SIGTERM to the process group (and to every process that carries the
     task's environment marker, which also finds descendants that moved to another process
-    group or session), waits up to O(grace_period), then sends SIGKILL, and checks that none
-    of them remain.
+    group or session), then SIGCONT so that a stopped process acts on it, waits up to
+    O(grace_period), then sends SIGKILL, and checks that none of them remain.
   - Every process started by this module carries C(DTFBENCH_TF_TASK=<run_dir>/<name>) in its
     environment; a live pid file is trusted only when that process is this task's supervisor
     (checked in C(/proc/<pid>/cmdline)), so stale pid files and reused pids are harmless.
+  - The program also finds C(DTFBENCH_TASK_HEARTBEAT=<run_dir>/<name>.heartbeat) in its
+    environment - a file whose mtime it may move while it runs, which M(tf_host_run) watches
+    (its O(stall_timeout)) to tell a frozen task.
 version_added: "0.1.0"
 author: dtfbench developers
 options:
@@ -43,7 +46,7 @@ options:
   argv:
     description:
       - The full command line of the program, for example
-        C([/opt/venv/bin/python, -m, dtfbench.train, --job_name, ps, --task_index, "0", ...]).
+        C([/opt/venv/bin/python, -m, dtfbench, train, --job_name, ps, --task_index, "0", ...]).
       - The first element is looked up in the PATH of the task's environment when it has no
         C(/), else taken relative to O(chdir).
       - Required when O(state=started); ignored otherwise.
@@ -112,7 +115,7 @@ options:
     default: false
   result_file:
     description:
-      - JSON file the program writes (for example C(--result_file) of C(dtfbench.train)).
+      - JSON file the program writes (for example C(--result_file) of C(python -m dtfbench train)).
         With O(state=finished) it is returned parsed as RV(result); a non-zero exit reports its
         C(reason) (or C(error), C(message)) key.
       - Relative paths are taken relative to O(chdir) (or O(run_dir)).
@@ -149,7 +152,8 @@ EXAMPLES = r"""
     argv:
       - /opt/dtfbench/venv/bin/python
       - -m
-      - dtfbench.train
+      - dtfbench
+      - train
       - --job_name=ps
       - --task_index=0
       - "--ps_hosts={{ layout.cluster_spec.ps | join(',') }}"
@@ -250,7 +254,9 @@ exit:
       C(supervisor_pid), C(started), C(ended) (epoch seconds), C(duration), C(argv), C(error)
       (when the program could not be executed), C(stopped_by) (written by O(state=stopped)
       when the supervisor itself had to be killed), C(deadline_exceeded) (true when the
-      supervisor ended the program at O(max_runtime)).
+      supervisor ended the program at O(max_runtime)), C(oom_killed) and C(oom_evidence) (true,
+      and why, when the kernel's OOM killer ended the program, seen by its memory cgroup's
+      C(oom_kill) count rising while it ran or by the kernel log naming its pid).
   returned: when the task has exited
   type: dict
 result:

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg" PYTHONPATH="$PWD/src"
 selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=(p4 p4-keras p3 p2 p1 p1-study controller)
+[ ${#selected[@]} -gt 0 ] || selected=(p4 p4-keras p3 p2 p1 p1-study controller nic-cost)
 for name in "${selected[@]}"; do
   echo "=== $name"
   case "$name" in
@@ -27,7 +27,15 @@ for name in "${selected[@]}"; do
     p4) python benchmarks/workload_vs_tf_cnn.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # The second baseline: a plain Keras tf.function loop.
     p4-keras) python benchmarks/workload_vs_keras.py ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-keras controller" >&2; exit 2 ;;
+    # Issue #27: the link probe's accuracy at 50/200/1,000 Mbit/s (4 shaped hosts), its time on
+    # 16 hosts, the planner across the network onset (below); ~15 min on 2 cores.
+    netprobe) python benchmarks/netprobe.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
+    # The planner across the network onset alone: 3 repetitions of 1, 2 and 4 GPUs on 5 hosts
+    # shaped to 100 Mbit/s, fitted on 1-2 GPUs, 4 predicted; ~8 min on 2 cores.
+    netprobe-planner) python benchmarks/netprobe.py --parts planner ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
+    # Issue #27's telemetry cost: throughput with the NIC sampler on and off in turns of 3 s, one run, ~1.5 min.
+    nic-cost) python benchmarks/nic_cost.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-keras controller netprobe netprobe-planner nic-cost" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"

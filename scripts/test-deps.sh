@@ -10,7 +10,8 @@
 #   slurm-client         sbatch, srun, scontrol, sinfo, scancel (the slurm_cluster role)
 #   munge                authentication between them (a private munged, its own key)
 #   environment-modules  `module use/load` in the batch scripts (Tcl modules, as on Cray)
-#   iproute2             ip netns / ip link / bridge: namespaces, veths and bridges
+#   iproute2             ip netns / ip link / bridge: namespaces, veths and bridges; tc: the
+#                        test bed's shaped private links (tbf)
 #   util-linux           unshare / nsenter: each node's own hostname, mounts and network
 #   procps               pgrep/ps: the tests' leftover checks
 #
@@ -34,6 +35,7 @@ declare -A need=(
   [/usr/sbin/mungekey]=munge
   [/usr/share/modules/init/bash]=environment-modules
   [/usr/sbin/ip]=iproute2
+  [/usr/sbin/tc]=iproute2
   [/usr/bin/unshare]=util-linux
   [/usr/bin/nsenter]=util-linux
   [/usr/bin/pgrep]=procps

@@ -1,11 +1,16 @@
 """Shared fixtures: the project root, the environment to run Ansible in, leftover checks."""
 
 import os
-import sys
 from pathlib import Path
 
 import ansible.module_utils
+import playbook_harness
 import pytest
+
+# The session's Slurm test cluster (tests/slurm/slurm_testcluster.py), defined here once: a
+# fixture imported into each test module is a fixture of that module, and each module would
+# bring up a cluster of its own (and keep it up to the end of the session).
+from slurm_testcluster import slurm_test_cluster  # noqa: F401
 
 from dtfbench.linux import procfs
 
@@ -25,13 +30,7 @@ def project_root() -> Path:
 @pytest.fixture(scope="session")
 def ansible_env() -> dict:
     """Environment for ansible-playbook: this interpreter's bin first, the project's config."""
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
-    env["ANSIBLE_FORCE_COLOR"] = "0"
-    env["ANSIBLE_NOCOLOR"] = "1"
-    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    return env
+    return playbook_harness.ansible_env()
 
 
 def processes_matching(text: str) -> list[str]:

@@ -3,34 +3,20 @@
 """benchmark_plan on the controller: validate a sweep and expand it into runs, in this process.
 
 The plan reads the inventory's host list and the results store on the controller and never
-touches a node, so it runs here, as tf_cluster_spec does, instead of in a module process. The
-module (library/benchmark_plan.py, where its documentation lives) and this plugin share the
-argument spec and the code: src/dtfbench/plan/sweep.py.
+touches a node. The module (library/benchmark_plan.py, where its documentation lives) and this
+plugin share the argument spec and the code: src/dtfbench/plan/sweep.py, resumed from the store
+by src/dtfbench/results/sweep_resume.py.
 """
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
-
 # dtfbench is installed in ansible-playbook's Python (make setup: the project's .venv).
-from dtfbench.plan.sweep import ARGUMENT_SPEC, PlanError, plan_from_params
+from dtfbench.adapters.action import ControllerAction
+from dtfbench.plan.sweep import ARGUMENT_SPEC, PlanError
+from dtfbench.results.sweep_resume import plan_from_params
 
 
-class ActionModule(ActionBase):
-    """Validate the arguments with the module's spec, plan the sweep here."""
-
-    TRANSFERS_FILES = False
-    _requires_connection = False
-
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        # A failure is returned, not raised, as a module's would be (failed_when sees it).
-        try:
-            _, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-            plan = plan_from_params(params)
-        except (AnsibleActionFail, PlanError) as error:
-            result.update(failed=True, changed=False, msg=str(error))
-            return result
-        result.update(changed=False, **plan)
-        return result
+class ActionModule(ControllerAction):
+    argument_spec = ARGUMENT_SPEC
+    compute = staticmethod(plan_from_params)
+    errors = (PlanError,)

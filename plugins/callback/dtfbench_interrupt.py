@@ -8,7 +8,7 @@ name: dtfbench_interrupt
 type: notification
 short_description: Stop and record a run when ansible-playbook ends in the middle of it
 description:
-  - Starts the controller's watchdog (C(python -m dtfbench.interrupt watch)) in a session of
+  - Starts the controller's watchdog (C(python -m dtfbench interrupt watch)) in a session of
     its own, and keeps, in a file only it reads, what the watchdog needs when ansible-playbook
     ends before the run in progress does (Ctrl-C, SIGTERM, SIGKILL, a lost terminal) - the
     hosts whose M(tf_host_run) started the run (from its O(state=checked) call, which comes
@@ -45,6 +45,9 @@ MARKER_ENV = "DTFBENCH_CONTROLLER"
 OFF_ENV = "DTFBENCH_INTERRUPT_OFF"
 STOP_PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks" / "stop-interrupted.yml"
 RUN_FACT = "benchmark_run_in_progress"
+# The benchmark role's fact after the sweep's last run is recorded: an interrupt during the
+# summary that follows has no run to stop or record, and no sweep to resume.
+SWEEP_RECORDED_FACT = "benchmark_sweep_recorded"
 # The slurm_cluster role's fact naming the run's directory on the login node: from then on,
 # until slurm_job returns the job's final state, an interrupted run has a job to cancel there.
 SLURM_RUN_DIR_FACT = "slurm_cluster_run_dir"
@@ -119,7 +122,8 @@ class CallbackModule(CallbackBase):
                 [
                     sys.executable,
                     "-m",
-                    "dtfbench.interrupt",
+                    "dtfbench",
+                    "interrupt",
                     "watch",
                     "--pid",
                     str(self.pid),
@@ -151,6 +155,15 @@ class CallbackModule(CallbackBase):
             if os.getpid() == self.pid and not self.state.get("signal"):
                 self.state["signal"] = signal.Signals(number).name
                 self.save()
+            if os.getpid() == self.pid and self.state.get("sweep_recorded") and not self.state.get("run"):
+                # Every run is recorded (the summary): nothing needs Ansible's orderly stop.
+                # Its handler raises KeyboardInterrupt wherever the main thread is, and a fork
+                # hook or a lock's release swallows it with a traceback ("Exception ignored in
+                # ...") while the play goes on. End by the signal itself instead; the watchdog
+                # sees the controller gone, ends what it started and says that all is recorded.
+                signal.signal(number, signal.SIG_DFL)
+                os.kill(os.getpid(), number)
+                return
             if callable(previous):
                 previous(number, frame)
             elif previous == signal.SIG_DFL:
@@ -211,6 +224,9 @@ class CallbackModule(CallbackBase):
             run = facts[RUN_FACT]
             self.state.update(run=run, layout=None, hosts={}, slurm={}, sweep_id=run.get("sweep_id"))
             changed = True
+        elif isinstance(facts.get(SWEEP_RECORDED_FACT), dict):
+            self.state.update(run=None, hosts={}, slurm={}, sweep_recorded=facts[SWEEP_RECORDED_FACT])
+            changed = True
         elif facts.get(SLURM_RUN_DIR_FACT) and self.state.get("run"):
             host = result.host.get_name()
             self.state.setdefault("slurm", {})[host] = dict(run_dir=facts[SLURM_RUN_DIR_FACT])
@@ -236,7 +252,7 @@ class CallbackModule(CallbackBase):
                 self.pending = True
             elif "died" in outcome and not outcome.get("failed"):
                 self.pending = self.state.get("hosts", {}).pop(host, None) is not None or self.pending
-        elif "dtfbench.record" in (outcome.get("cmd") or []):
+        elif list(outcome.get("cmd") or [])[1:4] == ["-m", "dtfbench", "record"]:
             self.state["run"] = None  # recorded (or its own error shown): nothing to do for it
             changed = True
         if changed:

@@ -4,8 +4,10 @@
 
 environment_documents: {host: its registered run of environment.py} -> {host: document}.
 environment_differences: {host: document} -> the fields in which the hosts differ.
+memory_warnings: {host: document}, the plan's runs -> a warning per configuration that will not
+fit the nodes' memory (dtfbench.plan.memory).
 
-Documented in environment_documents.yml and environment_differences.yml beside this file
+Documented in environment_documents.yml, environment_differences.yml and memory_warnings.yml beside this file
 (ansible-doc reads one document per filter from there).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+from dtfbench.plan import memory
 from dtfbench.results import environment_view
 
 
@@ -37,6 +40,16 @@ def environment_differences(docs):
     return found
 
 
+def memory_warnings(docs, runs):
+    """The warnings of dtfbench.plan.memory.fit_warnings for the runs on these nodes."""
+    nodes = [memory.node_memory(host, environment_view.interpret(doc)) for host, doc in docs.items()]
+    return memory.fit_warnings(runs, [node for node in nodes if node is not None])
+
+
 class FilterModule:
     def filters(self):
-        return {"environment_documents": environment_documents, "environment_differences": environment_differences}
+        return {
+            "environment_documents": environment_documents,
+            "environment_differences": environment_differences,
+            "memory_warnings": memory_warnings,
+        }

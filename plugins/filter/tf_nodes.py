@@ -3,7 +3,8 @@
 """Filters between the inventory and the cluster layout.
 
 tf_node_specs: inventory hosts -> the host list the cluster layout takes.
-tf_run_outcomes: the hosts' view of one run -> what dtfbench.record takes.
+tf_run_outcomes: the hosts' view of one run -> what dtfbench record takes.
+tf_measured_window: the hosts' workers' results -> the window of every host's NIC bytes.
 (Each documented in <name>.yml beside this file: ansible-doc reads one document per filter there.)
 
 One place decides which inventory variables describe a TF node:
@@ -16,6 +17,8 @@ One place decides which inventory variables describe a TF node:
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+
+from dtfbench.launch import nic_sampler
 
 
 def tf_node_specs(host_names, hostvars):
@@ -60,10 +63,25 @@ def tf_run_outcomes(all_hosts, hostvars, active_hosts):
             "failure": hv.get("tf_cluster_failure") or "",
             "failed_at": hv.get("tf_cluster_failed_at") or None,
             "workers": list(runs.get("results") or []),
+            "nic": dict(hv.get("tf_cluster_nic") or {}),
         }
     return outcomes
 
 
+def tf_measured_window(host_names, hostvars):
+    """The span of the measured steps of the run's workers (on these hosts), first to last:
+    {status: ok, start, end, workers}, or {status: unknown, reason} (dtfbench.launch.nic_sampler)."""
+    results = []
+    for name in host_names:
+        runs = hostvars[name].get("tf_cluster_worker_runs") or {}
+        results.extend(run.get("result") if isinstance(run, dict) else None for run in runs.get("results") or [])
+    return nic_sampler.measured_window(results)
+
+
 class FilterModule:
     def filters(self):
-        return {"tf_node_specs": tf_node_specs, "tf_run_outcomes": tf_run_outcomes}
+        return {
+            "tf_node_specs": tf_node_specs,
+            "tf_run_outcomes": tf_run_outcomes,
+            "tf_measured_window": tf_measured_window,
+        }

@@ -75,7 +75,7 @@ options:
     description:
       - EC2 instance type of every host; sets C(tf_devices) to its GPUs when O(tf_devices) is
         not given. The known types are those of the project's table
-        (C(python -m dtfbench.ec2_types), docs/aws.md) - p2, p3, g4dn, g5, p4d and p5. Another
+        (C(python -m dtfbench ec2_types), docs/aws.md) - p2, p3, g4dn, g5, p4d and p5. Another
         type is an error; give O(tf_devices) for it.
     type: str
   tf_device_type:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from moto_server import SECRET_ACCESS_KEY
+from playbook_harness import extra_vars, run_playbook
 
 pytestmark = pytest.mark.ansible
 
@@ -27,23 +26,11 @@ def play(project_root, ansible_env, tmp_path, **variables):
     extra = tmp_path / "vars.json"
     extra.write_text(json.dumps({"dataset_mount_point": str(tmp_path / "ssd"), **variables}))
     env = {k: v for k, v in ansible_env.items() if not k.startswith("AWS_")}
-    return subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            str(playbook),
-            "-e",
-            f"@{extra}",
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-        ],
-        cwd=project_root,
+    return run_playbook(
+        playbook,
+        *("-i", "localhost,", "-c", "local", "-e", f"@{extra}"),
+        *extra_vars(ansible_python_interpreter=sys.executable),
         env=env,
-        capture_output=True,
-        text=True,
         timeout=120,
     )
 

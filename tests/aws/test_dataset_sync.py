@@ -7,6 +7,7 @@ re-sync with nothing to do for ImageNet's 1,152 shards.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -146,33 +148,115 @@ def test_multipart_etag_without_a_record_is_downloaded_again(s3, tmp_path):
     assert (dest / "train-00000-of-00001").read_bytes() == data
 
 
-def test_s3_checksums_are_asked_for_only_where_no_md5_checks_the_bytes(moto, s3, tmp_path, monkeypatch):
-    """Our MD5 checks single-part objects; botocore's CRC on top would hash every byte twice.
-    A multipart object (no MD5 in its ETag), and every object without MD5 checking, asks for
-    S3's own checksum, which botocore then validates."""
-    put_objects(s3, shard_set(2, 1000))
-    source = tmp_path / "big"
-    source.write_bytes(os.urandom(6 * 1024 * 1024))
-    s3.upload_file(
-        str(source),
-        BUCKET,
-        "imagenet/train-00099-of-00100",
-        Config=TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024),
+def put_with(client, key: str, data: bytes, **checksum) -> None:
+    client.put_object(Bucket=BUCKET, Key=f"imagenet/{key}", Body=data, **checksum)
+
+
+@pytest.fixture
+def s3_no_checksum(moto, s3):
+    """A client that sends no checksum with a PUT (botocore < 1.36's way, and other S3 tools'):
+    its objects have an MD5 ETag (single part) and no S3 checksum."""
+    return boto3.client(
+        "s3",
+        endpoint_url=moto.endpoint,
+        aws_access_key_id=moto.env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=moto.env["AWS_SECRET_ACCESS_KEY"],
+        region_name=moto.env["AWS_REGION"],
+        config=Config(request_checksum_calculation="when_required"),
     )
+
+
+def engine_client(moto, monkeypatch):
+    """The engine's own client (s3sync.make_client), and the checksums botocore computes over
+    GET bodies to validate them against S3's (their classes' names), seen through botocore's
+    public event hooks, which get each response as the engine does."""
     for name, value in moto.env.items():
         monkeypatch.setenv(name, value)
     client = s3sync.make_client(4)
-    asked = {}
-    client.meta.events.register(
-        "provide-client-params.s3.GetObject",
-        lambda params, **_: asked.update({params["Key"].rsplit("/", 1)[-1]: params.get("ChecksumMode")}),
-    )
+    validated = []
 
-    assert s3sync.sync(client, SOURCE, str(tmp_path / "md5")).downloaded_files == 3
-    assert asked == {"train-00000-of-00002": None, "train-00001-of-00002": None, "train-00099-of-00100": "ENABLED"}
-    asked.clear()
-    assert s3sync.sync(client, SOURCE, str(tmp_path / "no-md5"), verify_md5=False).downloaded_files == 3
-    assert set(asked.values()) == {"ENABLED"}
+    def after_get(parsed, **_):
+        checksum = getattr(parsed.get("Body"), "checksum", None)  # a StreamingChecksumBody's
+        if checksum is not None:
+            validated.append(type(checksum).__name__)
+
+    client.meta.events.register("after-call.s3.GetObject", after_get)
+    return client, validated
+
+
+def test_s3_checksum_first_and_md5_only_for_objects_without_one(moto, s3, s3_no_checksum, tmp_path, monkeypatch):
+    """CRC32, CRC32C and CRC64NVME objects are checked by botocore while they stream and by no
+    MD5; an object with an MD5 ETag and no checksum by its MD5; a multipart object without
+    a full-object checksum (a composite one, or none) by its size."""
+    objects = {f"train-{i:05d}-of-00006": os.urandom(20_000 + i) for i in range(6)}
+    names = sorted(objects)
+    for name, algorithm in zip(names, ["CRC32", "CRC32C", "CRC64NVME"]):
+        put_with(s3, name, objects[name], ChecksumAlgorithm=algorithm)
+    put_with(s3, names[3], objects[names[3]])  # boto3's default: a CRC32
+    put_with(s3_no_checksum, names[4], objects[names[4]])
+    put_with(s3_no_checksum, names[5], objects[names[5]])
+    big = os.urandom(6 * 1024 * 1024)
+    (tmp_path / "big").write_bytes(big)
+    multipart = TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024)
+    s3.upload_file(str(tmp_path / "big"), BUCKET, "imagenet/validation-00000-of-00002", Config=multipart)
+    s3_no_checksum.upload_file(str(tmp_path / "big"), BUCKET, "imagenet/validation-00001-of-00002", Config=multipart)
+    # s3transfer's multipart upload stores a checksum of the parts' checksums (moto's GET says it).
+    composite = s3.get_object(Bucket=BUCKET, Key="imagenet/validation-00000-of-00002", ChecksumMode="ENABLED")
+    composite["Body"].close()
+    assert composite["ChecksumCRC32"].endswith("-2"), composite
+    client, validated = engine_client(moto, monkeypatch)
+
+    report = s3sync.sync(client, SOURCE, str(tmp_path / "data"))
+    assert report.verified and report.downloaded_files == 8
+    assert report.download_checks == {"CRC32": 2, "CRC32C": 1, "CRC64NVME": 1, "MD5": 2, "size": 2}
+    # botocore validated exactly the four checksummed objects, each with its own algorithm
+    # (awscrt's implementations: requirements/lock.txt has it).
+    assert sorted(validated) == ["CrtCrc32Checksum", "CrtCrc32Checksum", "CrtCrc32cChecksum", "CrtCrc64NvmeChecksum"]
+    assert local_digests(tmp_path / "data") == {
+        **digests(objects),
+        "validation-00000-of-00002": hashlib.md5(big).hexdigest(),
+        "validation-00001-of-00002": hashlib.md5(big).hexdigest(),
+    }
+
+    # --no-md5 leaves the S3 checksums as they are and checks the MD5-only objects by size.
+    assert s3sync.sync(client, SOURCE, str(tmp_path / "no-md5"), verify_md5=False).download_checks == {
+        "CRC32": 2,
+        "CRC32C": 1,
+        "CRC64NVME": 1,
+        "size": 4,
+    }
+
+
+def test_bytes_that_differ_from_the_objects_crc_never_get_a_shard_name(moto, s3, tmp_path, monkeypatch):
+    """An object whose stored bytes no longer match its CRC (what a corruption on the server's
+    side looks like: moto keeps the checksum a PUT declares) while its MD5 ETag matches
+    them: only the CRC can catch it. The download fails, nothing carries the shard's name,
+    the other files are kept and vouched for, and a re-sync fetches only that one."""
+    objects = shard_set(4, 30_000)
+    put_objects(s3, objects)
+    bad = "train-00002-of-00004"
+    other = bytearray(objects[bad])
+    other[100] ^= 0xFF
+    put_with(s3, bad, objects[bad], ChecksumAlgorithm="CRC32", ChecksumCRC32=crc32_b64(bytes(other)))
+    dest = tmp_path / "data"
+    # The engine's client: a default boto3 client would validate S3's checksum of every GET
+    # by itself (botocore's when_supported), whatever the engine asks.
+    client, _ = engine_client(moto, monkeypatch)
+
+    with pytest.raises(s3sync.SyncError, match=f"1 of 4 downloads failed.*{bad}.*checksum"):
+        s3sync.sync(client, SOURCE, str(dest))
+    assert sorted(p.name for p in dest.iterdir() if not p.name.startswith(".")) == sorted(set(objects) - {bad})
+    assert not list(dest.glob(f"*{s3sync.PARTIAL_SUFFIX}"))
+    assert bad not in s3sync.read_manifest(str(dest))
+
+    put_with(s3, bad, objects[bad], ChecksumAlgorithm="CRC32")  # repaired
+    again = s3sync.sync(client, SOURCE, str(dest))
+    assert (again.downloaded_files, again.skipped_files, again.download_checks) == (1, 3, {"CRC32": 1})
+    assert local_digests(dest) == digests(objects)
+
+
+def crc32_b64(data: bytes) -> str:
+    return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
 
 
 def test_remote_removals_are_deleted_only_when_asked(s3, tmp_path):
@@ -200,7 +284,7 @@ def test_bad_source_and_workers_are_refused(s3, tmp_path):
 def run_cli(moto, *args, **kwargs):
     env = dict(os.environ, **moto.env)
     return subprocess.Popen(
-        [sys.executable, "-m", "dtfbench.s3sync", *args],
+        [sys.executable, "-m", "dtfbench", "s3sync", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

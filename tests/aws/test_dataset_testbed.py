@@ -20,7 +20,8 @@ from pathlib import Path
 import boto3
 import pytest
 from moto_server import ACCESS_KEY_ID, REGION, SECRET_ACCESS_KEY, MotoServer
-from testbed_fixtures import ansible_command, testbed_factory  # noqa: F401
+from playbook_harness import extra_vars, run_playbook, small_run, strict_inventory_env
+from testbed_fixtures import testbed_factory  # noqa: F401
 
 from dtfbench.results import store
 
@@ -52,14 +53,15 @@ def md5s(directory: Path) -> dict[str, str]:
     }
 
 
-def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, project_root, ansible_env, tmp_path):
+def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, ansible_env, tmp_path):
     bed = testbed_factory(hosts=2)
     source = tmp_path / "source"
     subprocess.run(
         [
             sys.executable,
             "-m",
-            "dtfbench.tfrecords",
+            "dtfbench",
+            "tfrecords",
             "--output_dir",
             str(source),
             "--shards",
@@ -106,14 +108,7 @@ def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, pr
         env = {k: v for k, v in ansible_env.items() if not k.startswith("AWS_")}
 
         def sync():
-            return subprocess.run(
-                [ansible_command("ansible-playbook"), "-i", bed.inventory, str(playbook), "-e", f"@{extra}"],
-                cwd=project_root,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
+            return run_playbook(playbook, "-i", bed.inventory, "-e", f"@{extra}", env=env, timeout=300)
 
         first = sync()
         assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
@@ -137,43 +132,16 @@ def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, pr
     # A real-data run across both hosts, each reading its own copy.
     sweep_id = f"pytest-dataset-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
-    run = subprocess.run(
-        [
-            ansible_command("ansible-playbook"),
-            "run-benchmark.yml",
-            "-i",
-            bed.inventory,
-            "-e",
-            "system=testbed",
-            "-e",
-            "gpus=2",
-            "-e",
-            "num_ps=1",
-            "-e",
-            "data=real",
-            "-e",
-            f"data_dir={DATA_DIR}",
-            "-e",
-            "model=trivial",
-            "-e",
-            "batch_size=8",
-            "-e",
-            "image_size=32",
-            "-e",
-            "warmup_steps=2",
-            "-e",
-            "steps=5",
-            "-e",
-            "repetitions=1",
-            "-e",
-            f"sweep_id={sweep_id}",
-            "-e",
-            f"results_db={db}",
-        ],
-        cwd=project_root,
-        env=dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true"),
-        capture_output=True,
-        text=True,
+    run = run_playbook(
+        "run-benchmark.yml",
+        "-i",
+        bed.inventory,
+        *extra_vars(system="testbed", gpus=2, num_ps=1, data="real", data_dir=DATA_DIR),
+        # No link probe (test_network_testbed's): this run is about the data each node reads.
+        *extra_vars(network_probe="false"),
+        *small_run(),
+        *extra_vars(sweep_id=sweep_id, results_db=db),
+        env=strict_inventory_env(),
         timeout=480,
     )
     assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]

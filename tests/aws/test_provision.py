@@ -19,6 +19,7 @@ from pathlib import Path
 import boto3
 import pytest
 from moto_server import SECRET_ACCESS_KEY
+from playbook_harness import run_playbook
 
 ROOT = Path(__file__).resolve().parents[2]
 PROVISION = "provision-aws.yml"
@@ -32,15 +33,8 @@ MOTO_VARS = {"aws_wait_for_ssh": False, "configure_nodes": False, "placement_gro
 def playbook(playbook_name: str, env: dict, extra: dict | None = None, *verbosity: str):
     """ansible-playbook from the project root; (returncode, stdout+stderr)."""
     variables = dict(MOTO_VARS, **(extra or {}))
-    result = subprocess.run(
-        ["ansible-playbook", playbook_name, *verbosity, "-e", json.dumps(variables)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    return result.returncode, result.stdout + result.stderr
+    result = run_playbook(playbook_name, *verbosity, "-e", json.dumps(variables), env=env)
+    return result.returncode, result.output
 
 
 def recap(output: str) -> dict:
@@ -256,7 +250,7 @@ BAD_INPUTS = [
     ("bad cluster name", {"cluster_name": "My_Cluster"}, r"cluster_name='My_Cluster' is not usable"),
     ("unknown ami", {"ami": "ami-0123456789abcdef0"}, r"ami=ami-0123456789abcdef0 does not exist in us-east-1"),
     # The dollar guard's inputs (the refusal above max_cost_usd: test_cost_guard_refuses_...).
-    ("negative price", {"price_usd_per_hour": -0.5}, r"price_usd_per_hour=-0.5 must be a number >= 0"),
+    ("negative price", {"price_usd_per_hour": -0.5}, r"price_usd_per_hour=-0.5 must be a number above 0"),
     ("bad max_cost_usd", {"max_cost_usd": "lots"}, r"max_cost_usd='lots' is not a number of US dollars"),
 ]
 

@@ -11,15 +11,21 @@ must then tear the whole cluster down and name the nodes and why.
 
 from __future__ import annotations
 
+import ipaddress
 import json
-import subprocess
 
 import pytest
 import testbed as tb
-from test_provision import MOTO_VARS, ROOT, SSH_CIDR, ec2_client, instances, playbook
+from playbook_harness import run_playbook
+from test_provision import MOTO_VARS, SSH_CIDR, ec2_client, instances
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.ansible]
+
+
+# The cluster's own subnet (aws_cluster_subnet_cidr's default), where its instances' private
+# addresses come from.
+SUBNET = ipaddress.ip_network("10.42.0.0/24")
 
 
 def provision_onto_testbed(aws_env, bed, tmp_path, cluster_name, **extra):
@@ -37,14 +43,12 @@ def provision_onto_testbed(aws_env, bed, tmp_path, cluster_name, **extra):
         "ssh_cidr": SSH_CIDR,
         "output_dir": str(tmp_path / cluster_name),
     }
+    # Every address of the subnet maps onto the test-bed hosts in turn: moto gives a new
+    # subnet's instances consecutive addresses (after the 3 AWS reserves), so the two instances
+    # reach the two hosts, and one run launches and configures them (no launch beforehand to
+    # learn the addresses).
+    address_map = {str(ip): bed.public_ips[index % len(bed.public_ips)] for index, ip in enumerate(SUBNET.hosts())}
 
-    # Launch only, to learn the private addresses moto gave the instances.
-    rc, output = playbook("provision-aws.yml", aws_env, request)
-    assert rc == 0, output[-3000:]
-    private = (tmp_path / cluster_name / "aws_private_ips.txt").read_text().split()
-    assert len(private) == 2
-
-    # Then the whole of provision-aws.yml, each instance reached at a test-bed host.
     # The test bed's connection settings (root, its key, its known_hosts) as extra variables:
     # they must beat the ubuntu user and EC2 key that provisioning gives the nodes.
     test_bed = tb.connection_vars(bed.state)
@@ -61,19 +65,12 @@ def provision_onto_testbed(aws_env, bed, tmp_path, cluster_name, **extra):
         request,
         configure_nodes=True,
         aws_wait_for_ssh=True,
-        ssh_address_map=dict(zip(private, bed.public_ips)),
+        ssh_address_map=address_map,
         **connection,
         **extra,
     )
-    done = subprocess.run(
-        ["ansible-playbook", "provision-aws.yml", "-e", json.dumps(dict(MOTO_VARS, **full))],
-        cwd=ROOT,
-        env=aws_env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    return done, done.stdout + done.stderr
+    done = run_playbook("provision-aws.yml", "-e", json.dumps(dict(MOTO_VARS, **full)), env=aws_env, timeout=900)
+    return done, done.output
 
 
 def test_nodes_that_cannot_be_configured_tear_the_cluster_down(aws_env, testbed_factory, tmp_path):

@@ -4,10 +4,10 @@ with stop_below_efficiency and one more count, stops before it and says why: in 
 output, in the store (sweep_steps) and in the report.
 """
 
-import subprocess
 import uuid
 
 import pytest
+from playbook_harness import run_playbook, small_run
 
 from dtfbench.report import stats
 from dtfbench.results import store, sweep_steps
@@ -16,31 +16,11 @@ pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 # No image_size: the model's default, which the plan leaves as None and the store records as 32
 # (the sweep must still find its own runs).
-COMMON = [
-    "-e",
-    "model=trivial",
-    "-e",
-    "batch_size=8",
-    "-e",
-    "repetitions=1",
-    "-e",
-    "warmup_steps=2",
-    "-e",
-    "steps=5",
-    "-e",
-    "num_ps=auto",
-]
+COMMON = small_run(image_size=None, num_ps="auto")
 
 
-def _play(project_root, ansible_env, *extra):
-    return subprocess.run(
-        ["ansible-playbook", "run-benchmark.yml", *COMMON, *extra],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+def _play(*extra):
+    return run_playbook("run-benchmark.yml", *COMMON, *extra, timeout=900)
 
 
 def _said_by(task, stdout):
@@ -49,12 +29,10 @@ def _said_by(task, stdout):
     return " ".join(" ".join(p.split()) for p in parts if p.split("]")[0].endswith(task))
 
 
-def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(
-    project_root, ansible_env, tmp_path, live_processes
-):
+def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(tmp_path, live_processes):
     sweep_id = f"pytest-adaptive-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
-    first = _play(project_root, ansible_env, "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}", "-e", "gpus=1,2,4")
+    first = _play("-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}", "-e", "gpus=1,2,4")
     assert first.returncode == 0, first.stdout[-4000:]
     runs = store.runs(store.connect(db))
     assert {r["status"] for r in runs} == {"ok"}, [r["reason"] for r in runs]
@@ -73,8 +51,6 @@ def test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why(
     # The same sweep, one count more, with stop_below_efficiency=1.0: no CPU run scales perfectly,
     # so it stops before 8 GPUs (1, 2 and 4 are done and not judged again).
     second = _play(
-        project_root,
-        ansible_env,
         "-e",
         f"sweep_id={sweep_id}",
         "-e",

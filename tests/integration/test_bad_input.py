@@ -9,42 +9,19 @@ are unit-tested in tests/unit/test_plan.py; here they must reach the user intact
 from __future__ import annotations
 
 import socket
-import subprocess
-import uuid
 
 import pytest
+from playbook_harness import run_sweep, small_run
 
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.ansible]
 
-BASE = ["-e", "model=trivial", "-e", "image_size=32", "-e", "warmup_steps=1", "-e", "steps=2", "-e", "repetitions=1"]
+BASE = small_run(batch_size=None, warmup_steps=1, steps=2)
 
 
-def run_benchmark(project_root, ansible_env, tmp_path, *args):
-    sweep_id = f"bad-{uuid.uuid4().hex[:8]}"
-    db = tmp_path / "results.sqlite"
-    run_root = tmp_path / "runs"
-    done = subprocess.run(
-        [
-            "ansible-playbook",
-            "run-benchmark.yml",
-            "-e",
-            f"sweep_id={sweep_id}",
-            "-e",
-            f"results_db={db}",
-            "-e",
-            f"dtfbench_run_root={run_root}",
-            *BASE,
-            *args,
-        ],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return done, db, run_root, sweep_id
+def run_benchmark(tmp_path, *args):
+    return run_sweep(tmp_path, *BASE, *args, prefix="bad", timeout=300)
 
 
 @pytest.mark.parametrize(
@@ -61,33 +38,35 @@ def run_benchmark(project_root, ansible_env, tmp_path, *args):
             "no train-* TFRecord shards in data_dir=/nonexistent/imagenet",
         ),
         (["-e", "gpus=1", "-e", "sweep_id=x;rm"], "is not a plain name"),
-        # #18: num_ps=auto and the stop rules (dtfbench.adaptive_sweep).
+        # #18: num_ps=auto and the stop rules (dtfbench adaptive_sweep).
         (
             ["-e", "gpus=1,2", "-e", "stop_below_efficiency=1.5"],
             "stop_below_efficiency='1.5': give a number above 0 and at most 1, e.g. stop_below_efficiency=0.5",
         ),
         (["-e", "gpus=1,2", "-e", "min_doubling_gain=lots"], "min_doubling_gain='lots': give a number >= 0"),
         (["-e", "gpus=2,1", "-e", "num_ps=auto"], "the sweep must go up in GPU counts"),
+        # #30: timeouts of 0 or below, and a timeout that is not a number, by the user's name.
+        (["-e", "gpus=1", "-e", "step_timeout=0"], "step_timeout=0: a timeout must be above 0 seconds"),
+        (["-e", "gpus=1", "-e", "run_timeout=0"], "run_timeout=0: a timeout must be above 0 seconds"),
+        (["-e", "gpus=1", "-e", "ready_timeout=-1"], "ready_timeout=-1: a timeout must be above 0 seconds"),
+        (["-e", "gpus=1", "-e", "startup_timeout=0"], "startup_timeout=0: a timeout must be above 0 seconds"),
+        (["-e", "gpus=1", "-e", "step_timeout=abc"], "step_timeout='abc' is not a whole number of seconds"),
         (["-e", "gpus=1,2", "-e", "num_ps=auto", "-e", "num_ps_auto_keep=0"], "num_ps_auto_keep=0 is below 1"),
     ],
 )
-def test_bad_input_is_one_clear_error_before_anything_starts(
-    project_root, ansible_env, tmp_path, live_processes, args, message
-):
-    done, db, run_root, sweep_id = run_benchmark(project_root, ansible_env, tmp_path, *args)
+def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, live_processes, args, message):
+    done, db, run_root, sweep_id = run_benchmark(tmp_path, *args)
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-3000:]
     assert message in " ".join(output.split()), output[-3000:]
     assert "Traceback" not in output
     assert not run_root.exists()
     assert not db.exists() or store.runs(store.connect(db)) == []
-    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+    assert [p for p in live_processes(sweep_id) if "dtfbench train" in p] == []
 
 
 @pytest.mark.parametrize("fail_on_failed_runs", [None, "false"])
-def test_a_port_already_taken_stops_the_run_before_any_task_starts(
-    project_root, ansible_env, tmp_path, live_processes, fail_on_failed_runs
-):
+def test_a_port_already_taken_stops_the_run_before_any_task_starts(tmp_path, live_processes, fail_on_failed_runs):
     # Something else listens on the PS port (2230): the run is recorded as failed with the
     # port named, and not one of its tasks was started. A sweep with a failed run ends with a
     # failure (exit 2, the count in the summary), unless fail_on_failed_runs=false.
@@ -96,9 +75,7 @@ def test_a_port_already_taken_stops_the_run_before_any_task_starts(
         squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squatter.bind(("127.0.0.1", 2230))
         squatter.listen()
-        done, db, run_root, sweep_id = run_benchmark(
-            project_root, ansible_env, tmp_path, "-e", "gpus=1", "-e", "num_ps=1", *extra
-        )
+        done, db, run_root, sweep_id = run_benchmark(tmp_path, "-e", "gpus=1", "-e", "num_ps=1", *extra)
     output = " ".join(done.stdout.split())
     (run,) = store.runs(store.connect(db))
     assert run["status"] == "failed"
@@ -111,4 +88,4 @@ def test_a_port_already_taken_stops_the_run_before_any_task_starts(
         assert done.returncode == 2, done.stdout[-3000:]
         assert "Re-run with -e sweep_id=" in output and "-e fail_on_failed_runs=false" in output
     assert not (run_root / run["run_id"]).exists()
-    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+    assert [p for p in live_processes(sweep_id) if "dtfbench train" in p] == []

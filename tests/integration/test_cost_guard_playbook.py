@@ -9,56 +9,19 @@ or TF process exists. Each case stops before the first run: nothing heavy starts
 from __future__ import annotations
 
 import math
-import subprocess
-import uuid
 
 import pytest
+from playbook_harness import extra_vars, run_sweep, small_run
 
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.ansible]
 
-BASE = [
-    "-e",
-    "system=aws",
-    "-e",
-    "gpus=1,2",
-    "-e",
-    "model=trivial",
-    "-e",
-    "image_size=32",
-    "-e",
-    "warmup_steps=1",
-    "-e",
-    "steps=2",
-    "-e",
-    "repetitions=1",
-]
+BASE = [*extra_vars(system="aws", gpus="1,2"), *small_run(batch_size=None, warmup_steps=1, steps=2)]
 
 
-def run_benchmark(project_root, ansible_env, tmp_path, *args):
-    sweep_id = f"guard-{uuid.uuid4().hex[:8]}"
-    db = tmp_path / "results.sqlite"
-    run_root = tmp_path / "runs"
-    done = subprocess.run(
-        [
-            "ansible-playbook",
-            "run-benchmark.yml",
-            "-e",
-            f"sweep_id={sweep_id}",
-            "-e",
-            f"results_db={db}",
-            "-e",
-            f"dtfbench_run_root={run_root}",
-            *BASE,
-            *args,
-        ],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def run_benchmark(tmp_path, *args):
+    done, db, run_root, sweep_id = run_sweep(tmp_path, *BASE, *args, prefix="guard", timeout=300)
     output = done.stdout + done.stderr
     return done.returncode, " ".join(output.split()), db, run_root, sweep_id
 
@@ -66,14 +29,12 @@ def run_benchmark(project_root, ansible_env, tmp_path, *args):
 def nothing_started(db, run_root, sweep_id, live_processes):
     assert not run_root.exists()
     assert not db.exists() or store.runs(store.connect(db)) == []
-    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+    assert [p for p in live_processes(sweep_id) if "dtfbench train" in p] == []
 
 
-def test_a_sweep_above_max_cost_usd_is_refused_before_the_first_run(
-    project_root, ansible_env, tmp_path, live_processes
-):
+def test_a_sweep_above_max_cost_usd_is_refused_before_the_first_run(tmp_path, live_processes):
     rc, output, db, run_root, sweep_id = run_benchmark(
-        project_root, ansible_env, tmp_path, "-e", "instance_type=p2.xlarge", "-e", "max_cost_usd=0.01"
+        tmp_path, "-e", "instance_type=p2.xlarge", "-e", "max_cost_usd=0.01"
     )
     assert rc != 0, output[-3000:]
     # 1 node x (2 runs x (60 s overhead + 3 steps)) at $0.90/h: about 3 cents.
@@ -95,14 +56,12 @@ def test_a_sweep_above_max_cost_usd_is_refused_before_the_first_run(
         ([], "the nodes' instance type is not known"),
         (
             ["-e", "instance_type=p2.xlarge", "-e", "price_usd_per_hour=-1"],
-            "price_usd_per_hour=-1 must be a number >= 0",
+            "price_usd_per_hour=-1 must be a number above 0",
         ),
     ],
 )
-def test_an_unpriced_type_or_a_negative_price_is_one_clear_error(
-    project_root, ansible_env, tmp_path, live_processes, args, message
-):
-    rc, output, db, run_root, sweep_id = run_benchmark(project_root, ansible_env, tmp_path, *args)
+def test_an_unpriced_type_or_a_negative_price_is_one_clear_error(tmp_path, live_processes, args, message):
+    rc, output, db, run_root, sweep_id = run_benchmark(tmp_path, *args)
     assert rc != 0 and message in output, output[-3000:]
     assert "Traceback" not in output
     nothing_started(db, run_root, sweep_id, live_processes)

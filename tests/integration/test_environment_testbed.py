@@ -7,45 +7,19 @@ refused before anything starts, naming the field and both hosts; without it, the
 comes before the first run, the run goes on, and the store keeps each host's environment.
 """
 
-import subprocess
 import uuid
 
 import pytest
+from playbook_harness import extra_vars, run_playbook, small_run
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
-SMALL = [
-    "-e",
-    "system=testbed",
-    "-e",
-    "gpus=2",
-    "-e",
-    "model=trivial",
-    "-e",
-    "batch_size=8",
-    "-e",
-    "image_size=32",
-    "-e",
-    "warmup_steps=1",
-    "-e",
-    "steps=2",
-    "-e",
-    "repetitions=1",
-]
-
-
-def playbook(project_root, ansible_env, *args, timeout=480):
-    return subprocess.run(
-        ["ansible-playbook", "run-benchmark.yml", *args],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+# No link probe: the environment check comes before it, and what it measures is
+# test_network_testbed's (it adds seconds to every sweep on more than one host).
+SMALL = [*extra_vars(system="testbed", gpus=2, network_probe="false"), *small_run(warmup_steps=1, steps=2)]
 
 
 def export_on(bed, node, line):
@@ -57,18 +31,15 @@ def export_on(bed, node, line):
         handle.write(line + "\n" + text)
 
 
-def test_hosts_that_differ_are_named_and_refused_under_strict_environment(
-    testbed_factory, project_root, ansible_env, tmp_path, live_processes
-):
+def test_hosts_that_differ_are_named_and_refused_under_strict_environment(testbed_factory, tmp_path, live_processes):
     bed = testbed_factory(hosts=2)
     export_on(bed, "node02", "export OMP_NUM_THREADS=3")
     inventory = ["-i", str(bed.dir / "hosts.yml")]
     db = tmp_path / "results.sqlite"
 
     strict_id = f"pytest-envstrict-{uuid.uuid4().hex[:8]}"
-    refused = playbook(
-        project_root,
-        ansible_env,
+    refused = run_playbook(
+        "run-benchmark.yml",
         *inventory,
         *SMALL,
         "-e",
@@ -77,6 +48,7 @@ def test_hosts_that_differ_are_named_and_refused_under_strict_environment(
         f"sweep_id={strict_id}",
         "-e",
         f"results_db={db}",
+        timeout=480,
     )
     text = " ".join(refused.stdout.split())
     assert refused.returncode != 0, refused.stdout[-3000:]
@@ -87,8 +59,8 @@ def test_hosts_that_differ_are_named_and_refused_under_strict_environment(
     assert "TASK [tf_cluster" not in refused.stdout and not db.exists()
 
     sweep_id = f"pytest-envwarn-{uuid.uuid4().hex[:8]}"
-    done = playbook(
-        project_root, ansible_env, *inventory, *SMALL, "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}"
+    done = run_playbook(
+        "run-benchmark.yml", *inventory, *SMALL, "-e", f"sweep_id={sweep_id}", "-e", f"results_db={db}", timeout=480
     )
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     text = " ".join(done.stdout.split())

@@ -7,42 +7,40 @@ sweep went on (the next run is recorded too), and no TF process of the sweep is 
 any host. The faults: a worker killed during its measured steps, a PS killed during them,
 a run past its timeout, a task that never starts listening, and a host that goes away
 (its sshd and SSH sessions killed and its public link down) in the middle of a run: its
-tasks, out of every controller's reach, must end by their supervisors' own deadline.
+tasks, out of every controller's reach, must end by their supervisors' own deadline, the runs
+that need it fail without starting, and those that do not need it run. Also: a host that
+cannot be reached before the sweep starts (one error naming it, nothing started), and a second
+sweep on the same hosts at once (a warning naming the first).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 import testbed as tb
+from playbook_harness import extra_vars, own_ports, run_playbook, small_run, start_playbook, strict_inventory_env
 from testbed_fixtures import module_testbed
 
+from dtfbench.launch import sweep_marker
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 # Short bounds everywhere: a dead peer must be noticed in seconds, not the defaults' minutes.
 FAST = [
-    "-e",
-    "model=trivial",
-    "-e",
-    "batch_size=8",
-    "-e",
-    "image_size=32",
-    "-e",
-    "warmup_steps=2",
-    "-e",
-    "step_timeout=15",
-    "-e",
-    "startup_timeout=30",
-    "-e",
-    "ready_timeout=60",
+    *small_run(steps=None, repetitions=None),
+    *extra_vars(step_timeout=15, startup_timeout=30, ready_timeout=60),
+    # No fault here is about the link: the probe's own tests are test_network_testbed's.
+    *extra_vars(network_probe="false"),
 ]
 
 
@@ -54,29 +52,19 @@ def bed2(tmp_path_factory):
 class Sweep:
     """run-benchmark.yml running in the background on the test bed."""
 
-    def __init__(self, bed, project_root, ansible_env, tmp_path, *args):
+    def __init__(self, bed, tmp_path, *args):
         self.bed = bed
         self.sweep_id = f"fault-{uuid.uuid4().hex[:8]}"
         self.db = tmp_path / "results.sqlite"
         self.log = open(tmp_path / "playbook.log", "w+")
-        env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
-        self.process = subprocess.Popen(
-            [
-                "ansible-playbook",
-                "run-benchmark.yml",
-                "-i",
-                bed.inventory,
-                "-e",
-                "system=testbed",
-                "-e",
-                f"sweep_id={self.sweep_id}",
-                "-e",
-                f"results_db={self.db}",
-                *FAST,
-                *args,
-            ],
-            cwd=project_root,
-            env=env,
+        self.process = start_playbook(
+            "run-benchmark.yml",
+            "-i",
+            bed.inventory,
+            *extra_vars(system="testbed", sweep_id=self.sweep_id, results_db=self.db),
+            *FAST,
+            *args,
+            env=strict_inventory_env(),
             stdout=self.log,
             stderr=subprocess.STDOUT,
             text=True,
@@ -134,7 +122,8 @@ def task_pids(sweep_id: str, job: str, index: int) -> list[int]:
         if (
             sweep_id in marker
             and marker.endswith(f"-{job}-{index}")
-            and b"dtfbench.train" in argv
+            and b"dtfbench" in argv
+            and b"train" in argv
             and b"tf_task-supervisor" not in argv
         ):
             pids.append(int(entry.name))
@@ -142,27 +131,21 @@ def task_pids(sweep_id: str, job: str, index: int) -> list[int]:
 
 
 def tf_processes(sweep_id: str, live_processes) -> list[str]:
-    return [p for p in live_processes(sweep_id) if "dtfbench.train" in p or "tf_task_supervisor" in p]
+    return [p for p in live_processes(sweep_id) if "dtfbench train" in p or "tf_task_supervisor" in p]
 
 
-def kill_during_measured_steps(bed, project_root, ansible_env, tmp_path, job: str, index: int) -> Sweep:
+def measuring_sweep(bed, tmp_path, **more) -> Sweep:
+    """A 2-run sweep of 400 steps (1 PS, a worker per host), once worker 1 (node02) reports its
+    first measured steps in run 1. ``more``: more extra variables."""
+    sweep = Sweep(bed, tmp_path, *extra_vars(gpus=2, num_ps=1, repetitions=2, steps=400, **more))
+    sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
+    return sweep
+
+
+def kill_during_measured_steps(bed, tmp_path, job: str, index: int) -> Sweep:
     """A 2-run sweep (1 PS, a worker per host) whose task `job index` is SIGKILLed in run 1,
     once worker 1 reports its first measured steps."""
-    sweep = Sweep(
-        bed,
-        project_root,
-        ansible_env,
-        tmp_path,
-        "-e",
-        "gpus=2",
-        "-e",
-        "num_ps=1",
-        "-e",
-        "repetitions=2",
-        "-e",
-        "steps=400",
-    )
-    sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
+    sweep = measuring_sweep(bed, tmp_path)
     victims = task_pids(sweep.sweep_id, job, index)
     assert len(victims) == 1, victims
     os.kill(victims[0], signal.SIGKILL)
@@ -181,8 +164,8 @@ def assert_first_failed_then_sweep_went_on(sweep: Sweep, *reasons: str):
     return rc, first, second, out
 
 
-def test_killed_worker_fails_its_run_and_the_sweep_goes_on(bed2, project_root, ansible_env, tmp_path, live_processes):
-    sweep = kill_during_measured_steps(bed2, project_root, ansible_env, tmp_path, "worker", 1)
+def test_killed_worker_fails_its_run_and_the_sweep_goes_on(bed2, tmp_path, live_processes):
+    sweep = kill_during_measured_steps(bed2, tmp_path, "worker", 1)
 
     rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "killed by SIGKILL")
     # The cause first (the killed worker), then its consequences on the other host.
@@ -196,8 +179,8 @@ def test_killed_worker_fails_its_run_and_the_sweep_goes_on(bed2, project_root, a
     assert tf_processes(sweep.sweep_id, live_processes) == []
 
 
-def test_killed_ps_fails_its_run_and_the_sweep_goes_on(bed2, project_root, ansible_env, tmp_path, live_processes):
-    sweep = kill_during_measured_steps(bed2, project_root, ansible_env, tmp_path, "ps", 0)
+def test_killed_ps_fails_its_run_and_the_sweep_goes_on(bed2, tmp_path, live_processes):
+    sweep = kill_during_measured_steps(bed2, tmp_path, "ps", 0)
 
     rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "killed by SIGKILL")
     # The cause first: the PS itself (its host's tf_host_run watches it while the workers run),
@@ -211,12 +194,36 @@ def test_killed_ps_fails_its_run_and_the_sweep_goes_on(bed2, project_root, ansib
     assert tf_processes(sweep.sweep_id, live_processes) == []
 
 
-def test_run_past_its_timeout_is_stopped_and_recorded(bed2, project_root, ansible_env, tmp_path, live_processes):
+def test_frozen_worker_ends_its_run_at_step_timeout_and_is_named_first(bed2, tmp_path, live_processes):
+    # Worker 1 (node02) is frozen (SIGSTOP) during its measured steps: it cannot end by its own
+    # timeouts. Its peer on node01 gives up on it after step_timeout (15 s); node02's wait
+    # must too, by the worker's heartbeat standing still, not at run_timeout.
+    sweep = measuring_sweep(bed2, tmp_path, run_timeout=240)
+    victims = task_pids(sweep.sweep_id, "worker", 1)
+    assert len(victims) == 1, victims
+    frozen_at = time.time()
+    os.kill(victims[0], signal.SIGSTOP)
+
+    rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "is frozen")
+    # The frozen worker is the cause, first; the peer's DeadlineExceeded is its consequence.
+    cause = first["reason"].splitlines()[0]
+    assert cause.startswith("node02: task ") and "-worker-1 is frozen: its heartbeat stood still" in cause, first[
+        "reason"
+    ]
+    assert "(stall_timeout=15 s)" in cause and "stopped by a signal (SIGSTOP" in cause, cause
+    assert "then: " in first["reason"], first["reason"]
+    # Recorded about step_timeout after the freeze (and the stop), far from run_timeout=240.
+    recorded_after = datetime.fromisoformat(first["finished_at"]).timestamp() - frozen_at
+    assert recorded_after < 15 + 45, (recorded_after, first["reason"])
+    assert second["status"] == "ok", second["reason"]
+    assert rc == 2, out[-3000:]
+    assert tf_processes(sweep.sweep_id, live_processes) == []
+
+
+def test_run_past_its_timeout_is_stopped_and_recorded(bed2, tmp_path, live_processes):
     # 2 configurations (1 and 2 workers), each far longer than run_timeout allows.
     sweep = Sweep(
         bed2,
-        project_root,
-        ansible_env,
         tmp_path,
         "-e",
         "gpus=1,2",
@@ -236,34 +243,18 @@ def test_run_past_its_timeout_is_stopped_and_recorded(bed2, project_root, ansibl
     assert tf_processes(sweep.sweep_id, live_processes) == []
 
 
-def test_task_that_never_listens_fails_after_ready_timeout(bed2, project_root, ansible_env, tmp_path, live_processes):
+def test_task_that_never_listens_fails_after_ready_timeout(bed2, tmp_path, live_processes):
     # A program that never opens its port: launch.yml with a user script that only sleeps.
     script = tmp_path / "never_listens.py"
     script.write_text("import time\nprint('pretending to start', flush=True)\ntime.sleep(600)\n")
     run_id = f"fault-{uuid.uuid4().hex[:8]}"
-    env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
     started = time.monotonic()
-    done = subprocess.run(
-        [
-            "ansible-playbook",
-            "launch.yml",
-            "-i",
-            bed2.inventory,
-            "-e",
-            f"script={script}",
-            "-e",
-            "gpus=2",
-            "-e",
-            "num_ps=1",
-            "-e",
-            f"run_id={run_id}",
-            "-e",
-            "ready_timeout=8",
-        ],
-        cwd=project_root,
-        env=env,
-        capture_output=True,
-        text=True,
+    done = run_playbook(
+        "launch.yml",
+        "-i",
+        bed2.inventory,
+        *extra_vars(script=script, gpus=2, num_ps=1, run_id=run_id, ready_timeout=8),
+        env=strict_inventory_env(),
         timeout=300,
     )
     assert done.returncode != 0
@@ -273,43 +264,108 @@ def test_task_that_never_listens_fails_after_ready_timeout(bed2, project_root, a
     assert [p for p in live_processes(run_id) if "never_listens" in p or "tf_task_supervisor" in p] == []
 
 
-# Last in this module on purpose: node02 has no sshd afterwards (the test bed goes down next).
-def test_host_that_goes_away_fails_its_runs_and_leaves_no_task(
-    bed2, project_root, ansible_env, tmp_path, live_processes
-):
+def sweep_to_its_end(bed, sweep_id: str, db: Path, *args: str):
+    """run-benchmark.yml on the test bed in the foreground, with the FAST bounds (as Sweep has them)."""
+    return run_playbook(
+        "run-benchmark.yml",
+        "-i",
+        bed.inventory,
+        *extra_vars(system="testbed", sweep_id=sweep_id, results_db=db),
+        *FAST,
+        *args,
+        env=strict_inventory_env(),
+        timeout=300,
+    )
+
+
+def sweep_marks(bed, node: str, sweep_id: str) -> list[Path]:
+    """The sweep's marks (dtfbench.launch.sweep_marker) on a host."""
+    return sorted((bed.local_ssd(node) / "dtfbench" / "runs" / "_sweeps").glob(f"{sweep_id}--*.json"))
+
+
+def test_a_second_sweep_on_the_same_hosts_is_warned_of_the_first(bed2, tmp_path, live_processes):
+    # Sweep A trains on both hosts (far longer than the test); sweep B starts on the same hosts
+    # (its own TF ports) and must name A: its id, its controller and ansible-playbook's pid.
+    (tmp_path / "a").mkdir()
+    first = Sweep(bed2, tmp_path / "a", *extra_vars(gpus=2, num_ps=1, repetitions=1, steps=100000))
+    try:
+        deadline = time.monotonic() + 120
+        while not all(sweep_marks(bed2, n, first.sweep_id) for n in ("node01", "node02")):
+            assert time.monotonic() < deadline and first.process.poll() is None, first.output()[-4000:]
+            time.sleep(0.5)
+        second_id = f"second-{uuid.uuid4().hex[:8]}"
+        second = sweep_to_its_end(
+            bed2,
+            second_id,
+            tmp_path / "b.sqlite",
+            *extra_vars(gpus=1, num_ps=1, repetitions=1, steps=5),
+            *own_ports(tmp_path),
+        )
+        out = " ".join(second.output.split())
+        assert (
+            f"WARNING: sweep {first.sweep_id} runs on node01, node02 now too (controller {socket.gethostname()}, "
+            f"ansible-playbook pid {first.process.pid}, since " in out
+        ), second.output[-4000:]
+        assert f"figures of this sweep ({second_id}) and of that one are lower" in out
+        # B's marks went at its end; A's stay while it runs.
+        assert [sweep_marks(bed2, n, second_id) for n in ("node01", "node02")] == [[], []], second.output[-3000:]
+        assert all(sweep_marks(bed2, n, first.sweep_id) for n in ("node01", "node02"))
+    finally:
+        os.killpg(first.process.pid, signal.SIGINT)
+        first.wait(timeout=120)
+    # A was interrupted: its marks stay, and are stale (its ansible-playbook is gone), which the
+    # next sweep from this machine sees, and removes, instead of warning.
+    mark = json.loads(sweep_marks(bed2, "node01", first.sweep_id)[0].read_text())
+    assert mark["controller"]["pid"] == first.process.pid
+    assert sweep_marker.stale(mark, sweep_marker.controller_identity(os.getpid()))
+    deadline = time.monotonic() + 30
+    while tf_processes(first.sweep_id, live_processes) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert tf_processes(first.sweep_id, live_processes) == []
+
+
+def kill_sshd(node: dict) -> None:
+    """The host's sshd and every SSH session into it (the controller's ssh clients see them end)."""
+    for pid in tb.pids_in_netns(tb.netns_inode(node["netns"])):
+        if tb.cmdline(pid)[:1] and "sshd" in tb.cmdline(pid)[0]:
+            os.kill(pid, signal.SIGKILL)
+
+
+# Last but one in this module on purpose: node02 has no sshd afterwards (only the last test,
+# which needs none there, comes after it).
+def test_host_that_goes_away_fails_the_runs_that_need_it_and_leaves_no_task(bed2, tmp_path, live_processes):
     # node02 disappears in the middle of the first run: its sshd and every SSH session into
     # it are killed and both of its links go down. Nothing can reach its tasks any more;
     # they must end by themselves (the workload's own timeouts, else the supervisors'
-    # max_runtime), and the controller must record the runs as failed and go on.
+    # max_runtime), and the controller must record the runs as failed and go on: the other
+    # run that needs node02 fails at once, without starting anything; the two that run on
+    # node01 alone (gpus=1) run and succeed; the summary and the line to resume follow.
     sweep = Sweep(
         bed2,
-        project_root,
-        ansible_env,
         tmp_path,
-        "-e",
-        "gpus=2",
-        "-e",
-        "num_ps=1",
-        "-e",
-        "repetitions=2",
-        "-e",
-        "steps=400",
+        *extra_vars(gpus="2,1", batch_size="8,4", num_ps=1, repetitions=1, steps=400),
     )
     sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
     node02 = next(n for n in bed2.nodes if n["name"] == "node02")
-    inode = tb.netns_inode(node02["netns"])
-    for pid in tb.pids_in_netns(inode):
-        if tb.cmdline(pid)[:1] and "sshd" in tb.cmdline(pid)[0]:
-            os.kill(pid, signal.SIGKILL)
+    kill_sshd(node02)
     for link in ("pub0", "prv0"):
         tb.ip("-n", node02["netns"], "link", "set", link, "down")
     try:
         rc = sweep.wait()
         out = sweep.output()
         runs = sweep.runs()
-        assert len(runs) == 2, out[-4000:]
-        assert all(r["status"] == "failed" for r in runs), [r["reason"] for r in runs]
+        assert len(runs) == 4, out[-4000:]
+        assert [(r["gpus"], r["status"]) for r in runs] == [(2, "failed"), (2, "failed"), (1, "ok"), (1, "ok")], [
+            r["reason"] for r in runs
+        ]
         assert "node02" in runs[0]["reason"], runs[0]["reason"]
+        lost = runs[1]["reason"]
+        assert lost.startswith("node02: host left the play") and "node01: not started: node02" in lost, lost
+        assert "HostVarsVars" not in out
+        flat = " ".join(out.split())
+        failed = f"{runs[0]['run_id']}, {runs[1]['run_id']}"
+        assert f"sweep {sweep.sweep_id}: 2 of 4 runs failed ({failed})" in flat, out[-3000:]
+        assert f"-e sweep_id={sweep.sweep_id} to run them again" in flat, out[-3000:]
         assert rc == 4, out[-3000:]  # ansible-playbook's code for an unreachable host
         assert "UNREACHABLE" in out
         # Out of reach, node02's tasks still end on their own.
@@ -320,3 +376,26 @@ def test_host_that_goes_away_fails_its_runs_and_leaves_no_task(
     finally:
         for link in ("pub0", "prv0"):
             tb.ip("-n", node02["netns"], "link", "set", link, "up", check=False)
+
+
+# Last in this module: it leaves node02 without sshd (as the test before it does).
+def test_a_host_unreachable_before_the_sweep_is_one_error_and_nothing_starts(bed2, tmp_path):
+    node02 = next(n for n in bed2.nodes if n["name"] == "node02")
+    kill_sshd(node02)
+    sweep_id = f"fault-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "results.sqlite"
+    done = sweep_to_its_end(bed2, sweep_id, db, *extra_vars(gpus="1,2", num_ps=1, repetitions=1, steps=5))
+    out = " ".join(done.output.split())
+    assert done.returncode == 2, done.output[-4000:]
+    assert (
+        "node02 cannot be reached (node02: Failed to connect to the host via ssh: ssh: connect to host "
+        f"{next(n for n in bed2.nodes if n['name'] == 'node02')['public_ip']} port 22: Connection refused): "
+        "nothing of the sweep started" in out
+    ), done.output[-4000:]
+    assert "--limit '!node02'" in out
+    assert out.count("FAILED!") == 1, done.output[-4000:]  # one error (beside Ansible's UNREACHABLE line)
+    assert "runs to do on" not in out and "run 1 of" not in out
+    assert not db.exists() or store.runs(store.connect(db)) == []
+    for node in ("node01", "node02"):
+        assert not list((bed2.local_ssd(node) / "dtfbench" / "runs").glob(f"{sweep_id}*")), node
+        assert sweep_marks(bed2, node, sweep_id) == []

@@ -26,6 +26,7 @@ import time
 import uuid
 
 import pytest
+from playbook_harness import extra_vars, run_playbook, small_run, start_playbook, strict_inventory_env
 from testbed_fixtures import module_testbed
 
 from dtfbench.linux import procfs
@@ -34,7 +35,7 @@ from dtfbench.results import store
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 BOUND = 15.0  # seconds from the signal to no task of the run on any host
-FAST = ["-e", "model=trivial", "-e", "image_size=32", "-e", "batch_size=8", "-e", "warmup_steps=2"]
+FAST = small_run(steps=None, repetitions=None)
 SIGNALS = {
     "ctrl_c": (signal.SIGINT, True),
     "sigterm": (signal.SIGTERM, False),
@@ -76,25 +77,16 @@ def no_sweep_outlives_its_test():
 class Sweep:
     """run-benchmark.yml in the background, as a user's command in a terminal."""
 
-    def __init__(self, project_root, env, tmp_path, run_roots, *args):
+    def __init__(self, env, tmp_path, run_roots, *args):
         self.sweep_id = f"intr-{uuid.uuid4().hex[:8]}"
         self.db = tmp_path / "results.sqlite"
         self.run_roots = run_roots
-        self.command = [
-            "ansible-playbook",
+        self.log = open(tmp_path / "playbook.log", "w+")
+        self.process = start_playbook(
             "run-benchmark.yml",
             *FAST,
             *args,
-            "-e",
-            f"sweep_id={self.sweep_id}",
-            "-e",
-            f"results_db={self.db}",
-        ]
-        self.project_root, self.env = project_root, env
-        self.log = open(tmp_path / "playbook.log", "w+")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=project_root,
+            *extra_vars(sweep_id=self.sweep_id, results_db=self.db),
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -147,7 +139,7 @@ class Sweep:
 
 
 def tasks_of(sweep_id: str, live_processes) -> list[str]:
-    return [p for p in live_processes(sweep_id) if "dtfbench.train" in p or "tf_task_supervisor" in p]
+    return [p for p in live_processes(sweep_id) if "dtfbench train" in p or "tf_task_supervisor" in p]
 
 
 def assert_interrupted(sweep: Sweep, took: float, live_processes, earlier: int) -> str:
@@ -165,11 +157,10 @@ def assert_interrupted(sweep: Sweep, took: float, live_processes, earlier: int) 
     return line
 
 
-def local_sweep(project_root, ansible_env, tmp_path, *args) -> Sweep:
+def local_sweep(tmp_path, *args) -> Sweep:
     root = tmp_path / "runs"
     return Sweep(
-        project_root,
-        ansible_env,
+        None,
         tmp_path,
         [root],
         "-e",
@@ -182,9 +173,11 @@ def local_sweep(project_root, ansible_env, tmp_path, *args) -> Sweep:
     )
 
 
-def test_ctrl_c_stops_records_keeps_and_resumes(project_root, ansible_env, tmp_path, live_processes):
+def test_ctrl_c_stops_records_keeps_and_resumes(tmp_path, live_processes):
     # Two runs: the first finishes and is recorded, Ctrl-C comes while the second trains.
-    sweep = local_sweep(project_root, ansible_env, tmp_path, "-e", "repetitions=2", "-e", "steps=1000")
+    # 400 steps of the trivial model take ~10 s here (~25 ms a step): the signal, sent at the
+    # second run's first measured steps, comes long before that run could end.
+    sweep = local_sweep(tmp_path, "-e", "repetitions=2", "-e", "steps=400")
     sweep.wait_until_training(2)
     took = sweep.interrupt("ctrl_c", live_processes)
     line = assert_interrupted(sweep, took, live_processes, earlier=1)
@@ -194,7 +187,7 @@ def test_ctrl_c_stops_records_keeps_and_resumes(project_root, ansible_env, tmp_p
     first = sweep.runs()[0]
 
     resume = shlex.split(line.split("Resume with: ", 1)[1])
-    again = subprocess.run(resume, cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=600)
+    again = run_playbook(*resume[1:])
     assert again.returncode == 0, again.stdout[-3000:]
     assert "1 of 2 runs to do" in " ".join(again.stdout.split()), again.stdout[-3000:]
     runs = sweep.runs()
@@ -202,11 +195,31 @@ def test_ctrl_c_stops_records_keeps_and_resumes(project_root, ansible_env, tmp_p
     assert runs[0]["id"] == first["id"] and runs[0]["images_per_sec"] == first["images_per_sec"]
 
 
+def test_ctrl_c_during_the_final_summary_offers_no_resume(tmp_path, live_processes):
+    """Every run is recorded when the summary starts: Ctrl-C there stops nothing, records nothing
+    and offers no resume of a finished sweep, without a traceback (issue 30)."""
+    sweep = local_sweep(tmp_path, "-e", "repetitions=1", "-e", "steps=2")
+    deadline = time.monotonic() + 300
+    while "TASK [benchmark : Summarise the sweep" not in sweep.output():
+        assert sweep.process.poll() is None and time.monotonic() < deadline, sweep.output()[-4000:]
+        time.sleep(0.02)
+    os.killpg(sweep.process.pid, signal.SIGINT)
+    line = sweep.interrupted_line()
+    output = sweep.output()
+    assert "Traceback" not in output and "AssertionError" not in output, output[-4000:]
+    assert "Resume with" not in output, output[-4000:]
+    assert sweep.process.returncode == -signal.SIGINT  # as a mid-summary Ctrl-C of any program: 130 in a shell
+    assert [r["status"] for r in sweep.runs()] == ["ok"]
+    assert tasks_of(sweep.sweep_id, live_processes) == []
+    assert line == (
+        f"dtfbench: interrupted by Ctrl-C (SIGINT) to ansible-playbook after every run of sweep {sweep.sweep_id} "
+        f"was recorded in {sweep.db}: nothing to stop or resume"
+    ), output[-4000:]
+
+
 @pytest.mark.parametrize("how", ["sigterm", "sigkill", "sighup"])
-def test_sigterm_sigkill_or_sighup_of_the_controller_stops_and_records(
-    how, project_root, ansible_env, tmp_path, live_processes
-):
-    sweep = local_sweep(project_root, ansible_env, tmp_path, "-e", "repetitions=1", "-e", "steps=1000000")
+def test_sigterm_sigkill_or_sighup_of_the_controller_stops_and_records(how, tmp_path, live_processes):
+    sweep = local_sweep(tmp_path, "-e", "repetitions=1", "-e", "steps=1000000")
     sweep.wait_until_training(1)
     took = sweep.interrupt(how, live_processes)
     assert_interrupted(sweep, took, live_processes, earlier=0)
@@ -219,14 +232,12 @@ def bed2(tmp_path_factory):
 
 
 @pytest.mark.parametrize("how", ["ctrl_c", "sigterm", "sigkill"])
-def test_interrupt_on_the_testbed_stops_every_host(how, bed2, project_root, ansible_env, tmp_path, live_processes):
+def test_interrupt_on_the_testbed_stops_every_host(how, bed2, tmp_path, live_processes):
     # The worker on node01, the PS alone on node02: node02's call returned once the PS
     # listened, so no call waits there while the worker trains.
-    env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
     roots = [bed2.local_ssd(n["name"]) / "dtfbench" / "runs" for n in bed2.nodes]
     sweep = Sweep(
-        project_root,
-        env,
+        strict_inventory_env(),
         tmp_path,
         roots,
         "-i",
@@ -245,6 +256,9 @@ def test_interrupt_on_the_testbed_stops_every_host(how, bed2, project_root, ansi
         "steps=1000000",
         "-e",
         "step_timeout=60",
+        # No link probe (test_network_testbed's): the signal comes once the worker trains.
+        "-e",
+        "network_probe=false",
     )
     sweep.wait_until_training(1)
     assert [r.name for r in roots[1].glob(f"{sweep.sweep_id}-1-*/*-ps-0.log")], "the PS is not on node02"

@@ -18,45 +18,24 @@ import time
 import uuid
 
 import pytest
+from playbook_harness import extra_vars, run_playbook, small_run, start_playbook
 
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 
-def test_killed_sweep_keeps_finished_runs_and_resumes(project_root, ansible_env, tmp_path, live_processes):
+def test_killed_sweep_keeps_finished_runs_and_resumes(tmp_path, live_processes):
     sweep_id = f"killed-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
     command = [
-        "ansible-playbook",
         "run-benchmark.yml",
-        "-e",
-        "gpus=1",
-        "-e",
-        "num_ps=1",
-        "-e",
-        "model=trivial",
-        "-e",
-        "image_size=32",
-        "-e",
-        "batch_size=8",
-        "-e",
-        "warmup_steps=2",
-        "-e",
-        "steps=20",
-        "-e",
-        "repetitions=3",
-        "-e",
-        f"sweep_id={sweep_id}",
-        "-e",
-        f"results_db={db}",
-        "-e",
-        f"dtfbench_run_root={tmp_path / 'runs'}",
+        *extra_vars(gpus=1, num_ps=1),
+        *small_run(steps=20, repetitions=3),
+        *extra_vars(sweep_id=sweep_id, results_db=db, dtfbench_run_root=tmp_path / "runs"),
     ]
     log = open(tmp_path / "first.log", "w")
-    first = subprocess.Popen(
-        command, cwd=project_root, env=ansible_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
+    first = start_playbook(*command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and first.poll() is None:
         if db.exists() and store.runs(store.connect(db), "sweep_id = ?", (sweep_id,)):
@@ -70,9 +49,9 @@ def test_killed_sweep_keeps_finished_runs_and_resumes(project_root, ansible_env,
     # (plugins/callback/dtfbench_interrupt.py) stops them and records the run as interrupted
     # (when the kill came after it started): tests/integration/test_interrupt.py.
     deadline = time.monotonic() + 120
-    while [p for p in live_processes(sweep_id) if "dtfbench.train" in p] and time.monotonic() < deadline:
+    while [p for p in live_processes(sweep_id) if "dtfbench train" in p] and time.monotonic() < deadline:
         time.sleep(1)
-    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+    assert [p for p in live_processes(sweep_id) if "dtfbench train" in p] == []
     time.sleep(2)  # the watchdog records after it stopped them
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
@@ -81,7 +60,7 @@ def test_killed_sweep_keeps_finished_runs_and_resumes(project_root, ansible_env,
     assert kept["images_per_sec"] > 0 and kept["repetition"] == 1
     assert all(r["reason"].startswith("interrupted: ") for r in recorded if r["status"] != "ok"), recorded
 
-    again = subprocess.run(command, cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=600)
+    again = run_playbook(*command)
     assert again.returncode == 0, again.stdout[-3000:]
     assert "2 of" in again.stdout and "3 runs to do" in " ".join(again.stdout.split()), again.stdout[-3000:]
     runs = [r for r in store.runs(store.connect(db), "sweep_id = ?", (sweep_id,)) if r["status"] == "ok"]

@@ -1,29 +1,21 @@
 """launch.yml runs a user's own distributed TF program on the cluster layout."""
 
-import subprocess
+import os
 import uuid
 
 import pytest
+from playbook_harness import run_playbook
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 
-def launch(project_root, ansible_env, run_id, *args):
-    return subprocess.run(
-        ["ansible-playbook", "launch.yml", "-e", f"run_id={run_id}", *args],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def launch(run_id, *args):
+    return run_playbook("launch.yml", "-e", f"run_id={run_id}", *args, timeout=300)
 
 
-def test_user_program_runs_on_the_layout_and_is_stopped(project_root, ansible_env, live_processes):
+def test_user_program_runs_on_the_layout_and_is_stopped(live_processes):
     run_id = f"pytest-launch-{uuid.uuid4().hex[:8]}"
     done = launch(
-        project_root,
-        ansible_env,
         run_id,
         "-e",
         "script=examples/mnist_distributed.py",
@@ -44,16 +36,31 @@ def test_user_program_runs_on_the_layout_and_is_stopped(project_root, ansible_en
     assert live_processes(run_id) == []
 
 
-def test_a_failing_program_fails_the_play_with_its_log(project_root, ansible_env, live_processes):
+def test_a_failing_program_fails_the_play_with_its_log(live_processes, tmp_path):
     run_id = f"pytest-launch-{uuid.uuid4().hex[:8]}"
-    failed = launch(project_root, ansible_env, run_id, "-e", "script=examples/no_such_program.py", "-e", "gpus=1")
+    program = tmp_path / "failing_program.py"
+    program.write_text("raise SystemExit('failing_program: cannot find its data')\n")
+    failed = launch(run_id, "-e", f"script={program}", "-e", "gpus=1")
     assert failed.returncode != 0
     assert f"run {run_id} failed on localhost" in failed.stdout
-    assert "no_such_program.py" in failed.stdout  # the log tail names what went wrong
+    assert "failing_program: cannot find its data" in failed.stdout  # the log tail names what went wrong
     assert live_processes(run_id) == []
 
 
-def test_launch_without_a_script_is_refused(project_root, ansible_env):
-    refused = launch(project_root, ansible_env, "unused")
+def test_a_missing_program_is_refused_before_any_task_starts(project_root, live_processes):
+    run_id = f"pytest-launch-{uuid.uuid4().hex[:8]}"
+    refused = launch(run_id, "-e", "script=examples/no_such_program.py", "-e", "gpus=1")
+    assert refused.returncode != 0
+    message = " ".join(refused.stdout.split())
+    assert (
+        f"script=examples/no_such_program.py: {project_root}/examples/no_such_program.py is not a file on localhost"
+        in message
+    ), refused.stdout[-3000:]
+    assert not os.path.exists(f"/tmp/dtfbench/runs/{run_id}")  # nothing started
+    assert live_processes(run_id) == []
+
+
+def test_launch_without_a_script_is_refused():
+    refused = launch("unused")
     assert refused.returncode != 0
     assert "script is not set" in refused.stdout

@@ -1,59 +1,20 @@
 """run-benchmark.yml end to end on the local inventory: real PS and worker processes."""
 
-import subprocess
 import uuid
 
 import pytest
+from playbook_harness import extra_vars, run_playbook, small_run
 
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
-SMALL = [
-    "-e",
-    "model=trivial",
-    "-e",
-    "batch_size=8",
-    "-e",
-    "image_size=32",
-    "-e",
-    "warmup_steps=2",
-    "-e",
-    "steps=5",
-    "-e",
-    "repetitions=1",
-]
 
-
-def playbook(project_root, ansible_env, *args, timeout=600):
-    return subprocess.run(
-        ["ansible-playbook", "run-benchmark.yml", *args],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def test_local_benchmark_measures_records_and_cleans_up(
-    project_root, ansible_env, tmp_path, live_processes, study_extraction, perfkit_total
-):
+def test_local_benchmark_measures_records_and_cleans_up(tmp_path, live_processes, study_extraction, perfkit_total):
     sweep_id = f"pytest-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
-    done = playbook(
-        project_root,
-        ansible_env,
-        "-e",
-        "gpus=1,2",
-        "-e",
-        f"sweep_id={sweep_id}",
-        "-e",
-        f"results_db={db}",
-        "-e",
-        f"dtfbench_run_root={tmp_path / 'runs'}",
-        *SMALL,
-    )
+    sweep = extra_vars(gpus="1,2", sweep_id=sweep_id, results_db=db, dtfbench_run_root=tmp_path / "runs")
+    done = run_playbook("run-benchmark.yml", *sweep, *small_run())
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
     runs = store.runs(store.connect(db))
@@ -83,19 +44,7 @@ def test_local_benchmark_measures_records_and_cleans_up(
     assert live_processes(sweep_id) == []
 
     # Re-running the same sweep resumes it: nothing left to do, nothing changes.
-    again = playbook(
-        project_root,
-        ansible_env,
-        "-e",
-        "gpus=1,2",
-        "-e",
-        f"sweep_id={sweep_id}",
-        "-e",
-        f"results_db={db}",
-        "-e",
-        f"dtfbench_run_root={tmp_path / 'runs'}",
-        *SMALL,
-    )
+    again = run_playbook("run-benchmark.yml", *sweep, *small_run())
     assert again.returncode == 0, again.stdout[-3000:]
     assert "0 of 2 runs to do" in again.stdout.replace("\n", " ")
     assert len(store.runs(store.connect(db))) == 2
@@ -110,9 +59,9 @@ def test_local_benchmark_measures_records_and_cleans_up(
         (["-e", "gpus=1", "-e", "data=real"], "data=real needs a dataset"),
     ],
 )
-def test_bad_input_fails_before_anything_starts(project_root, ansible_env, tmp_path, args, message):
+def test_bad_input_fails_before_anything_starts(tmp_path, args, message):
     db = tmp_path / "results.sqlite"
-    result = playbook(project_root, ansible_env, "-e", f"results_db={db}", *args, timeout=120)
+    result = run_playbook("run-benchmark.yml", "-e", f"results_db={db}", *args, timeout=120)
     assert result.returncode != 0
     assert message in result.stdout + result.stderr
     assert not db.exists()

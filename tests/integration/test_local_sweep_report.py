@@ -1,91 +1,53 @@
 """The study's method, short and real, on the local inventory: a sweep into the store, then the report.
 
-2 repetitions x num_ps 1 and 2 x two variable_update modes (8 runs of 2 CPU workers), then
-report.yml: the tables name the best configuration, and the plots open and hold its series.
+2 repetitions x (num_ps 1 and 2 x the two PS modes, and collective_all_reduce with no PS): 10 runs
+of 2 CPU workers; then report.yml: the tables name the best configuration and the winner of
+PS or all-reduce, and the plots open and hold their series.
 """
 
 import csv
 import json
-import subprocess
 import uuid
 import xml.etree.ElementTree as ElementTree
 
 import pytest
 from matplotlib import image as mpimg
+from playbook_harness import extra_vars, run_playbook, small_run
 
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 
-def test_short_sweep_ends_in_store_report_and_plots(project_root, ansible_env, tmp_path, live_processes):
+def test_short_sweep_ends_in_store_report_and_plots(tmp_path, live_processes):
     sweep_id = f"pytest-sweep-{uuid.uuid4().hex[:8]}"
     db, report_dir = tmp_path / "results.sqlite", tmp_path / "report"
-    sweep = subprocess.run(
-        [
-            "ansible-playbook",
-            "run-benchmark.yml",
-            "-e",
-            f"sweep_id={sweep_id}",
-            "-e",
-            f"results_db={db}",
-            "-e",
-            "gpus=2",
-            "-e",
-            "num_ps=1,2",
-            "-e",
-            "variable_update=parameter_server,distributed_replicated",
-            "-e",
-            "repetitions=2",
-            "-e",
-            "model=trivial",
-            "-e",
-            "batch_size=8",
-            "-e",
-            "image_size=32",
-            "-e",
-            "warmup_steps=2",
-            "-e",
-            "steps=5",
-        ],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
+    sweep = run_playbook(
+        "run-benchmark.yml",
+        *extra_vars(sweep_id=sweep_id, results_db=db, gpus=2, num_ps="1,2"),
+        *extra_vars(variable_update="parameter_server,distributed_replicated,collective_all_reduce"),
+        *small_run(repetitions=2),
         timeout=900,
     )
     assert sweep.returncode == 0, sweep.stdout[-4000:]
-    assert "run 8 of 8" in sweep.stdout and "left" in sweep.stdout  # progress with the time left
+    assert "run 10 of 10" in sweep.stdout and "left" in sweep.stdout  # progress with the time left
 
     runs = store.runs(store.connect(db))
-    assert len(runs) == 8 and {r["status"] for r in runs} == {"ok"}, [r["reason"] for r in runs]
+    assert len(runs) == 10 and {r["status"] for r in runs} == {"ok"}, [r["reason"] for r in runs]
     configs = {(r["num_ps"], r["variable_update"]) for r in runs}
     assert configs == {
         (1, "parameter_server"),
         (2, "parameter_server"),
         (1, "distributed_replicated"),
         (2, "distributed_replicated"),
+        (0, "collective_all_reduce"),  # PS counts only where there are PSs
     }
     two_ps = next(r for r in runs if r["num_ps"] == 2)
     assert two_ps["cluster_spec"]["ps"] == ["127.0.0.1:2230", "127.0.0.1:2231"]
     assert live_processes(sweep_id) == []
 
-    report = subprocess.run(
-        [
-            "ansible-playbook",
-            "report.yml",
-            "-e",
-            f"results_db={db}",
-            "-e",
-            f"report_dir={report_dir}",
-            "-e",
-            f"sweep_id={sweep_id}",
-        ],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    report = run_playbook(
+        "report.yml", *extra_vars(results_db=db, report_dir=report_dir, sweep_id=sweep_id), timeout=300
     )
     assert report.returncode == 0, report.stdout[-4000:]
 
@@ -107,3 +69,24 @@ def test_short_sweep_ends_in_store_report_and_plots(project_root, ansible_env, t
     (series,) = [s for s in drawn["series"] if s["source"] == "ours"]
     (point,) = series["points"]
     assert point["x"] == 2 and point["y"] == pytest.approx(sum(best_values) / 2, rel=1e-3)
+
+    # PS or all-reduce: the best PS configuration of the four beside all-reduce, the difference
+    # and its interval from the same repetitions.
+    with open(report_dir / "ps_or_all_reduce.csv", newline="") as handle:
+        (duel,) = list(csv.DictReader(handle))
+    best_ps, ps_values = max(
+        ((c, v) for c, v in means.items() if c[1] != "collective_all_reduce"), key=lambda item: sum(item[1]) / 2
+    )
+    ring = sum(means[(0, "collective_all_reduce")]) / 2
+    assert (int(duel["ps_num_ps"]), duel["ps_variable_update"]) == best_ps
+    assert float(duel["all_reduce_images_per_sec"]) == pytest.approx(ring, rel=1e-3)
+    difference = (ring - sum(ps_values) / 2) / (sum(ps_values) / 2) * 100
+    assert float(duel["all_reduce_vs_ps_pct"]) == pytest.approx(difference, rel=1e-3)
+    low, high = float(duel["all_reduce_vs_ps_ci_low_pct"]), float(duel["all_reduce_vs_ps_ci_high_pct"])
+    assert low <= difference <= high
+    assert duel["winner"] == ("all-reduce" if low > 0 else "PS" if high < 0 else "neither")
+    index = (report_dir / "index.md").read_text()
+    assert "## PS or all-reduce" in index and f"{duel['winner']}:" in index
+    drawn = json.loads((report_dir / "plots" / "ps_or_all_reduce-local-trivial-bs8.json").read_text())
+    assert [s["label"] for s in drawn["series"]] == ["best PS synthetic", "all-reduce synthetic"]
+    assert drawn["series"][1]["points"][0]["y"] == pytest.approx(ring, rel=1e-3)

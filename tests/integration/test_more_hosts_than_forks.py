@@ -12,10 +12,10 @@ The tasks are tests/testbed/barrier_task.py: listeners whose workers wait, like 
 every worker's port accepts; they give up (exit 1) after 20 s.
 """
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from playbook_harness import ansible_env, run_playbook
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.ansible]
@@ -46,19 +46,11 @@ PLAYBOOK = """
 """
 
 
-def test_a_run_on_three_hosts_with_two_forks_starts_every_host(testbed_factory, project_root, ansible_env, tmp_path):
+def test_a_run_on_three_hosts_with_two_forks_starts_every_host(testbed_factory, tmp_path):
     bed = testbed_factory(hosts=3)
     book = tmp_path / "run.yml"
     book.write_text(PLAYBOOK.format(task=TASK))
-    env = dict(ansible_env, ANSIBLE_FORKS="2")
-    done = subprocess.run(
-        ["ansible-playbook", "-i", str(bed.inventory), str(book)],
-        cwd=project_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_playbook(book, "-i", bed.inventory, env=ansible_env(ANSIBLE_FORKS="2"), timeout=300)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
     assert "start barrier" not in out

@@ -2,9 +2,9 @@
 
 import csv
 import json
-import subprocess
 
 import pytest
+from playbook_harness import run_playbook
 
 from dtfbench.results import store
 
@@ -37,24 +37,13 @@ def fixture_store(db):
     conn.close()
 
 
-def playbook(project_root, ansible_env, *args):
-    return subprocess.run(
-        ["ansible-playbook", "report.yml", *args],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def test_report_playbook_builds_then_changes_nothing(project_root, ansible_env, tmp_path):
+def test_report_playbook_builds_then_changes_nothing(tmp_path):
     db = tmp_path / "results.sqlite"
     out = tmp_path / "report"
     fixture_store(db)
     args = ["-e", f"results_db={db}", "-e", f"report_dir={out}", "-e", "sweep_id=pb", "-e", "report_formats=png"]
 
-    first = playbook(project_root, ansible_env, *args)
+    first = run_playbook("report.yml", *args, timeout=300)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
     assert "changed=1" in first.stdout and "failed=0" in first.stdout
     assert "# Benchmark report" in first.stdout  # the index, shown by the debug task
@@ -69,32 +58,32 @@ def test_report_playbook_builds_then_changes_nothing(project_root, ansible_env, 
         ("2", "76.0", "0.926829"),
     ]
 
-    again = playbook(project_root, ansible_env, *args)
+    again = run_playbook("report.yml", *args, timeout=300)
     assert again.returncode == 0, again.stdout[-4000:]
     assert "changed=0" in again.stdout
 
 
-def test_report_playbook_refuses_a_bad_reference(project_root, ansible_env, tmp_path):
+def test_report_playbook_refuses_a_bad_reference(tmp_path):
     db = tmp_path / "results.sqlite"
     fixture_store(db)
-    result = playbook(
-        project_root,
-        ansible_env,
+    result = run_playbook(
+        "report.yml",
         "-e",
         f"results_db={db}",
         "-e",
         f"report_dir={tmp_path / 'r'}",
         "-e",
         "reference=google",
+        timeout=300,
     )
     assert result.returncode != 0
     assert "reference=google is unknown" in result.stdout
     assert not (tmp_path / "r").exists()
 
 
-def test_report_playbook_without_a_store(project_root, ansible_env, tmp_path):
-    result = playbook(
-        project_root, ansible_env, "-e", f"results_db={tmp_path / 'none.sqlite'}", "-e", f"report_dir={tmp_path / 'r'}"
+def test_report_playbook_without_a_store(tmp_path):
+    result = run_playbook(
+        "report.yml", "-e", f"results_db={tmp_path / 'none.sqlite'}", "-e", f"report_dir={tmp_path / 'r'}", timeout=300
     )
     assert result.returncode != 0
     assert "no results store" in result.stdout + result.stderr
@@ -107,14 +96,14 @@ def test_report_playbook_without_a_store(project_root, ansible_env, tmp_path):
         ("", "an empty file, not a results store"),
     ],
 )
-def test_report_playbook_on_a_file_that_is_not_a_store(project_root, ansible_env, tmp_path, content, message):
+def test_report_playbook_on_a_file_that_is_not_a_store(tmp_path, content, message):
     # One line naming the file and the problem, no traceback; the file is left as it was (a
     # 0-byte file used to become a 24 KB database).
     db = tmp_path / "results.sqlite"
     db.write_text(content)
-    result = playbook(project_root, ansible_env, "-e", f"results_db={db}", "-e", f"report_dir={tmp_path / 'r'}")
+    result = run_playbook("report.yml", "-e", f"results_db={db}", "-e", f"report_dir={tmp_path / 'r'}", timeout=300)
     assert result.returncode == 2
     out = result.stdout + result.stderr
-    assert f"dtfbench.report: error: --db {db}: {message}" in " ".join(out.split()), out[-3000:]
+    assert f"dtfbench report: error: --db {db}: {message}" in " ".join(out.split()), out[-3000:]
     assert "Traceback" not in out
     assert db.read_text() == content and sorted(p.name for p in tmp_path.iterdir()) == ["results.sqlite"]

@@ -14,7 +14,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from slurm_testcluster import missing_prerequisites, slurm_env, slurm_test_cluster  # noqa: F401
+from playbook_harness import extra_vars, run_playbook, small_run
+from slurm_testcluster import missing_prerequisites, slurm_env  # noqa: F401
 
 from dtfbench.results import store
 
@@ -26,26 +27,7 @@ pytestmark = [
     pytest.mark.skipif(bool(missing_prerequisites()), reason=missing_prerequisites() or "ok"),
 ]
 
-SMALL = [
-    "-e",
-    "model=trivial",
-    "-e",
-    "batch_size=8",
-    "-e",
-    "image_size=32",
-    "-e",
-    "warmup_steps=2",
-    "-e",
-    "steps=5",
-    "-e",
-    "repetitions=1",
-]
-
-
-def playbook(env, *args, timeout=600, name="run-benchmark.yml"):
-    return subprocess.run(
-        ["ansible-playbook", name, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-    )
+SMALL = small_run()
 
 
 def slurm(env, *argv):
@@ -62,6 +44,19 @@ def run_dir(cluster, run_id):
     return Path(cluster["dir"]) / "work" / "runs" / run_id
 
 
+def run_benchmark(slurm_env, db, *args, **kwargs):
+    """run-benchmark.yml on the test cluster with the smallest run, `args` first, into the store `db`."""
+    return run_playbook(
+        "run-benchmark.yml",
+        *extra_vars(system="slurm-test"),
+        *args,
+        *extra_vars(results_db=db),
+        *SMALL,
+        env=slurm_env,
+        **kwargs,
+    )
+
+
 def output(done):
     return done.stdout[-6000:] + done.stderr[-3000:]
 
@@ -70,20 +65,7 @@ def test_sweep_runs_as_slurm_jobs_into_the_store(slurm_env, slurm_test_cluster, 
     """1 PS + 3 workers over 3 nodes (the PS on a worker node), recorded like an SSH run."""
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    args = [
-        "-e",
-        "system=slurm-test",
-        "-e",
-        "gpus=3",
-        "-e",
-        "num_ps=1",
-        "-e",
-        f"sweep_id={sweep_id}",
-        "-e",
-        f"results_db={db}",
-        *SMALL,
-    ]
-    done = playbook(slurm_env, *args)
+    done = run_benchmark(slurm_env, db, *extra_vars(gpus=3, num_ps=1, sweep_id=sweep_id))
     assert done.returncode == 0, output(done)
 
     (run,) = store.runs(store.connect(db))
@@ -106,6 +88,13 @@ def test_sweep_runs_as_slurm_jobs_into_the_store(slurm_env, slurm_test_cluster, 
     text = (directory / f"job-{job_id}.out").read_text()
     assert "node1: ps 0, CUDA_VISIBLE_DEVICES=''" in text and f"job {job_id} done" in text
     assert f"Slurm job {job_id} COMPLETED on node[1-3]" in done.stdout
+    # Every node's NIC bytes over the workers' measured window (its sampler ran in the job
+    # step; the login node cut its samples): node1 holds the PS that the others' workers use.
+    assert sorted(run["nic"]) == run["hosts"], run["nic"]
+    for node, figures in run["nic"].items():
+        assert figures["status"] == "ok" and figures["rx_bytes"] > 0 and figures["tx_bytes"] > 0, (node, figures)
+        assert (directory / f"job-{job_id}" / f"nic-{node}.samples").is_file()
+    assert run["nic_busiest_host"] == "node1" and run["nic_tx_gb_per_s"] > 0
 
     assert live_processes(sweep_id) == []
     assert slurm(slurm_env, "squeue", "--noheader").strip() == ""
@@ -115,21 +104,13 @@ def test_sweep_runs_as_slurm_jobs_into_the_store(slurm_env, slurm_test_cluster, 
 def test_parameter_servers_on_nodes_of_their_own(slurm_env, slurm_test_cluster, tmp_path, live_processes):
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    done = playbook(
+    done = run_benchmark(
         slurm_env,
-        "-e",
-        "system=slurm-test",
-        "-e",
-        "gpus=2",
-        "-e",
-        "num_ps=1",
+        db,
+        *extra_vars(gpus=2, num_ps=1),
         "-e",
         '{"benchmark_ps_on_worker_nodes": false}',
-        "-e",
-        f"sweep_id={sweep_id}",
-        "-e",
-        f"results_db={db}",
-        *SMALL,
+        *extra_vars(sweep_id=sweep_id),
     )
     assert done.returncode == 0, output(done)
     (run,) = store.runs(store.connect(db))
@@ -139,6 +120,10 @@ def test_parameter_servers_on_nodes_of_their_own(slurm_env, slurm_test_cluster, 
     assert run["hosts"] == ["node1", "node2", "node3"]
     assert run["cluster_spec"] == {"ps": ["node3:2230"], "worker": ["node1:2220", "node2:2220"]}
     assert {w["slurm_nodelist"] for w in run["worker_results"]} == {"node[1-3]"}
+    # The PS's node has no measured steps of its own: its bytes are taken over the workers'
+    # window, and it is the busiest (both workers' variables and gradients cross its NIC).
+    assert run["nic"]["node3"]["status"] == "ok", run["nic"]
+    assert run["nic_busiest_host"] == "node3", run["nic"]
     assert live_processes(sweep_id) == []
 
 
@@ -146,19 +131,12 @@ def test_too_few_nodes_is_an_error_before_anything_is_submitted(slurm_env, tmp_p
     before = job_ids(slurm_env)
     db = tmp_path / "results.sqlite"
     # 4 workers and a PS of its own need 5 nodes; the partition has 4.
-    done = playbook(
+    done = run_benchmark(
         slurm_env,
-        "-e",
-        "system=slurm-test",
-        "-e",
-        "gpus=4",
-        "-e",
-        "num_ps=1",
+        db,
+        *extra_vars(gpus=4, num_ps=1),
         "-e",
         '{"benchmark_ps_on_worker_nodes": false}',
-        "-e",
-        f"results_db={db}",
-        *SMALL,
         timeout=180,
     )
     assert done.returncode != 0
@@ -186,7 +164,7 @@ def test_the_role_checks_the_partition_before_submitting(slurm_env, slurm_test_c
                 slurm_cluster_gpus: 5
         """)
     )
-    done = playbook(slurm_env, str(play), name=str(play), timeout=180)
+    done = run_playbook(play, env=slurm_env, timeout=180)
     assert done.returncode != 0
     text = " ".join((done.stdout + done.stderr).split())
     assert "not enough for 5 workers" in text and "4 usable node(s) in partition debug" in text, output(done)
@@ -197,21 +175,13 @@ def test_a_failed_job_is_recorded_as_failed_with_the_reason(slurm_env, slurm_tes
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
     # Every task refuses the flag: the workers exit 2, the job fails.
-    done = playbook(
+    done = run_benchmark(
         slurm_env,
-        "-e",
-        "system=slurm-test",
-        "-e",
-        "gpus=2",
-        "-e",
-        f"sweep_id={sweep_id}",
+        db,
+        *extra_vars(gpus=2, sweep_id=sweep_id),
         "-e",
         '{"benchmark_extra_args": ["--no_such_flag", "1"]}',
-        "-e",
-        f"results_db={db}",
-        "-e",
-        "fail_on_failed_runs=false",
-        *SMALL,
+        *extra_vars(fail_on_failed_runs="false"),
     )
     # A failed run is recorded and the sweep goes on; fail_on_failed_runs=false: the play ends
     # with success all the same (the default fails it at the end: tests/integration/test_bad_input.py).
@@ -229,19 +199,10 @@ def test_submit_false_only_writes_the_scripts(slurm_env, slurm_test_cluster, tmp
     before = job_ids(slurm_env)
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    done = playbook(
+    done = run_benchmark(
         slurm_env,
-        "-e",
-        "system=slurm-test",
-        "-e",
-        "gpus=2",
-        "-e",
-        "submit=false",
-        "-e",
-        f"sweep_id={sweep_id}",
-        "-e",
-        f"results_db={db}",
-        *SMALL,
+        db,
+        *extra_vars(gpus=2, submit="false", sweep_id=sweep_id),
         timeout=300,
     )
     assert done.returncode == 0, output(done)

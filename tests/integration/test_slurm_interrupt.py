@@ -21,7 +21,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from slurm_testcluster import missing_prerequisites, slurm_env, slurm_test_cluster  # noqa: F401
+from playbook_harness import extra_vars, run_playbook, small_run, start_playbook
+from slurm_testcluster import missing_prerequisites, slurm_env  # noqa: F401
 
 from dtfbench.results import store
 
@@ -69,35 +70,13 @@ def test_an_interrupted_slurm_run_cancels_its_job(slurm_env, slurm_test_cluster,
     db = tmp_path / "results.sqlite"
     log_path = tmp_path / "playbook.log"
     command = [
-        "ansible-playbook",
         "run-benchmark.yml",
-        "-e",
-        "system=slurm-test",
-        "-e",
-        "gpus=2",
-        "-e",
-        "num_ps=1",
-        "-e",
-        "model=trivial",
-        "-e",
-        "batch_size=8",
-        "-e",
-        "image_size=32",
-        "-e",
-        "warmup_steps=2",
-        "-e",
-        "steps=1000000",  # trains until stopped
-        "-e",
-        "repetitions=1",
-        "-e",
-        f"sweep_id={sweep_id}",
-        "-e",
-        f"results_db={db}",
+        *extra_vars(system="slurm-test", gpus=2, num_ps=1),
+        *small_run(steps=1000000),  # trains until stopped
+        *extra_vars(sweep_id=sweep_id, results_db=db),
     ]
     with log_path.open("w+") as log:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        process = start_playbook(*command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             run_dir = wait_until_training(
                 Path(slurm_test_cluster["dir"]) / "work" / "runs", sweep_id, process, log_path
@@ -181,14 +160,7 @@ def test_the_stop_playbook_cancels_a_job_and_a_second_time_changes_nothing(slurm
     )
 
     def stop():
-        return subprocess.run(
-            ["ansible-playbook", "playbooks/stop-interrupted.yml", "-e", f"@{extra}"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        return run_playbook("playbooks/stop-interrupted.yml", "-e", f"@{extra}", env=env, timeout=180)
 
     first = stop()
     assert first.returncode == 0, first.stdout[-3000:]

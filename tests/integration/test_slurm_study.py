@@ -16,7 +16,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from slurm_testcluster import missing_prerequisites, slurm_test_cluster  # noqa: F401
+from playbook_harness import extra_vars, run_playbook, small_run
+from slurm_testcluster import missing_prerequisites
 from tf1_module import TF1_MODULE, slurm_tf1_module  # noqa: F401
 
 from dtfbench.results import store
@@ -30,7 +31,7 @@ pytestmark = [
 ]
 
 STUDY_COMMIT = "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741"
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
+SMALL = small_run(image_size=None)
 
 
 def daint_on_the_test_cluster(cluster) -> dict:
@@ -54,25 +55,16 @@ def daint(ansible_env, slurm_test_cluster, tmp_path):
     env["SCRATCH"] = str(tmp_path / "scratch")
 
     def play(*args, timeout=600):
-        return subprocess.run(
-            [
-                "ansible-playbook",
-                "run-benchmark.yml",
-                "-e",
-                "system=daint",
-                "-e",
-                json.dumps(daint_on_the_test_cluster(slurm_test_cluster)),
-                "-e",
-                f"results_db={tmp_path / 'results.sqlite'}",
-                "-e",
-                f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}",
-                *SMALL,
-                *args,
-            ],
-            cwd=ROOT,
+        return run_playbook(
+            "run-benchmark.yml",
+            "-e",
+            "system=daint",
+            "-e",
+            json.dumps(daint_on_the_test_cluster(slurm_test_cluster)),
+            *extra_vars(results_db=tmp_path / "results.sqlite", tf_cnn_benchmarks_cache=tmp_path / "cache"),
+            *SMALL,
+            *args,
             env=env,
-            capture_output=True,
-            text=True,
             timeout=timeout,
         )
 
@@ -151,7 +143,7 @@ def test_daint_defaults_run_the_studys_program_on_its_tf_1_1_module(
         (
             ["-e", "workload=ours"],
             [
-                "workload=ours (python -m dtfbench.train, TensorFlow 2 code) cannot run on the module "
+                "workload=ours (python -m dtfbench train, TensorFlow 2 code) cannot run on the module "
                 f"{TF1_MODULE} (TensorFlow 1.1): use workload=cscs2017",
                 "load a TensorFlow 2 module (-e tf_module=",
             ],
@@ -200,7 +192,7 @@ def test_a_tf_2_module_runs_ours_by_default(daint, tmp_path, mirror_bundle):
     (run_dir,) = (scratch / "runs").glob(f"{sweep_id}-*")
     (stack,) = (scratch / "stacks").iterdir()
     assert "dtfbench_module_load TensorFlow/2.4.0-CrayGNU-21.09" in (stack / "modules.sh").read_text()
-    assert "python -m dtfbench.train" in (run_dir / "node.sh").read_text().replace("'", "")
+    assert "python -m dtfbench train" in (run_dir / "node.sh").read_text().replace("'", "")
     assert f"{stack}/venv/bin/activate" in (stack / "env.sh").read_text() and list((scratch / "wheels").glob("*.whl"))
 
     # The study's stack (the default TF 1.1 module, no virtualenv) in the same root: a stack of

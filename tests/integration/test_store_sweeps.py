@@ -14,62 +14,27 @@ import uuid
 from pathlib import Path
 
 import pytest
+from playbook_harness import extra_vars, run_playbook, small_run, start_playbook
+from store_harness import fill, run_row
 
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.ansible]
 
-SMALL = [
-    "-e",
-    "model=trivial",
-    "-e",
-    "batch_size=8",
-    "-e",
-    "image_size=32",
-    "-e",
-    "warmup_steps=1",
-    "-e",
-    "steps=3",
-    "-e",
-    "num_ps=1",
-]
+SMALL = small_run(warmup_steps=1, steps=3, repetitions=None, num_ps=1)
 
 
-def command(db: Path, run_root: Path, sweep_id: str, *args: str) -> list[str]:
+def sweep_args(db: Path, run_root: Path, sweep_id: str, *args: str) -> list[str]:
     return [
-        "ansible-playbook",
         "run-benchmark.yml",
-        "-e",
-        f"sweep_id={sweep_id}",
-        "-e",
-        f"results_db={db}",
-        "-e",
-        f"dtfbench_run_root={run_root}",
+        *extra_vars(sweep_id=sweep_id, results_db=db, dtfbench_run_root=run_root),
         *SMALL,
         *args,
     ]
 
 
-def playbook(project_root, ansible_env, *argv, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        list(argv), cwd=project_root, env=ansible_env, capture_output=True, text=True, timeout=timeout
-    )
-
-
 def flat(done: subprocess.CompletedProcess) -> str:
     return " ".join((done.stdout + done.stderr).split())
-
-
-def fill(folder: Path, leave: int = 0) -> None:
-    """Fill the file system of `folder` up, then give `leave` bytes back."""
-    filler = folder / "filler"
-    with open(filler, "wb", buffering=0) as out:
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-        except OSError:
-            pass
-    os.truncate(filler, max(0, filler.stat().st_size - leave))
 
 
 def truncated_store(path: Path) -> None:
@@ -77,18 +42,7 @@ def truncated_store(path: Path) -> None:
     for n in range(100):
         store.add_run(
             conn,
-            {
-                "run_id": f"t-{n}",
-                "sweep_id": "t",
-                "system": "local",
-                "gpus": 1,
-                "num_ps": 1,
-                "variable_update": "parameter_server",
-                "data": "synthetic",
-                "repetition": 1,
-                "status": "ok",
-                "worker_results": [{"pad": "x" * 500}],
-            },
+            run_row(f"t-{n}", "t", worker_results=[{"pad": "x" * 500}]),
         )
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
@@ -97,7 +51,7 @@ def truncated_store(path: Path) -> None:
 
 @pytest.mark.parametrize("case", ["unwritable", "full disk", "not sqlite", "truncated"])
 def test_a_store_that_cannot_take_the_results_is_refused_before_anything_starts(
-    project_root, ansible_env, tmp_path, small_tmpfs, live_processes, case
+    tmp_path, small_tmpfs, live_processes, case
 ):
     if case == "unwritable":
         db, message = Path("/proc/x/r.sqlite"), "results_db=/proc/x/r.sqlite: cannot create its folder /proc/x"
@@ -115,29 +69,25 @@ def test_a_store_that_cannot_take_the_results_is_refused_before_anything_starts(
     before = db.read_bytes() if db.is_file() else None
     sweep_id = f"store-{uuid.uuid4().hex[:8]}"
     run_root = tmp_path / "runs"
-    done = playbook(project_root, ansible_env, *command(db, run_root, sweep_id, "-e", "gpus=1"))
+    done = run_playbook(*sweep_args(db, run_root, sweep_id, "-e", "gpus=1"))
     assert done.returncode == 2, done.stdout[-3000:]
     assert message in flat(done), done.stdout[-3000:]
     assert "Validate the sweep" in re.findall(r"TASK \[(.*?)\]", done.stdout.split("fatal:")[0])[-1]  # the plan
     assert "Traceback" not in done.stdout + done.stderr
     assert not run_root.exists()  # nothing started
     assert (db.read_bytes() if db.is_file() else None) == before
-    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+    assert [p for p in live_processes(sweep_id) if "dtfbench train" in p] == []
 
 
 @pytest.mark.tf
-def test_a_disk_that_fills_up_mid_sweep_keeps_the_run_and_stops_the_sweep(
-    project_root, ansible_env, tmp_path, small_tmpfs, live_processes
-):
+def test_a_disk_that_fills_up_mid_sweep_keeps_the_run_and_stops_the_sweep(tmp_path, small_tmpfs, live_processes):
     disk = small_tmpfs("2m")
     db = disk / "results.sqlite"
     run_root = tmp_path / "runs"
     sweep_id = f"full-{uuid.uuid4().hex[:8]}"
     log = open(tmp_path / "playbook.log", "w+")
-    sweep = subprocess.Popen(
-        command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "repetitions=2"),
-        cwd=project_root,
-        env=ansible_env,
+    sweep = start_playbook(
+        *sweep_args(db, run_root, sweep_id, "-e", "gpus=1", "-e", "repetitions=2"),
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
@@ -158,27 +108,26 @@ def test_a_disk_that_fills_up_mid_sweep_keeps_the_run_and_stops_the_sweep(
     out = log.read()
     text = " ".join(out.split())
     assert "Traceback" not in out
-    (first_run,) = [p.name for p in run_root.iterdir()]  # the second run never started
+    # The second run never started (the sweep's marker folder, if its removal did not run, is no run).
+    (first_run,) = [p.name for p in run_root.iterdir() if p.name != "_sweeps"]
     assert f"run {first_run} finished but was not recorded: results_db={db}: the disk is full" in text, out[-3000:]
     assert f"the sweep stops here (resume it with -e sweep_id={sweep_id})" in text
     kept = disk / f"results.sqlite.unrecorded-{first_run}.json"  # beside the store
     assert f"its result is kept in {kept} " in text, out[-3000:]
     record = json.loads(kept.read_text())
     assert record["run_id"] == first_run and record["status"] == "ok" and record["images_per_sec"] > 0
-    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+    assert [p for p in live_processes(sweep_id) if "dtfbench train" in p] == []
 
 
 @pytest.mark.tf
-def test_a_sweep_means_what_it_says(project_root, ansible_env, tmp_path, live_processes):
+def test_a_sweep_means_what_it_says(tmp_path, live_processes):
     db = tmp_path / "results.sqlite"
     run_root = tmp_path / "runs"
     sweep_id = f"means-{uuid.uuid4().hex[:8]}"
 
     # A repeated value runs once, with a note.
-    first = playbook(
-        project_root,
-        ansible_env,
-        *command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "model=trivial,trivial", "-e", "repetitions=1"),
+    first = run_playbook(
+        *sweep_args(db, run_root, sweep_id, "-e", "gpus=1", "-e", "model=trivial,trivial", "-e", "repetitions=1"),
     )
     assert first.returncode == 0, first.stdout[-3000:]
     assert "1 of 1 runs to do" in flat(first)
@@ -186,10 +135,8 @@ def test_a_sweep_means_what_it_says(project_root, ansible_env, tmp_path, live_pr
     assert [(r["model"], r["repetition"], r["status"]) for r in store.runs(store.connect(db))] == [("trivial", 1, "ok")]
 
     # The same sweep_id with another configuration: refused before anything starts, both shown.
-    other = playbook(
-        project_root,
-        ansible_env,
-        *command(db, run_root, sweep_id, "-e", "gpus=1", "-e", "repetitions=1", "-e", "batch_size=16"),
+    other = run_playbook(
+        *sweep_args(db, run_root, sweep_id, "-e", "gpus=1", "-e", "repetitions=1", "-e", "batch_size=16"),
     )
     assert other.returncode == 2, other.stdout[-3000:]
     text = flat(other)
@@ -201,10 +148,8 @@ def test_a_sweep_means_what_it_says(project_root, ansible_env, tmp_path, live_pr
     assert len(store.runs(store.connect(db))) == 1
 
     # With sweep_extend=true the new configuration joins the sweep.
-    extended = playbook(
-        project_root,
-        ansible_env,
-        *command(
+    extended = run_playbook(
+        *sweep_args(
             db,
             run_root,
             sweep_id,
@@ -220,4 +165,4 @@ def test_a_sweep_means_what_it_says(project_root, ansible_env, tmp_path, live_pr
     )
     assert extended.returncode == 0, extended.stdout[-3000:]
     assert [(r["batch_size"], r["status"]) for r in store.runs(store.connect(db))] == [(8, "ok"), (16, "ok")]
-    assert [p for p in live_processes(sweep_id) if "dtfbench.train" in p] == []
+    assert [p for p in live_processes(sweep_id) if "dtfbench train" in p] == []

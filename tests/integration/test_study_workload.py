@@ -9,12 +9,11 @@ virtualenv (scripts/tf1-venv.sh) of the local inventory. The logs are read with 
 own extraction and PerfKitBenchmarker's pattern.
 """
 
-import hashlib
 import re
-import subprocess
 import uuid
 
 import pytest
+from playbook_harness import extra_vars, run_tf_cnn_benchmarks
 
 from dtfbench.results import store
 
@@ -22,39 +21,11 @@ pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 STUDY_COMMIT = "a0d3d61f4f8994d96b40e1a65e78e5a92ef09741"
 UPSTREAM_COMMIT = "9a318c001bdac484d53020a2b50f85710733a9cb"
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
 
 
-def playbook(project_root, ansible_env, tmp_path, tf1_python, repo, *args, timeout=600):
-    # Ports of its own (other tests and benchmarks may use the default 2220/2230).
-    base = 20000 + (int(hashlib.sha1(str(tmp_path).encode()).hexdigest(), 16) % 600) * 20
-    return subprocess.run(
-        [
-            "ansible-playbook",
-            "run-benchmark.yml",
-            "-e",
-            f"tf_cnn_benchmarks_repo={repo}",
-            "-e",
-            f"dtfbench_python={tf1_python}",
-            "-e",
-            f"tf_cluster_worker_port_base={base}",
-            "-e",
-            f"tf_cluster_ps_port_base={base + 10}",
-            "-e",
-            f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}",
-            "-e",
-            f"dtfbench_run_root={tmp_path / 'runs'}",
-            "-e",
-            f"results_db={tmp_path / 'results.sqlite'}",
-            *SMALL,
-            *args,
-        ],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def playbook(tmp_path, tf1_python, repo, *args, timeout=600):
+    """The study's program from `repo`, run by the TF 1.1 virtualenv's python."""
+    return run_tf_cnn_benchmarks(tmp_path, repo, *extra_vars(dtfbench_python=tf1_python), *args, timeout=timeout)
 
 
 def worker_logs(tmp_path, run):
@@ -65,12 +36,12 @@ def worker_logs(tmp_path, run):
 
 
 def test_the_studys_program_runs_on_tf_1_1_and_the_studys_tools_read_its_logs(
-    project_root, ansible_env, tmp_path, tf1_python, mirror_bundle, live_processes, study_extraction, perfkit_total
+    tmp_path, tf1_python, mirror_bundle, live_processes, study_extraction, perfkit_total
 ):
     bundle = mirror_bundle("distributed-tensorflow-benchmarks.bundle")
     sweep_id = f"study-{uuid.uuid4().hex[:8]}"
     args = ["-e", "workload=cscs2017", "-e", "gpus=1,2", "-e", f"sweep_id={sweep_id}"]
-    done = playbook(project_root, ansible_env, tmp_path, tf1_python, bundle, *args)
+    done = playbook(tmp_path, tf1_python, bundle, *args)
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     assert f"workload cscs2017: commit {STUDY_COMMIT} of {bundle}" in " ".join(done.stdout.split())
 
@@ -108,14 +79,14 @@ def test_the_studys_program_runs_on_tf_1_1_and_the_studys_tools_read_its_logs(
     assert "trivial (cscs2017@a0d3d61f4f89)" in done.stdout
 
     # Again: nothing to do, nothing changes (the bundle's mirror included).
-    again = playbook(project_root, ansible_env, tmp_path, tf1_python, bundle, *args)
+    again = playbook(tmp_path, tf1_python, bundle, *args)
     assert again.returncode == 0, again.stdout[-3000:]
     assert "0 of 2 runs to do of cscs2017" in " ".join(again.stdout.split())
     assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\s", again.stdout), again.stdout[-2000:]
 
 
 def test_tensorflow_benchmarks_at_the_studys_commit_fails_on_tf_1_1_as_the_study_found(
-    project_root, ansible_env, tmp_path, tf1_python, mirror_bundle, live_processes
+    tmp_path, tf1_python, mirror_bundle, live_processes
 ):
     """The study commented out one line of 9a318c0 because TF 1.1 lacks the option: the
     unpatched commit, fetched by its short sha from tensorflow/benchmarks, fails, and the run is
@@ -123,8 +94,6 @@ def test_tensorflow_benchmarks_at_the_studys_commit_fails_on_tf_1_1_as_the_study
     bundle = mirror_bundle("tensorflow-benchmarks.bundle")
     sweep_id = f"upstream-{uuid.uuid4().hex[:8]}"
     done = playbook(
-        project_root,
-        ansible_env,
         tmp_path,
         tf1_python,
         bundle,

@@ -14,73 +14,47 @@ import uuid
 from pathlib import Path
 
 import pytest
+from playbook_harness import extra_vars, run_playbook, small_run, strict_inventory_env
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 from dtfbench.report import analysis
-from dtfbench.results import store
+from dtfbench.results import network, store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
-
-SMALL = [
-    "-e",
-    "model=trivial",
-    "-e",
-    "batch_size=8",
-    "-e",
-    "image_size=32",
-    "-e",
-    "warmup_steps=2",
-    "-e",
-    "steps=5",
-    "-e",
-    "repetitions=1",
-]
-
-
-def playbook(project_root, ansible_env, *args, timeout=480):
-    env = dict(ansible_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
-    return subprocess.run(
-        ["ansible-playbook", "run-benchmark.yml", *args],
-        cwd=project_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
 
 # Round 1 through the test bed's YAML inventory with 1 PS, round 2 through the ip_pairs
 # plugin and the IP files with 2 PSs (on node01 and node02), as EC2 nodes launched by hand
 # (system=aws, each host's instance_type set as the aws_ec2 inventory sets it): recorded as
 # system aws-p2.xlarge, the name the report maps to the study's published p2.xlarge series.
+# Round 1 measures the links before its first run (the link probe, on by default, on the TF
+# worker port the run then takes); round 2 skips it (network_probe=false: unknown, with why).
 ROUNDS = [
     ("hosts.yml", 1, ["-e", "system=testbed"], "testbed"),
-    ("testbed.ip_pairs.yml", 2, ["-e", "system=aws", "-e", "instance_type=p2.xlarge"], "aws-p2.xlarge"),
+    (
+        "testbed.ip_pairs.yml",
+        2,
+        ["-e", "system=aws", "-e", "instance_type=p2.xlarge", "-e", "network_probe=false"],
+        "aws-p2.xlarge",
+    ),
 ]
 
 
-def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansible_env, tmp_path, live_processes):
+def test_benchmark_across_four_hosts_twice(testbed_factory, tmp_path, live_processes):
     for round_no, (inventory_file, num_ps, system_args, recorded_system) in enumerate(ROUNDS, start=1):
         bed = testbed_factory(hosts=4)
         private_net = ipaddress.ip_network(bed.state["private_net"])
         sweep_id = f"pytest-testbed-{uuid.uuid4().hex[:8]}"
         db = tmp_path / f"results-{round_no}.sqlite"
 
-        done = playbook(
-            project_root,
-            ansible_env,
+        done = run_playbook(
+            "run-benchmark.yml",
             "-i",
-            str(bed.dir / inventory_file),
+            bed.dir / inventory_file,
             *system_args,
-            "-e",
-            "gpus=4",
-            "-e",
-            f"num_ps={num_ps}",
-            "-e",
-            f"sweep_id={sweep_id}",
-            "-e",
-            f"results_db={db}",
-            *SMALL,
+            *extra_vars(gpus=4, num_ps=num_ps, sweep_id=sweep_id, results_db=db),
+            *small_run(),
+            env=strict_inventory_env(),
+            timeout=480,
         )
         assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
 
@@ -125,6 +99,17 @@ def test_benchmark_across_four_hosts_twice(testbed_factory, project_root, ansibl
             )
         assert not (Path("/tmp/dtfbench/runs") / run["run_id"]).exists()
         assert "img/s total" in done.stdout
+
+        measured = network.measured(db, sweep_id)
+        if round_no == 1:
+            assert measured.known, measured.why
+            assert sorted(measured.host_gb_s) == ["node01", "node02", "node03", "node04"]
+            assert {h["private_ip"] for h in measured.document["hosts"].values()} == set(bed.private_ips)
+            assert measured.incast_gb_s and measured.rtt_ms is not None
+            assert "network (4 hosts, 3 rounds of 2.0 s" in done.stdout
+        else:
+            assert measured.status == "unknown" and measured.why == "network_probe=false"
+            assert "network: unknown (network_probe=false)" in done.stdout
 
         bed.down()
         assert bed.leftovers() == []

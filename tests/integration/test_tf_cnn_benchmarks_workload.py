@@ -17,13 +17,13 @@ tf_cnn_benchmarks at a given ref runs on a node's TF 1.x and GPUs, that its real
 the recorded format in every version, or that its numbers are right; nor the fetch from GitHub.
 """
 
-import hashlib
 import json
 import re
 import subprocess
 import uuid
 
 import pytest
+from playbook_harness import run_tf_cnn_benchmarks
 
 from dtfbench.results import store
 
@@ -94,7 +94,6 @@ print("total images/sec: %.2f" % (rate * workers))
 print("-" * 64)
 '''
 CNN_UTIL = "VERSION = '1.1'\nRATE = 37.5\nIMPORT_SECONDS = 4\nSTEP_SECONDS = 1.0\n"
-SMALL = ["-e", "model=trivial", "-e", "batch_size=8", "-e", "warmup_steps=2", "-e", "steps=5", "-e", "repetitions=1"]
 
 
 def git(repo, *args):
@@ -117,35 +116,8 @@ def benchmarks_repo(tmp_path_factory):
     return repo, git(repo, "rev-parse", "HEAD")
 
 
-def playbook(project_root, ansible_env, tmp_path, repo, *args, timeout=600):
-    # Ports of their own, since this machine may run other benchmarks on the default ones (2220,
-    # 2230), and below the ephemeral range (32768-), whose ports outgoing connections take.
-    base = 20000 + (int(hashlib.sha1(str(tmp_path).encode()).hexdigest(), 16) % 600) * 20
-    return subprocess.run(
-        [
-            "ansible-playbook",
-            "run-benchmark.yml",
-            "-e",
-            f"tf_cnn_benchmarks_repo=file://{repo}",
-            "-e",
-            f"tf_cluster_worker_port_base={base}",
-            "-e",
-            f"tf_cluster_ps_port_base={base + 10}",
-            "-e",
-            f"tf_cnn_benchmarks_cache={tmp_path / 'cache'}",
-            "-e",
-            f"dtfbench_run_root={tmp_path / 'runs'}",
-            "-e",
-            f"results_db={tmp_path / 'results.sqlite'}",
-            *SMALL,
-            *args,
-        ],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def playbook(tmp_path, repo, *args, timeout=600):
+    return run_tf_cnn_benchmarks(tmp_path, f"file://{repo}", *args, timeout=timeout)
 
 
 def statuses(output, task_prefix):
@@ -159,12 +131,12 @@ def statuses(output, task_prefix):
 
 
 def test_tf_cnn_benchmarks_at_a_ref_runs_records_and_changes_nothing_the_second_time(
-    project_root, ansible_env, tmp_path, benchmarks_repo, live_processes
+    tmp_path, benchmarks_repo, live_processes
 ):
     repo, commit = benchmarks_repo
     sweep_id = f"tfcnn-{uuid.uuid4().hex[:8]}"
     args = ["-e", "workload=tf_cnn_benchmarks@study-2017", "-e", "gpus=1,2", "-e", f"sweep_id={sweep_id}"]
-    done = playbook(project_root, ansible_env, tmp_path, repo, *args)
+    done = playbook(tmp_path, repo, *args)
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     assert f"workload tf_cnn_benchmarks@study-2017: commit {commit}" in " ".join(done.stdout.split())
 
@@ -181,6 +153,11 @@ def test_tf_cnn_benchmarks_at_a_ref_runs_records_and_changes_nothing_the_second_
             commit,
         )
         assert run["tf_version"] == "1.1" and run["sweep_id"] == sweep_id
+        # The NIC bytes of an external program: its window from the step lines the adapter saw,
+        # the host's bytes (TF traffic on loopback here) over it (docs/network.md).
+        assert all(w["measured_window"]["source"] == "step lines" for w in run["worker_results"])
+        assert run["nic"]["localhost"]["status"] == "ok", run["nic"]
+        assert run["nic"]["localhost"]["interface"] == "lo" and run["nic_busiest_host"] == "localhost"
     worker = two["worker_results"][1]
     assert worker["workload"]["commit"] == commit and worker["workload"]["exit_code"] == 0
     # The run's flags as tf_cnn_benchmarks got them: CPU workers here, and no option of ours.
@@ -200,7 +177,7 @@ def test_tf_cnn_benchmarks_at_a_ref_runs_records_and_changes_nothing_the_second_
     assert live_processes(sweep_id) == []
 
     # The same sweep again: nothing left to do, nothing changes, nothing is fetched.
-    again = playbook(project_root, ansible_env, tmp_path, repo, *args)
+    again = playbook(tmp_path, repo, *args)
     assert again.returncode == 0, again.stdout[-3000:]
     assert "0 of 2 runs to do of tf_cnn_benchmarks@study-2017" in " ".join(again.stdout.split())
     assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\s", again.stdout), again.stdout[-2000:]
@@ -208,8 +185,6 @@ def test_tf_cnn_benchmarks_at_a_ref_runs_records_and_changes_nothing_the_second_
 
     # A new sweep at the same ref: the clone, pack and node copies are there already.
     third = playbook(
-        project_root,
-        ansible_env,
         tmp_path,
         repo,
         "-e",
@@ -255,13 +230,9 @@ def test_tf_cnn_benchmarks_at_a_ref_runs_records_and_changes_nothing_the_second_
         ),
     ],
 )
-def test_a_bad_workload_is_one_clear_error_before_anything_starts(
-    project_root, ansible_env, tmp_path, benchmarks_repo, args, message
-):
+def test_a_bad_workload_is_one_clear_error_before_anything_starts(tmp_path, benchmarks_repo, args, message):
     repo, _ = benchmarks_repo
     done = playbook(
-        project_root,
-        ansible_env,
         tmp_path,
         repo,
         "-e",

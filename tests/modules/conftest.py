@@ -43,17 +43,59 @@ def adhoc_env():
     )
     env.pop("ANSIBLE_CONFIG", None)
     if os.environ.get("DTFBENCH_TEST_DIRECT_CALL"):
-        # The project's action plugins with pipelining, as ansible.cfg has them over SSH:
+        # The project's action plugins with pipelining, as ansible.cfg has them:
         # tf_host_run runs without AnsiballZ (plugins/action/tf_host_run.py).
         env.update(ANSIBLE_ACTION_PLUGINS=os.path.join(REPO, "plugins", "action"), ANSIBLE_PIPELINING="true")
     return env
 
 
+def run_ansible_doc(*args, library=LIBRARY, timeout=120):
+    """ansible-doc -M `library` ARGS with the project's doc fragments, not its ansible.cfg."""
+    tool = os.path.join(BIN, "ansible-doc")
+    if not os.path.exists(tool):
+        pytest.skip("ansible-doc is not installed next to %s" % sys.executable)
+    env = dict(
+        os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_DOC_FRAGMENT_PLUGINS=os.path.join(REPO, "plugins", "doc_fragments")
+    )
+    env.pop("ANSIBLE_CONFIG", None)
+    return subprocess.run(
+        [tool, "-M", library, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture(scope="session")
+def ansible_doc():
+    """run_ansible_doc(*args, library=..., timeout=...): ansible-doc's finished process."""
+    return run_ansible_doc
+
+
+def adhoc_command(module, args, *extra_args):
+    """The command line that runs one module on localhost with this interpreter: ``ansible
+    localhost -c local -M library -m module -a args``, then `extra_args` (``--check``, ``-vvv``)."""
+    return [
+        ansible_tool("ansible"),
+        "localhost",
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-M",
+        LIBRARY,
+        "-m",
+        module,
+        "-a",
+        json.dumps(args),
+        "-e",
+        "ansible_python_interpreter=%s" % sys.executable,
+        *extra_args,
+    ]
+
+
 @pytest.fixture
 def adhoc():
-    """What run_module is made of, for a test that builds its own command line. (A fixture:
+    """What run_module is made of, for a test that starts the command itself. (A fixture:
     `from conftest import ...` in a test finds whichever conftest module was imported first.)"""
-    return types.SimpleNamespace(library=LIBRARY, env=adhoc_env, tool=ansible_tool)
+    return types.SimpleNamespace(library=LIBRARY, env=adhoc_env, tool=ansible_tool, command=adhoc_command)
 
 
 @pytest.fixture
@@ -61,25 +103,7 @@ def run_module(tmp_path):
     """run_module(name, args, check=False, extra_args=()) -> (rc, result) via ``ansible -m``."""
 
     def run(module, args, check=False, timeout=180, extra_args=()):
-        cmd = [
-            ansible_tool("ansible"),
-            "localhost",
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-M",
-            LIBRARY,
-            "-m",
-            module,
-            "-a",
-            json.dumps(args),
-            "-e",
-            "ansible_python_interpreter=%s" % sys.executable,
-        ]
-        if check:
-            cmd.append("--check")
-        cmd.extend(extra_args)
+        cmd = adhoc_command(module, args, *(["--check"] if check else []), *extra_args)
         # cwd: a directory without ansible.cfg, so the test does not depend on the project's.
         proc = subprocess.run(cmd, cwd=str(tmp_path), env=adhoc_env(), capture_output=True, text=True, timeout=timeout)
         # The ad-hoc (minimal) callback prints "localhost | CHANGED => {json}".

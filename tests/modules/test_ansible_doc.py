@@ -1,5 +1,6 @@
 """Every module in library/ documents itself: ansible-doc renders it and its JSON parses."""
 
+import functools
 import glob
 import json
 import os
@@ -19,17 +20,11 @@ MODULES = sorted(
 )
 
 
-def ansible_doc(*args):
-    tool = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
-    if not os.path.exists(tool):
-        pytest.skip("ansible-doc is not installed next to %s" % sys.executable)
-    env = dict(
-        os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_DOC_FRAGMENT_PLUGINS=os.path.join(REPO, "plugins", "doc_fragments")
-    )
-    env.pop("ANSIBLE_CONFIG", None)
-    return subprocess.run(
-        [tool, "-M", LIBRARY] + list(args), cwd=REPO, env=env, capture_output=True, text=True, timeout=120
-    )
+@pytest.fixture(scope="module")
+def doc_of(ansible_doc):
+    """ansible-doc's finished process for these arguments, run once for the module's tests: the
+    rendering test and the JSON test read the same rendered page (ansible-doc takes seconds)."""
+    return functools.cache(ansible_doc)
 
 
 def test_the_project_modules_are_there():
@@ -37,8 +32,8 @@ def test_the_project_modules_are_there():
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_ansible_doc_renders(module):
-    proc = ansible_doc(module)
+def test_ansible_doc_renders(doc_of, module):
+    proc = doc_of(module)
     assert proc.returncode == 0, proc.stderr
     assert "[WARNING]" not in proc.stderr and "[ERROR]" not in proc.stderr, proc.stderr
     assert "OPTIONS" in proc.stdout and "RETURN VALUES" in proc.stdout, proc.stdout
@@ -46,8 +41,8 @@ def test_ansible_doc_renders(module):
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_ansible_doc_json(module):
-    proc = ansible_doc("--json", module)
+def test_ansible_doc_json(doc_of, module):
+    proc = doc_of("--json", module)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     entry = data.get(module) or data[next(iter(data))]
@@ -56,7 +51,7 @@ def test_ansible_doc_json(module):
     assert doc["short_description"] and doc["description"]
     assert doc["author"]
     assert doc["options"] and entry["return"] and entry["examples"].strip()
-    rendered = ansible_doc(module).stdout
+    rendered = doc_of(module).stdout
     for option in doc["options"]:
         assert option in rendered
     for key in entry["return"]:

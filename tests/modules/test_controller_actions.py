@@ -5,7 +5,6 @@ and no module payload shipped and run."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -62,23 +61,7 @@ def run(adhoc, tmp_path, module, args, plugin):
     if plugin:
         env["ANSIBLE_ACTION_PLUGINS"] = ACTIONS
     done = subprocess.run(
-        [
-            adhoc.tool("ansible"),
-            "localhost",
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-M",
-            adhoc.library,
-            "-vvv",
-            "-m",
-            module,
-            "-a",
-            json.dumps(args),
-            "-e",
-            "ansible_python_interpreter=%s" % sys.executable,
-        ],
+        adhoc.command(module, args, "-vvv"),
         cwd=str(tmp_path),
         env=env,
         capture_output=True,

@@ -31,7 +31,7 @@ ACTION_PLUGINS = os.path.join(REPO, "plugins", "action")
 # then runs the module (as __main__) or imports the action plugin, and stops it at the point
 # where it hands its argument spec to Ansible. Prints the spec as JSON.
 CAPTURE = r"""
-import ast, json, os, runpy, sys
+import json, os, runpy, sys
 import ansible.module_utils
 from ansible.module_utils import basic
 
@@ -57,14 +57,9 @@ except Captured as done:
 where = module_file
 action = os.path.join(repo, "plugins", "action", name + ".py")
 if spec is None and os.path.exists(action):
-    # An action plugin: the spec it passes to validate_argument_spec, by name.
+    # An action plugin (dtfbench.adapters.action.ControllerAction): the spec it validates with.
     where = action
-    namespace = runpy.run_path(action)
-    for node in ast.walk(ast.parse(open(action).read())):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "validate_argument_spec":
-            for keyword in node.keywords:
-                if keyword.arg == "argument_spec" and isinstance(keyword.value, ast.Name):
-                    spec = namespace[keyword.value.id]
+    spec = getattr(runpy.run_path(action)["ActionModule"], "argument_spec", None)
 print(json.dumps({"spec": spec, "where": where}, default=repr))
 """
 
@@ -80,30 +75,16 @@ def captured_spec(name):
     assert proc.returncode == 0, "capturing the argument spec of %s failed:\n%s" % (name, proc.stderr)
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     assert found["spec"] is not None, (
-        "%s: found no argument spec (neither an AnsibleModule in %s nor validate_argument_spec(argument_spec=NAME) "
+        "%s: found no argument spec (neither an AnsibleModule in %s nor an ActionModule.argument_spec "
         "in plugins/action/%s.py)" % (name, MODULE_FILES[name], name)
     )
     return found["spec"]
 
 
 @pytest.fixture(scope="module")
-def docs():
+def docs(ansible_doc):
     """Every module's documentation as ansible-doc gives it (doc fragments merged)."""
-    tool = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
-    if not os.path.exists(tool):
-        pytest.skip("ansible-doc is not installed next to %s" % sys.executable)
-    env = dict(
-        os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_DOC_FRAGMENT_PLUGINS=os.path.join(REPO, "plugins", "doc_fragments")
-    )
-    env.pop("ANSIBLE_CONFIG", None)
-    proc = subprocess.run(
-        [tool, "--json", "-M", os.pathsep.join(LIBRARIES)] + sorted(MODULE_FILES),
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = ansible_doc("--json", *sorted(MODULE_FILES), library=os.pathsep.join(LIBRARIES), timeout=300)
     assert proc.returncode == 0, proc.stderr
     return {name: entry["doc"] for name, entry in json.loads(proc.stdout).items()}
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from playbook_harness import extra_vars, run_playbook
 
 from dtfbench.plan.layout import compute_layout
 
@@ -40,23 +41,7 @@ def test_the_action_plugin_runs_in_place_of_the_module(tmp_path, adhoc, plugin):
     if plugin:
         env["ANSIBLE_ACTION_PLUGINS"] = os.path.join(REPO, "plugins", "action")
     done = subprocess.run(
-        [
-            adhoc.tool("ansible"),
-            "localhost",
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-M",
-            adhoc.library,
-            "-vvv",
-            "-m",
-            "tf_cluster_spec",
-            "-a",
-            json.dumps(dict(hosts=HOSTS, gpus=2, num_ps=1)),
-            "-e",
-            "ansible_python_interpreter=%s" % sys.executable,
-        ],
+        adhoc.command("tf_cluster_spec", dict(hosts=HOSTS, gpus=2, num_ps=1), "-vvv"),
         cwd=str(tmp_path),
         env=env,
         capture_output=True,
@@ -142,23 +127,12 @@ def test_the_action_plugins_failure_obeys_failed_when(tmp_path, adhoc):
         )
     )
     env = dict(adhoc.env(), ANSIBLE_ACTION_PLUGINS=os.path.join(REPO, "plugins", "action"))
-    done = subprocess.run(
-        [
-            adhoc.tool("ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-M",
-            adhoc.library,
-            str(play),
-            "-e",
-            "ansible_python_interpreter=%s" % sys.executable,
-        ],
-        cwd=str(tmp_path),
+    done = run_playbook(
+        play,
+        *("-i", "localhost,", "-c", "local", "-M", adhoc.library),
+        *extra_vars(ansible_python_interpreter=sys.executable),
         env=env,
-        capture_output=True,
-        text=True,
+        cwd=tmp_path,
         timeout=180,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -3,17 +3,17 @@
 plugins/action/tf_host_run.py pipes the stdlib-only launch code to the host's Python instead
 of running the module through AnsiballZ, which costs ~0.17 CPU-s a call on the host (issue
 #19, P2). These tests run ad-hoc ``ansible localhost -c local`` with the project's action
-plugins and pipelining on, as ansible.cfg has it for SSH, with the stand-in programs of
+plugins and pipelining on, as ansible.cfg has it, with the stand-in programs of
 test_tf_host_run, and check from ``-vvv`` which path ran: a whole run (finish, stop, check),
 a failing worker, a warning and a bad option through the direct call; the module when
-pipelining is off.
+pipelining is off; and the direct call with the project's own ansible.cfg and local
+inventory, unchanged (`make run`'s path).
 """
 
 import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 from task_processes import no_leftovers  # noqa: F401  (autouse: no process of a test remains)
@@ -36,10 +36,7 @@ class Runner:
         self.outputs = []
 
     def __call__(self, module, args, check=False, timeout=180, extra_args=()):
-        cmd = [self.adhoc.tool("ansible"), "localhost", "-i", "localhost,", "-c", "local", "-M", self.adhoc.library]
-        cmd += ["-m", module, "-a", json.dumps(args), "-e", "ansible_python_interpreter=%s" % sys.executable, "-vvv"]
-        if check:
-            cmd.append("--check")
+        cmd = self.adhoc.command(module, args, "-vvv", *(["--check"] if check else []))
         env = self.adhoc.env()
         env.update(ANSIBLE_ACTION_PLUGINS=ACTION_PLUGINS, ANSIBLE_PIPELINING=str(self.pipelining).lower())
         proc = subprocess.run(cmd, cwd=str(self.tmp_path), env=env, capture_output=True, text=True, timeout=timeout)
@@ -103,3 +100,23 @@ def test_without_pipelining_the_module_runs(tmp_path, adhoc, monkeypatch):
     rc, checked = host("checked")
     assert rc == 0 and checked["complete"] is False and checked["busy"] == [], checked
     assert MODULE + " (no pipelining)" in runner.outputs[0] and DIRECT not in runner.outputs[0]
+
+
+def test_the_projects_own_settings_take_the_direct_call_on_the_local_connection(tmp_path, adhoc):
+    """`make run`'s path: ansible.cfg and the local inventory as they are, nothing overridden.
+
+    The local connection reads pipelining from ``[connection]`` (or ``[defaults]``), not from
+    ``[ssh_connection]``: with the setting only there, this call pays AnsiballZ.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(
+        ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="json"
+    )
+    run_dir = tmp_path / "run"
+    args = dict(state="checked", run_id="r", run_dir=str(run_dir), tasks=[])
+    cmd = [adhoc.tool("ansible"), "tf_nodes", "-m", "tf_host_run", "-a", json.dumps(args), "-vvv"]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    assert "localhost | SUCCESS" in proc.stdout, output[-3000:]
+    assert DIRECT in output and MODULE not in output and "AnsiballZ_tf_host_run" not in output, output[-3000:]

@@ -51,22 +51,7 @@ def start_finished(host, adhoc, tmp_path):
         program=[sys.executable, str(host.program)],
         program_args=["--plan", json.dumps(plan), "--record-dir", str(host.records)],
     )
-    cmd = [
-        adhoc.tool("ansible"),
-        "localhost",
-        "-i",
-        "localhost,",
-        "-c",
-        "local",
-        "-M",
-        adhoc.library,
-        "-m",
-        "tf_host_run",
-        "-a",
-        json.dumps(args),
-        "-e",
-        "ansible_python_interpreter=%s" % sys.executable,
-    ]
+    cmd = adhoc.command("tf_host_run", args)
     log = open(str(tmp_path / "ansible.log"), "w+")
     process = subprocess.Popen(
         cmd, cwd=str(tmp_path), env=adhoc.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True

@@ -7,11 +7,13 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
+from memory_cgroup import memory_cgroup
 
 # no_leftovers: an autouse fixture, active in this module by being imported.
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
@@ -388,3 +390,38 @@ def test_max_runtime_kills_the_whole_group_that_ignores_sigterm(task, tmp_path):
     assert rc != 0 and "killed by SIGKILL after running past its max_runtime" in result["msg"], result["msg"]
     rc, stopped = task("t-deadline-group", state="stopped", grace_period=1)
     assert rc == 0 and other_session in stopped["killed"], stopped
+
+
+def test_a_kernel_oom_kill_is_named_and_a_plain_sigkill_is_not(adhoc, tmp_path):
+    # The supervisor, started by a module call inside a memory cgroup of the test's own (every
+    # process of the call is in it from its start), tells the OOM killer's SIGKILL from another.
+    run_dir, pid_file = tmp_path / "run", tmp_path / "sleeper.pid"
+    hog = [sys.executable, "-c", "import time; hog = b'x' * (1 << 30); time.sleep(60)"]  # touches 1 GiB
+    sleeper = [sys.executable, "-c", "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); "
+               "time.sleep(60)", str(pid_file)]  # fmt: skip
+
+    def call(cgroup=None, **args):
+        argv = adhoc.command("tf_task", dict(args, run_dir=str(run_dir)))
+        done = subprocess.run(
+            argv, cwd=tmp_path, env=adhoc.env(), capture_output=True, text=True, timeout=120,
+            preexec_fn=cgroup.join if cgroup else None,
+        )  # fmt: skip
+        return json.loads(done.stdout[done.stdout.index("=> {") + 3 :])
+
+    with memory_cgroup(256) as cgroup:
+        assert call(cgroup, name="t-hog", state="started", argv=hog)["pid"]
+        assert call(cgroup, name="t-sleeper", state="started", argv=sleeper)["pid"]
+        hogged = call(name="t-hog", state="finished", timeout=60)
+        assert hogged["signal_name"] == "SIGKILL", hogged
+        assert "task t-hog was killed by the kernel's OOM killer (SIGKILL; memory." in hogged["msg"], hogged["msg"]
+        assert "oom_kill 0 -> 1 in %s" % cgroup.path in hogged["msg"], hogged["msg"]
+        assert hogged["exit"]["oom_killed"] is True, hogged["msg"]
+        log = (run_dir / "t-hog.log").read_text()
+        assert "program was killed by the kernel's OOM killer" in log and "Traceback" not in log, log
+        # The same cgroup, its count already 1: a SIGKILL from elsewhere is only a SIGKILL.
+        assert wait_for(pid_file.exists)
+        time.sleep(0.2)
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        killed = call(name="t-sleeper", state="finished", timeout=30)
+        assert "task t-sleeper was killed by SIGKILL" in killed["msg"] and "OOM" not in killed["msg"], killed["msg"]
+    assert processes_of(tmp_path) == []

@@ -20,22 +20,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from testbed_fixtures import testbed_factory  # noqa: F401
+from playbook_harness import run_playbook
+from testbed_fixtures import testbed_factory, wheelhouse  # noqa: F401
 
 pytestmark = [pytest.mark.ansible, pytest.mark.tf]
 
 VENV = "/mnt/local_ssd/dtfbench/venv"
 
 
-def configure(project_root, ansible_env, inventory, extra, timeout=1200):
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "configure-nodes.yml", "-i", inventory, *extra],
-        cwd=project_root,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def configure(inventory, extra, timeout=1200):
+    return run_playbook("configure-nodes.yml", "-i", inventory, *extra, timeout=timeout)
 
 
 def locked(project_root, name):
@@ -48,26 +42,13 @@ def wheelhouse_for_nodes(project_root, python):
     tag = subprocess.run(
         [python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    folder = project_root / ".cache" / f"wheelhouse-{tag}"
-    folder.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [
-            python,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--dest",
-            str(folder),
-            f"tensorflow-cpu=={locked(project_root, 'tensorflow[-_]cpu')}",
-            f"boto3=={locked(project_root, 'boto3')}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1200,
+    return wheelhouse(
+        python,
+        project_root / ".cache" / f"wheelhouse-{tag}",
+        f"tensorflow-cpu=={locked(project_root, 'tensorflow[-_]cpu')}",
+        f"boto3=={locked(project_root, 'boto3')}",
+        f"awscrt=={locked(project_root, 'awscrt')}",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return folder
 
 
 def recap(stdout):
@@ -102,7 +83,7 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
         f"tf_virtualenv_wheel_dir={tmp_path / 'wheels'}",
     ]
 
-    first = configure(project_root, ansible_env, bed.inventory, extra)
+    first = configure(bed.inventory, extra)
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
     counts = recap(first.stdout)
     assert set(counts) == {"node01", "node02"} and all(c["failed"] == 0 and c["changed"] > 0 for c in counts.values())
@@ -131,7 +112,7 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
             "-m",
             "ansible.builtin.command",
             "-a",
-            f"{VENV}/bin/python -c 'import dtfbench.layout, tensorflow as tf; print(tf.__version__, dtfbench.layout.__file__)'",
+            f"{VENV}/bin/python -c 'import dtfbench.plan.layout, tensorflow as tf; print(tf.__version__, dtfbench.plan.layout.__file__)'",
         ],
         cwd=project_root,
         env=ansible_env,
@@ -142,7 +123,7 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
     assert probe.returncode == 0, probe.stdout + probe.stderr
     assert f"{VENV}/lib/" in probe.stdout
 
-    second = configure(project_root, ansible_env, bed.ip_pairs_config, extra)
+    second = configure(bed.ip_pairs_config, extra)
     assert second.returncode == 0, second.stdout[-6000:] + second.stderr[-2000:]
     counts = recap(second.stdout)
     assert set(counts) == {"node01", "node02"}

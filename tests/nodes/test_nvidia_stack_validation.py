@@ -10,6 +10,7 @@ import re
 
 import pytest
 from node_helpers import recorded_nvidia_smi_env
+from playbook_harness import extra_vars
 
 pytestmark = pytest.mark.ansible
 
@@ -109,23 +110,13 @@ def test_v100_with_the_current_profile_installs_only_with_gpus(run_playbook):
     # so nothing is installed on this machine, and the expected count is verified.
     proc = run_playbook(
         PLAY,
-        "-e",
-        "node_profile=current",
-        "-e",
-        "nvidia_stack_install=never",
-        "-e",
-        "nvidia_stack_expect_gpus=4",
+        *extra_vars(node_profile="current", nvidia_stack_install="never", nvidia_stack_expect_gpus=4),
         env=recorded_nvidia_smi_env("v100_p3_8xlarge"),
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     proc = run_playbook(
         PLAY,
-        "-e",
-        "node_profile=current",
-        "-e",
-        "nvidia_stack_install=never",
-        "-e",
-        "nvidia_stack_expect_gpus=8",
+        *extra_vars(node_profile="current", nvidia_stack_install="never", nvidia_stack_expect_gpus=8),
         env=recorded_nvidia_smi_env("v100_p3_8xlarge"),
     )
     assert "expected 8 GPU(s), nvidia-smi lists 4 (status ok)" in failed_message(proc)

@@ -46,7 +46,8 @@ and environment-modules: scripts/test-deps.sh installs them.
 
 The steps it shares with the test bed (commands, ip, the address range, state.json,
 /proc, stopping processes, removing a prefix's namespaces and links) are in
-tests/harness/netns_harness.py, linked into this folder.
+tests/harness/netns_harness.py, and its life cycle (claim, plan, state, down, leftovers,
+status) in tests/harness/cluster_harness.py, both linked into this folder.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ import time
 from pathlib import Path
 
 import netns_harness as nh
+from cluster_harness import NetnsCluster
 from netns_harness import (
     NETNS_DIR,
     STATE,
@@ -195,8 +197,17 @@ def kill_all(pids_of, grace: float = 3.0) -> None:
     nh.kill_all(pids_of, grace)
 
 
-def range_is_free(x: int, links: set[str], namespaces: set[str], used: list) -> bool:
-    return nh.range_is_free(f"{PREFIX}{x}-", [NET.format(x=x)], links, namespaces, used)
+CLUSTER = NetnsCluster(
+    what="Slurm test cluster",
+    prefix=PREFIX,
+    candidates=tuple(CANDIDATES),
+    networks=lambda x: [NET.format(x=x)],
+    bridge_key="bridge",
+    error=ClusterError,
+    cleanup_hint=f"remove the cluster's namespaces and links ({PREFIX}<N>-*) and its processes by hand",
+)
+range_is_free = CLUSTER.range_is_free
+load_state = CLUSTER.load_state
 
 
 def free_port(candidates=CTLD_PORTS) -> int:
@@ -229,20 +240,17 @@ def tf_stand_in() -> dict:
 
 def plan(directory: Path, nodes: int, x: int) -> dict:
     prefix = f"{PREFIX}{x}"
-    return {
-        "schema": 1,
-        "dir": str(directory),
-        "x": x,
-        "prefix": prefix,
-        "status": "claiming",
-        "net": NET.format(x=x),
-        "host_ip": f"10.215.{x}.1",
-        "bridge": f"{prefix}-br",
-        "cluster_name": prefix,
-        "controller": socket.gethostname().split(".")[0],
-        "ctld_port": None,
-        "partition": PARTITION,
-        "nodes": [
+    return CLUSTER.plan(
+        directory,
+        x,
+        net=NET.format(x=x),
+        host_ip=f"10.215.{x}.1",
+        bridge=f"{prefix}-br",
+        cluster_name=prefix,
+        controller=socket.gethostname().split(".")[0],
+        ctld_port=None,
+        partition=PARTITION,
+        nodes=[
             {
                 "name": f"node{i}",
                 "netns": f"{prefix}-n{i}",
@@ -254,10 +262,10 @@ def plan(directory: Path, nodes: int, x: int) -> dict:
         ],
         # munged wants every directory above its socket open to all, and a socket path of
         # at most 107 bytes: its own short directory under /tmp, not one under <dir>.
-        "munge_dir": f"/tmp/dtfbench-slurm-{prefix}-munge",
-        "pids": {},
-        "watchdog_pid": None,
-    }
+        munge_dir=f"/tmp/dtfbench-slurm-{prefix}-munge",
+        pids={},
+        watchdog_pid=None,
+    )
 
 
 def nodelist(state: dict) -> str:
@@ -265,12 +273,6 @@ def nodelist(state: dict) -> str:
 
 
 # --------------------------------------------------------------------------- state
-
-
-def load_state(directory: Path) -> dict | None:
-    return nh.load_state(
-        directory, f"remove the cluster's namespaces and links ({PREFIX}<N>-*) and its processes by hand"
-    )
 
 
 def environment(state: dict) -> dict:
@@ -295,15 +297,7 @@ def up(
     if not 1 <= nodes <= MAX_NODES:
         raise ClusterError(f"--nodes {nodes}: choose 1 to {MAX_NODES}")
     check_prerequisites()
-    directory = Path(directory).resolve()
-    existing = load_state(directory) if directory.exists() else None
-    if existing is not None:
-        raise ClusterError(
-            f"{directory} already holds a Slurm test cluster ({existing['prefix']}, "
-            f"{len(existing['nodes'])} nodes): run `down --dir {directory}` first"
-        )
-    directory.mkdir(parents=True, exist_ok=True)
-    os.chmod(directory, 0o755)
+    directory = CLUSTER.new_directory(directory, 0o755)
 
     state = None
     try:
@@ -327,16 +321,7 @@ def up(
 
 
 def claim(directory: Path, nodes: int) -> dict:
-    state = nh.claim_range(
-        CANDIDATES,
-        lambda x: f"{PREFIX}{x}-",
-        lambda x: [NET.format(x=x)],
-        lambda x: plan(directory, nodes, x),
-        "bridge",
-    )
-    if state is None:
-        raise ClusterError("no free address range 10.215.X.0/24 left on this machine")
-    return state
+    return CLUSTER.claim(lambda x: plan(directory, nodes, x))
 
 
 def build_network(state: dict) -> None:
@@ -601,13 +586,11 @@ def watch(directory: Path, pid: int, interval: float = 0.5) -> int:
 
 def down(directory: Path = DEFAULT_DIR) -> bool:
     """Remove everything the cluster in `directory` created. Idempotent; True if it found one."""
-    directory = Path(directory).resolve()
-    state = load_state(directory) if directory.exists() else None
-    if state is None:
-        return False
-    if state.get("status") == "claiming":
-        remove_files(directory)
-        return True
+    return CLUSTER.down(directory, take_down, remove_files)
+
+
+def take_down(directory: Path, state: dict) -> None:
+    """Stop its daemons and jobs, remove its namespaces, links and munge folder."""
     # 1. Every process in the nodes' namespaces: slurmd, slurmstepd, the jobs' tasks.
     for node in state["nodes"]:
         inode = netns_inode(node["netns"])
@@ -626,15 +609,13 @@ def down(directory: Path = DEFAULT_DIR) -> bool:
     nh.remove_prefixed(state["prefix"] + "-", last=[state["bridge"]], grace=3.0)
     if munge_dir.startswith("/tmp/dtfbench-slurm-"):
         shutil.rmtree(munge_dir, ignore_errors=True)
-    remove_files(directory)
-    return True
 
 
 OUR_ENTRIES = ("etc", "ctld", "nodes", "modulefiles", "modules", "work", "env.sh", "watchdog.log")
 
 
-def remove_files(directory: Path) -> None:
-    if not directory.exists():
+def remove_files(directory: Path, state: dict | None) -> None:
+    if state is None or not directory.exists():
         return
     for name in OUR_ENTRIES:
         path = directory / name
@@ -656,34 +637,22 @@ def remove_files(directory: Path) -> None:
 
 def leftovers(state: dict) -> list[str]:
     """What of a cluster still exists (empty when it is fully down). For tests."""
-    found = nh.prefixed_leftovers(state["prefix"] + "-")
-    directory = state["dir"]
-    markers = [directory] + ([state["munge_dir"]] if state.get("munge_dir") else [])
-    spare = ancestors()
-    for pid in all_pids():
-        if pid in spare:
-            continue
-        argv = cmdline(pid)
-        if any(marker in arg for marker in markers for arg in argv) and alive(pid):
-            found.append(f"process {pid}: {' '.join(argv)}")
+    markers = [state["dir"]] + ([state["munge_dir"]] if state.get("munge_dir") else [])
+    found = CLUSTER.leftovers(state["prefix"], markers, [Path(state["dir"], STATE), *markers[1:]])
     for name, pid in state.get("pids", {}).items():
         if pid and alive(pid) and any(marker in a for marker in markers for a in cmdline(pid)):
             found.append(f"{name} {pid}")
-    for path in (Path(directory, STATE), Path(state.get("munge_dir") or "/nonexistent")):
-        if path.exists():
-            found.append(f"file {path}")
     return found
 
 
 def status(directory: Path) -> dict | None:
-    directory = Path(directory).resolve()
-    state = load_state(directory) if directory.exists() else None
-    if state is None:
-        return None
+    return CLUSTER.status(directory, add_liveness)
+
+
+def add_liveness(state: dict) -> None:
     state["alive"] = {name: bool(pid) and alive(pid) for name, pid in state.get("pids", {}).items()}
     if state.get("status") == "up":
         state["node_states"] = node_states(state)
-    return state
 
 
 # --------------------------------------------------------------------------- pytest fixture

@@ -1,4 +1,7 @@
-"""The slurm_cluster role's modules: what they read from sinfo and scontrol."""
+"""The slurm_cluster role's modules: what slurm_nodes reads from sinfo, and their documentation.
+
+slurm_job's logic is dtfbench.launch.slurm_job (tests/unit/test_slurm_job.py).
+"""
 
 import importlib.util
 import os
@@ -19,7 +22,6 @@ def load(name):
 
 
 slurm_nodes = load("slurm_nodes")
-slurm_job = load("slurm_job")
 
 
 def test_usable_nodes_respond_are_not_down_and_have_the_feature():
@@ -40,33 +42,6 @@ def test_usable_nodes_respond_are_not_down_and_have_the_feature():
     assert excluded == ["nid00003: drained", "nid00004: down*", "nid00005: no feature gpu (has mc)"]
     # An expression is the scheduler's business: no filter by feature.
     assert slurm_nodes.parse_sinfo(text, "gpu&startx")[0] == ["nid00001", "nid00002", "nid00005", "nid00006"]
-
-
-@pytest.mark.parametrize(
-    "line, expected",
-    [
-        (
-            "JobId=12 JobName=dtfbench-x UserId=root(0) JobState=FAILED Reason=NonZeroExitCode Dependency=(null) "
-            "ExitCode=2:0 NodeList=nid0[0001-0003] StdOut=/scratch/a b/job-12.out Power=",
-            {
-                "JobId": "12",
-                "JobState": "FAILED",
-                "Reason": "NonZeroExitCode",
-                "ExitCode": "2:0",
-                "NodeList": "nid0[0001-0003]",
-                "StdOut": "/scratch/a b/job-12.out",
-                "Power": "",
-            },
-        ),
-        (
-            "JobId=7 JobState=PENDING Reason=Resources NodeList=(null)",
-            {"JobId": "7", "JobState": "PENDING", "Reason": "Resources", "NodeList": "(null)"},
-        ),
-    ],
-)
-def test_scontrol_show_job_one_line(line, expected):
-    fields = slurm_job.parse_show_job(line + "\n")
-    assert {k: fields[k] for k in expected} == expected
 
 
 @pytest.mark.ansible

@@ -5,7 +5,7 @@
                            [--barrier_timeout 60] [--run_seconds 0]
 
 Every task listens on its endpoint (as a TF server does; readiness probes just connect).
-A worker then waits at a start barrier for every worker, as dtfbench.train's graph worker
+A worker then waits at a start barrier for every worker, as dtfbench train's graph worker
 and TF's synchronous training do (no worker trains before all are up): it tells the first
 PS that it is up, and asks it every 0.2 s how many are, until all are (the count lives on
 the PS, as TF's barrier does, so that polling costs O(workers), not O(workers^2)). Then it

@@ -193,6 +193,8 @@ def test_two_testbeds_side_by_side(testbed_factory):
         (["--hosts", "0"], "choose 1 to 64"),
         (["--hosts", "65"], "choose 1 to 64"),
         (["--devices", "0"], "at least one device slot"),
+        (["--link-mbit", "0"], "choose a rate above 0"),
+        (["--link-mbit", "-5"], "choose a rate above 0"),
     ],
 )
 def test_bad_arguments(tmp_path, args, message):
@@ -219,3 +221,45 @@ def test_address_ranges_in_use_are_skipped():
     assert tb.range_is_free(61, {"dtfb6-pub", "eth0"}, set(), used)
     # A route that covers everything (a VPN's 10.0.0.0/8) blocks every candidate.
     assert not tb.range_is_free(61, set(), set(), [ipaddress.ip_network("10.0.0.0/8")])
+
+
+def timed_transfer_mbit(sender: dict, receiver: dict) -> float:
+    """Mbit/s of a 2-second TCP transfer from node `sender` to node `receiver`, private addresses."""
+    return tb.timed_transfer(sender, receiver) * 8 / 1e6
+
+
+def test_shaped_private_link(tmp_path):
+    """`up --link-mbit` limits a node's private link to that rate (tbf on both veth ends):
+    a timed transfer between two nodes runs at it; `shape --unshaped` lifts it; `status`
+    reads the qdiscs back; `down` leaves nothing."""
+    needs_testbed()
+    directory = tmp_path / "shaped"
+    up = cli("up", "--hosts", "2", "--link-mbit", "100", "--dir", str(directory))
+    assert up.returncode == 0, up.stderr
+    assert "shaped to 100 Mbit/s" in up.stdout
+    state = json.loads((directory / "state.json").read_text())
+    try:
+        assert state["link_mbit"] == 100
+        status = json.loads(cli("status", "--dir", str(directory)).stdout)
+        assert [[end["tbf_mbit"] for end in n["private_link"]] for n in status["nodes"]] == [[100, 100]] * 2
+        one, two = state["nodes"]
+        # Both directions: each is shaped at the sender's and at the receiver's end.
+        for sender, receiver in ((one, two), (two, one)):
+            assert timed_transfer_mbit(sender, receiver) == pytest.approx(100, rel=0.1)
+        # The receiver's end alone limits what it takes in (the incast's bottleneck).
+        tb.run("tc", "-n", one["netns"], "qdisc", "del", "dev", "prv0", "root")
+        assert timed_transfer_mbit(one, two) == pytest.approx(100, rel=0.1)
+
+        again = cli("shape", "--link-mbit", "400", "--dir", str(directory))
+        assert again.returncode == 0, again.stderr
+        assert timed_transfer_mbit(two, one) == pytest.approx(400, rel=0.1)
+        unshaped = cli("shape", "--unshaped", "--dir", str(directory))
+        assert unshaped.returncode == 0, unshaped.stderr
+        status = json.loads(cli("status", "--dir", str(directory)).stdout)
+        assert status["link_mbit"] is None
+        assert all(end["tbf_mbit"] is None for n in status["nodes"] for end in n["private_link"])
+        assert timed_transfer_mbit(one, two) > 1000
+    finally:
+        down = cli("down", "--dir", str(directory))
+    assert down.returncode == 0, down.stderr
+    assert tb.leftovers(state, directory) == []

@@ -3,6 +3,7 @@
 
     python tests/testbed/testbed.py up --hosts 4 --dir /tmp/dtfbench-testbed
     python tests/testbed/testbed.py status --dir /tmp/dtfbench-testbed
+    python tests/testbed/testbed.py shape --link-mbit 200 --dir /tmp/dtfbench-testbed
     python tests/testbed/testbed.py down --dir /tmp/dtfbench-testbed
 
 Each host (node01 .. nodeNN, 1 to 64 of them) is
@@ -26,6 +27,14 @@ Address plan, with X a number chosen at ``up`` (the first free one from 57 on):
 
     public  bridge <prefix>-pub  10.213.X.0/24   controller 10.213.X.1, nodeNN 10.213.X.(10+NN)
     private bridge <prefix>-prv  10.214.X.0/24   no controller address, nodeNN 10.214.X.(10+NN)
+
+A shaped test bed (``up --link-mbit N``, or ``shape`` on one that is up) limits each node's
+private link to N Mbit/s in each direction, like a NIC: the kernel's ``tbf`` qdisc on both
+ends of the node's private veth, ``prv0`` in the namespace (what the node sends) and the host
+end on the bridge (what it receives). N senders into one node share its N Mbit/s, as a PS's
+incast does. ``netem`` is not in every kernel; ``tbf`` is. The public (SSH) link is never
+shaped. The rate is in state.json (``link_mbit``), ``status`` reads the qdiscs back, and
+``down`` removes them with the veths.
 
 ``prefix`` is ``dtfb<X>``. A candidate X is taken only when no interface address and no
 route of this machine's (host) network namespace falls in either /24, and no link or
@@ -71,7 +80,8 @@ Needs root, iproute2, util-linux (unshare, nsenter) and openssh-server/-client
 
 The steps it shares with the Slurm test cluster (commands, ip, the address range, state.json,
 /proc, stopping processes, removing a prefix's namespaces and links) are in
-tests/harness/netns_harness.py, linked into this folder.
+tests/harness/netns_harness.py, and its life cycle (claim, plan, state, down, leftovers,
+status) in tests/harness/cluster_harness.py, both linked into this folder.
 """
 
 from __future__ import annotations
@@ -90,6 +100,7 @@ import time
 from pathlib import Path
 
 import netns_harness as nh
+from cluster_harness import NetnsCluster
 from netns_harness import (
     NETNS_DIR,
     STATE,
@@ -126,6 +137,13 @@ SSHD = "/usr/sbin/sshd"
 # The login user's (root's) ~/.bashrc, and what each node has there instead.
 LOGIN_BASHRC = Path(os.path.expanduser("~root"), ".bashrc")
 NODE_BASHRC = Path("/etc/skel/.bashrc")
+# Private-link shaping (tbf). The bucket holds at least 4 ms of the rate (a 250 Hz kernel
+# refills it every 4 ms: a smaller one caps the rate below the one asked for) and at least
+# 64 KiB (a veth hands over GSO segments of up to 64 KiB); packets wait at most 50 ms.
+TBF_MIN_BURST_BYTES = 64 * 1024
+TBF_BURST_SECONDS = 0.004
+TBF_LATENCY = "50ms"
+MAX_LINK_MBIT = 100_000
 
 
 # Something the test bed cannot do; the message says what and how to fix it. The steps it
@@ -149,7 +167,7 @@ def check_prerequisites() -> None:
     if os.geteuid() != 0:
         raise TestbedError("the test bed needs root (network namespaces, bridges, bind mounts)")
     missing = [
-        tool for tool in ("ip", "unshare", "nsenter", "ssh", "ssh-keygen", "setsid") if shutil.which(tool) is None
+        tool for tool in ("ip", "tc", "unshare", "nsenter", "ssh", "ssh-keygen", "setsid") if shutil.which(tool) is None
     ]
     if not os.access(SSHD, os.X_OK):
         missing.append(SSHD)
@@ -290,8 +308,17 @@ def networks(x: int) -> list[str]:
     return [PUBLIC_NET.format(x=x), PRIVATE_NET.format(x=x)]
 
 
-def range_is_free(x: int, links: set[str], namespaces: set[str], used: list) -> bool:
-    return nh.range_is_free(f"dtfb{x}-", networks(x), links, namespaces, used)
+TESTBED = NetnsCluster(
+    what="test bed",
+    prefix="dtfb",
+    candidates=tuple(CANDIDATES),
+    networks=networks,
+    bridge_key="bridge_public",
+    error=TestbedError,
+    cleanup_hint="remove the test bed's namespaces and links (prefix dtfb<N>-) by hand",
+)
+range_is_free = TESTBED.range_is_free
+load_state = TESTBED.load_state
 
 
 def plan(directory: Path, hosts: int, x: int, python: str, devices: int) -> dict:
@@ -311,32 +338,24 @@ def plan(directory: Path, hosts: int, x: int, python: str, devices: int) -> dict
                 "sshd_pid": None,
             }
         )
-    return {
-        "schema": 1,
-        "dir": str(directory),
-        "x": x,
-        "prefix": prefix,
-        "status": "claiming",
-        "public_net": PUBLIC_NET.format(x=x),
-        "private_net": PRIVATE_NET.format(x=x),
-        "controller_ip": f"10.213.{x}.1",
-        "bridge_public": f"{prefix}-pub",
-        "bridge_private": f"{prefix}-prv",
-        "python": python,
-        "devices": devices,
-        "ssd_mount": SSD_MOUNT,
-        "nodes": nodes,
-        "created_dirs": [],
+    return TESTBED.plan(
+        directory,
+        x,
+        public_net=PUBLIC_NET.format(x=x),
+        private_net=PRIVATE_NET.format(x=x),
+        controller_ip=f"10.213.{x}.1",
+        bridge_public=f"{prefix}-pub",
+        bridge_private=f"{prefix}-prv",
+        python=python,
+        devices=devices,
+        ssd_mount=SSD_MOUNT,
+        # Mbit/s each way of every node's private link (tbf on both veth ends); None: unshaped.
+        link_mbit=None,
+        nodes=nodes,
+        created_dirs=[],
         # One cgroup per node, for CPU accounting only (no limits): <cgroup2 root>/dtfbench-<prefix>/nodeNN.
-        "cgroup": f"{root}/dtfbench-{prefix}" if (root := cgroup2_root()) else None,
-    }
-
-
-# --------------------------------------------------------------------------- state
-
-
-def load_state(directory: Path) -> dict | None:
-    return nh.load_state(directory, "remove the test bed's namespaces and links (prefix dtfb<N>-) by hand")
+        cgroup=f"{root}/dtfbench-{prefix}" if (root := cgroup2_root()) else None,
+    )
 
 
 # --------------------------------------------------------------------------- up
@@ -348,28 +367,26 @@ def up(
     python: str | None = None,
     devices: int = 1,
     ready_timeout: float = 30.0,
+    link_mbit: float | None = None,
 ) -> dict:
-    """Create the test bed; returns its state. On any failure everything created is undone."""
+    """Create the test bed; returns its state. On any failure everything created is undone.
+
+    `link_mbit`: shape each node's private link to this many Mbit/s each way (None: unshaped).
+    """
     if not 1 <= hosts <= MAX_HOSTS:
         raise TestbedError(f"--hosts {hosts}: choose 1 to {MAX_HOSTS}")
     if devices < 1:
         raise TestbedError(f"--devices {devices}: each host needs at least one device slot")
+    check_link_mbit(link_mbit)
     check_prerequisites()
-    directory = Path(directory).resolve()
-    existing = load_state(directory) if directory.exists() else None
-    if existing is not None:
-        raise TestbedError(
-            f"{directory} already holds a test bed ({existing['prefix']}, "
-            f"{len(existing['nodes'])} hosts): run `down --dir {directory}` first"
-        )
-    directory.mkdir(parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
+    directory = TESTBED.new_directory(directory, 0o700, size_word="hosts")
     python = python or default_python()
 
     state = None
     try:
         state = claim(directory, hosts, python, devices)
         build(state)
+        shape(state, link_mbit)
         start_nodes(state, ready_timeout)
         write_inventories(state)
         state["status"] = "up"
@@ -383,16 +400,7 @@ def up(
 
 def claim(directory: Path, hosts: int, python: str, devices: int) -> dict:
     """Pick a free X and claim it by creating the public bridge (atomic: names are unique)."""
-    state = nh.claim_range(
-        CANDIDATES,
-        lambda x: f"dtfb{x}-",
-        networks,
-        lambda x: plan(directory, hosts, x, python, devices),
-        "bridge_public",
-    )
-    if state is None:
-        raise TestbedError("no free address range 10.213.X.0/24 + 10.214.X.0/24 left on this machine")
-    return state
+    return TESTBED.claim(lambda x: plan(directory, hosts, x, python, devices))
 
 
 def build(state: dict) -> None:
@@ -416,6 +424,106 @@ def build(state: dict) -> None:
             ip("-n", ns, "addr", "add", addr + prefix_len, "dev", inner)
             ip("-n", ns, "link", "set", inner, "up")
         ip("-n", ns, "link", "set", "lo", "up")
+
+
+def check_link_mbit(link_mbit: float | None) -> None:
+    if link_mbit is not None and not 0 < link_mbit <= MAX_LINK_MBIT:
+        raise TestbedError(
+            f"--link-mbit {link_mbit}: choose a rate above 0 and at most {MAX_LINK_MBIT} Mbit/s (or leave it out: unshaped)"
+        )
+
+
+def tbf_args(link_mbit: float) -> list[str]:
+    """tc's arguments for a tbf of `link_mbit` Mbit/s (see TBF_* above for the bucket)."""
+    rate_bits = int(link_mbit * 1e6)
+    burst = max(TBF_MIN_BURST_BYTES, int(rate_bits / 8 * TBF_BURST_SECONDS))
+    return ["tbf", "rate", f"{rate_bits}bit", "burst", str(burst), "latency", TBF_LATENCY]
+
+
+def private_link_ends(node: dict) -> list[tuple[list[str], str]]:
+    """The two ends of a node's private veth, as (`tc` namespace arguments, device): its own
+    (`prv0`, in its namespace: what it sends) and the host end on the bridge (what it receives)."""
+    return [(["-n", node["netns"]], "prv0"), ([], node["veth_private"])]
+
+
+def shape(state: dict, link_mbit: float | None) -> None:
+    """Limit every node's private link to `link_mbit` Mbit/s each way; None removes the limit.
+
+    The rate is recorded first, so state.json says what was meant even after a crash in
+    between (`down` removes the qdiscs with the veths either way).
+    """
+    check_link_mbit(link_mbit)
+    state["link_mbit"] = link_mbit
+    save_state(state)
+    for node in state["nodes"]:
+        for ns, dev in private_link_ends(node):
+            if link_mbit is not None:
+                run("tc", *ns, "qdisc", "replace", "dev", dev, "root", *tbf_args(link_mbit))
+                continue
+            done = run("tc", *ns, "qdisc", "del", "dev", dev, "root", check=False)
+            # Deleting the default qdisc (none was added) is refused: nothing to remove.
+            if done.returncode != 0 and not any(
+                text in done.stderr for text in ("No such file", "Cannot delete qdisc with handle of zero")
+            ):
+                raise TestbedError(f"tc qdisc del dev {dev} root failed: {done.stderr.strip()}")
+
+
+def link_shaping(node: dict) -> list[dict]:
+    """The rate (Mbit/s) the kernel's root tbf gives each end of a node's private link, None
+    where there is none (for `status`)."""
+    found = []
+    for ns, dev in private_link_ends(node):
+        done = run("tc", *ns, "-j", "qdisc", "show", "dev", dev, check=False)
+        try:
+            qdiscs = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else []
+        except ValueError:
+            qdiscs = []
+        tbf = next((q for q in qdiscs if q.get("kind") == "tbf" and q.get("root")), None)
+        # tc reports the rate in bytes/s
+        found.append({"dev": dev, "tbf_mbit": tbf["options"]["rate"] * 8 / 1e6 if tbf else None})
+    return found
+
+
+# A receiver (prints bytes/s from its first byte to EOF) and a sender (sends for argv[3] seconds),
+# run in two nodes' network namespaces: a transfer over the private link, timed by its receiver.
+_RECEIVER = """
+import socket, sys, time
+srv = socket.create_server((sys.argv[1], int(sys.argv[2])))
+srv.settimeout(30)
+print("listening", flush=True)
+conn, _ = srv.accept()
+buf, total, first = bytearray(1 << 20), 0, None
+while n := conn.recv_into(buf):
+    first = first or time.monotonic()
+    total += n
+print(total / (time.monotonic() - first), flush=True)
+"""
+_SENDER = """
+import socket, sys, time
+conn = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+chunk, end = b"x" * (1 << 20), time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:
+    conn.sendall(chunk)
+conn.close()
+"""
+
+
+def timed_transfer(sender: dict, receiver: dict, seconds: float = 2.0, port: int = 5299) -> float:
+    """Bytes/s of one TCP stream sent for `seconds` from node `sender` to node `receiver` over
+    their private addresses (plain TCP, as a yardstick for the link's shaping and the probe)."""
+    rx = subprocess.Popen(
+        ["ip", "netns", "exec", receiver["netns"], sys.executable, "-c", _RECEIVER, receiver["private_ip"], str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert rx.stdout.readline().strip() == "listening"
+        sender_argv = [sys.executable, "-c", _SENDER, receiver["private_ip"], str(port), str(seconds)]
+        subprocess.run(["ip", "netns", "exec", sender["netns"], *sender_argv], check=True, timeout=60)
+        return float(rx.communicate(timeout=60)[0])
+    finally:
+        rx.kill()
+        rx.wait()
 
 
 def ensure_dir(path: str, state: dict) -> None:
@@ -715,16 +823,11 @@ def connection_vars(state: dict) -> dict:
 
 def down(directory: Path = DEFAULT_DIR) -> bool:
     """Remove everything the test bed in `directory` created. Idempotent; True if it found one."""
-    directory = Path(directory).resolve()
-    state = load_state(directory) if directory.exists() else None
-    if state is None:
-        remove_files(directory, None)
-        return False
-    if state.get("status") == "claiming":
-        # It never got its bridge: whatever carries the prefix belongs to someone else.
-        remove_files(directory, state)
-        return True
+    return TESTBED.down(directory, take_down, remove_files)
 
+
+def take_down(directory: Path, state: dict) -> None:
+    """Stop its processes, remove its namespaces, links, cgroups and shared folders."""
     # 1. The controller's SSH master connections to the nodes (they would otherwise keep
     #    an SSH session, and so processes, alive in the namespaces for ControlPersist).
     kill_all(lambda: ssh_clients_of(directory, state["public_net"]))
@@ -757,8 +860,6 @@ def down(directory: Path = DEFAULT_DIR) -> bool:
     nh.remove_prefixed(state["prefix"] + "-")
     remove_cgroups(state)
     remove_shared_dirs(state)
-    remove_files(directory, state)
-    return True
 
 
 def other_testbeds_up() -> bool:
@@ -850,34 +951,28 @@ def leftovers(state_or_prefix: dict | str, directory: Path | str | None = None) 
         directory = directory or state_or_prefix["dir"]
     else:
         prefix = state_or_prefix
-    found = nh.prefixed_leftovers(prefix + "-")
+    markers = [] if directory is None else [directory]
+    files = [] if directory is None else [Path(directory, STATE)]
+    found = TESTBED.leftovers(prefix, markers, files)
     root = cgroup2_root()
     if root and Path(root, f"dtfbench-{prefix}").exists():
         found.append(f"cgroup {root}/dtfbench-{prefix}")
-    if directory is not None:
-        directory = str(directory).rstrip("/")
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) != os.getpid():
-                argv = cmdline(int(entry))
-                if any(arg == directory or directory + "/" in arg for arg in argv) and alive(int(entry)):
-                    found.append(f"process {entry}: {' '.join(argv)}")
-        if isinstance(state_or_prefix, dict):
-            for pid in ssh_clients_of(Path(directory), state_or_prefix["public_net"]):
-                if alive(pid):
-                    found.append(f"ssh client {pid}: {' '.join(cmdline(pid))}")
-        if Path(directory, STATE).exists():
-            found.append(f"file {directory}/{STATE}")
+    if directory is not None and isinstance(state_or_prefix, dict):
+        for pid in ssh_clients_of(Path(directory), state_or_prefix["public_net"]):
+            if alive(pid):
+                found.append(f"ssh client {pid}: {' '.join(cmdline(pid))}")
     return found
 
 
 def status(directory: Path) -> dict | None:
-    state = load_state(Path(directory).resolve()) if Path(directory).exists() else None
-    if state is None:
-        return None
+    return TESTBED.status(directory, add_liveness)
+
+
+def add_liveness(state: dict) -> None:
     for node in state["nodes"]:
         node["netns_exists"] = netns_inode(node["netns"]) is not None
         node["sshd_alive"] = bool(node.get("sshd_pid")) and alive(node["sshd_pid"])
-    return state
+        node["private_link"] = link_shaping(node) if node["netns_exists"] else []
 
 
 # --------------------------------------------------------------------------- CLI
@@ -887,12 +982,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="testbed.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{up,down,status}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{up,shape,down,status}")
     p_up = sub.add_parser("up", help="create the test bed and print its inventory's path")
     p_up.add_argument("--hosts", type=int, default=DEFAULT_HOSTS, help=f"1 to {MAX_HOSTS} (default {DEFAULT_HOSTS})")
     p_up.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"state and files (default {DEFAULT_DIR})")
     p_up.add_argument("--python", help="interpreter of the nodes (default: the project's .venv python)")
     p_up.add_argument("--devices", type=int, default=1, help="tf_devices per host: CPU worker slots (default 1)")
+    p_up.add_argument(
+        "--link-mbit", type=float, help="shape each node's private link to this many Mbit/s each way (tbf)"
+    )
+    p_shape = sub.add_parser("shape", help="shape (or, with --unshaped, unshape) the private links of a test bed")
+    p_shape.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    rate = p_shape.add_mutually_exclusive_group(required=True)
+    rate.add_argument("--link-mbit", type=float, help="Mbit/s each way of every node's private link")
+    rate.add_argument("--unshaped", action="store_true", help="remove the limit")
     p_down = sub.add_parser("down", help="remove everything of the test bed (idempotent)")
     p_down.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     p_status = sub.add_parser("status", help="print the test bed's state as JSON")
@@ -904,11 +1007,12 @@ def main(argv: list[str] | None = None) -> int:
         return keeper(args.dir)
     try:
         if args.command == "up":
-            state = up(args.dir, args.hosts, args.python, args.devices)
+            state = up(args.dir, args.hosts, args.python, args.devices, link_mbit=args.link_mbit)
             d = Path(state["dir"])
             print(
                 f"test bed {state['prefix']} up: {len(state['nodes'])} hosts, public {state['public_net']} "
                 f"(controller {state['controller_ip']}), private {state['private_net']}"
+                + (f", private links shaped to {state['link_mbit']:g} Mbit/s" if state["link_mbit"] else "")
             )
             print(f"inventory:        {d / 'hosts.yml'}")
             print(f"ip_pairs config:  {d / 'testbed.ip_pairs.yml'}")
@@ -917,6 +1021,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"ssh:              ssh -i {d / 'id_ed25519'} -o UserKnownHostsFile={d / 'known_hosts'} "
                 f"root@{state['nodes'][0]['public_ip']}"
             )
+        elif args.command == "shape":
+            state = load_state(args.dir.resolve()) if args.dir.exists() else None
+            if state is None or state.get("status") != "up":
+                raise TestbedError(f"no test bed up in {args.dir}: run `up --dir {args.dir}` first")
+            shape(state, None if args.unshaped else args.link_mbit)
+            print(f"private links {'unshaped' if args.unshaped else f'shaped to {args.link_mbit:g} Mbit/s'}")
         elif args.command == "down":
             found = down(args.dir)
             print("test bed down" if found else f"no test bed in {args.dir}: nothing to do")

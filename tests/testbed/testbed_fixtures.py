@@ -4,6 +4,7 @@
 
     def test_something(testbed_factory):
         bed = testbed_factory(hosts=4)        # up; taken down at the end of the test
+        shaped = testbed_factory(hosts=2, link_mbit=200)  # private links at 200 Mbit/s each way
         subprocess.run(["ansible", "-i", bed.inventory, "tf_nodes", "-m", "ping"], ...)
         bed.down()                            # or earlier, to check what it leaves
         assert bed.leftovers() == []
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +61,10 @@ class Testbed:
     def down(self) -> None:
         tb.down(self.dir)
 
+    def shape(self, link_mbit: float | None) -> None:
+        """Shape every node's private link to `link_mbit` Mbit/s each way (None: unshaped)."""
+        tb.shape(self.state, link_mbit)
+
     def leftovers(self) -> list[str]:
         """Namespaces, links, processes, cgroups and files of this test bed that still exist."""
         return tb.leftovers(self.state, self.dir)
@@ -74,17 +80,17 @@ def unavailable() -> str | None:
 
 @pytest.fixture
 def testbed_factory(tmp_path_factory):
-    """up(hosts=4, devices=1) -> Testbed; every test bed it made is down after the test."""
+    """up(hosts=4, devices=1, link_mbit=None) -> Testbed; every test bed it made is down after the test."""
     reason = unavailable()
     if reason:
         pytest.skip(f"no multi-host test bed here: {reason}")
     made: list[Testbed] = []
 
-    def up(hosts: int = 4, devices: int = 1) -> Testbed:
+    def up(hosts: int = 4, devices: int = 1, link_mbit: float | None = None) -> Testbed:
         directory = tmp_path_factory.mktemp("testbed")
         bed = Testbed(directory)
         made.append(bed)
-        bed.state = tb.up(directory, hosts=hosts, devices=devices)
+        bed.state = tb.up(directory, hosts=hosts, devices=devices, link_mbit=link_mbit)
         return bed
 
     yield up
@@ -92,7 +98,7 @@ def testbed_factory(tmp_path_factory):
         bed.down()
 
 
-def module_testbed(tmp_path_factory, hosts: int):
+def module_testbed(tmp_path_factory, hosts: int, devices: int = 1, link_mbit: float | None = None):
     """A generator for a module-scoped fixture: one test bed of `hosts` hosts, down at the end.
 
     @pytest.fixture(scope="module")
@@ -105,7 +111,7 @@ def module_testbed(tmp_path_factory, hosts: int):
     directory = tmp_path_factory.mktemp("testbed")
     bed = Testbed(directory)
     try:
-        bed.state = tb.up(directory, hosts=hosts)
+        bed.state = tb.up(directory, hosts=hosts, devices=devices, link_mbit=link_mbit)
         yield bed
     finally:
         bed.down()
@@ -126,3 +132,17 @@ def ansible_command(tool: str) -> str:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+def wheelhouse(python: str, folder: Path, *requirements: str) -> Path:
+    """`requirements` (pip's: specifiers, ``-r FILE``) downloaded for `python` into `folder`, kept
+    from one session to the next: the wheels the test bed's nodes install from, without an index."""
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [python, "-m", "pip", "download", "--quiet", "--dest", str(folder), *requirements],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder

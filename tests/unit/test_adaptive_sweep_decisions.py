@@ -3,6 +3,8 @@ sweep's decisions from a store of runs made from a known model, the plan's check
 figures against the published tables (docs/scaling_model.md)."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -13,6 +15,7 @@ from dtfbench.forecast import scaling_model
 from dtfbench.forecast.adaptive import Settings, narrowed_ps_counts, stop_reason
 from dtfbench.plan.sweep import PlanError, build_plan
 from dtfbench.results import store, sweep_steps
+from dtfbench.results.sweep_resume import plan_sweep
 
 HOSTS = [
     {"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 1, "device_type": "gpu", "max_ps": 8} for i in range(16)
@@ -116,7 +119,7 @@ def _record(db, sweep_id, run, rate):
             "model": run["model"],
             "batch_size": run["batch_size"],
             "repetition": run["repetition"],
-            # As dtfbench.record stores them: the image size the worker used (the plan
+            # As dtfbench record stores them: the image size the worker used (the plan
             # leaves the model's default as None), the workload's name.
             "image_size": 299,
             "workload": "ours",
@@ -133,12 +136,10 @@ def _record(db, sweep_id, run, rate):
     conn.close()
 
 
-def _sweep(tmp_path, **settings):
-    """Run a sweep through adaptive_sweep.step as roles/benchmark does, recording each run from TRUTH."""
-    db, sweep_id = tmp_path / "results.sqlite", "made-up"
-    plan = build_plan(
+def _plan(db, sweep_id, **settings):
+    """The plan of an inception3 sweep (batch 64, PS counts "auto", one repetition) on HOSTS."""
+    return plan_sweep(
         dict(
-            gpus="1,2,4,8",
             model="inception3",
             batch_size=64,
             num_ps="auto",
@@ -150,6 +151,12 @@ def _sweep(tmp_path, **settings):
         ),
         HOSTS,
     )
+
+
+def _sweep(tmp_path, **settings):
+    """Run a sweep through adaptive_sweep.step as roles/benchmark does, recording each run from TRUTH."""
+    db, sweep_id = tmp_path / "results.sqlite", "made-up"
+    plan = _plan(db, sweep_id, gpus="1,2,4,8", **settings)
     ran = {}
     for gpus in (1, 2, 4, 8):
         answer = adaptive_sweep.step(dict(plan["adaptive"], sweep_id=sweep_id, gpus=gpus, runs=plan["runs"]), str(db))
@@ -226,28 +233,13 @@ def test_the_store_keeps_decisions_append_only_and_reads_an_old_store(tmp_path):
     assert [d["reason"] for d in sweep_steps.latest(db, "s")] == ["again"]
     with pytest.raises(ValueError):
         sweep_steps.record(db, "s", 4, "maybe", "", {})
-    assert (
-        json.loads(store.connect(db).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) == 6
-    )
+    version = store.connect(db).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+    assert json.loads(version) == store.SCHEMA_VERSION >= 6
 
 
 def test_a_resumed_sweep_does_not_judge_a_count_it_has_started(tmp_path):
     db, sweep_id, ran = _sweep(tmp_path)  # 1, 2, 4, 8 measured, nothing stopped
-    plan = build_plan(
-        dict(
-            gpus="1,2,4,8,16",
-            model="inception3",
-            batch_size=64,
-            num_ps="auto",
-            repetitions=1,
-            variable_update="parameter_server",
-            sweep_id=sweep_id,
-            results_db=str(db),
-            stop_below_efficiency="0.99",
-            sweep_extend=True,
-        ),
-        HOSTS,
-    )
+    plan = _plan(db, sweep_id, gpus="1,2,4,8,16", stop_below_efficiency="0.99", sweep_extend=True)
     for gpus in (4, 8):  # started: some runs done, so not judged again (it would stop: 4 GPUs are at 88%)
         answer = adaptive_sweep.step(dict(plan["adaptive"], sweep_id=sweep_id, gpus=gpus, runs=plan["runs"]), str(db))
         assert not answer["stopped"] and answer["runs"] == []  # the narrowed set is done; the rest skipped
@@ -261,9 +253,24 @@ def test_the_report_index_and_the_sweep_table_show_it(tmp_path, capsys):
 
     db, sweep_id, _ = _sweep(tmp_path, stop_below_efficiency="0.9")
     rows = store.runs(store.connect(db))
-    result = build.build(rows, tmp_path / "report", formats=(), db=str(db), sweep_id=sweep_id)
+    result = build.build(
+        rows, tmp_path / "report", formats=(), db=str(db), sweep_id=sweep_id, appendix=report_sweep.markdown
+    )
     index = result.index.read_text()
     assert "8 GPUs, stopped: stopped before 8 GPUs" in index and "## Predicted beside measured" in index
-    assert cli.main(["table", "--db", str(db), "--sweep-id", sweep_id]) == 0
+    assert cli.main(["table", "--db", str(db), "--sweep-id", sweep_id], appendix=report_sweep.markdown) == 0
     out = capsys.readouterr().out
     assert "8 GPUs, stopped: stopped before 8 GPUs" in out and "| made-up | made-up | inception3 | 4 | 3 |" in out
+
+
+def test_the_report_command_composes_the_forecast_section(tmp_path):
+    # report/ does not import forecast/ (a later stage); the command puts the two together.
+    db, sweep_id, _ = _sweep(tmp_path, stop_below_efficiency="0.9")
+    done = subprocess.run(
+        [sys.executable, "-m", "dtfbench", "report", "table", "--db", str(db), "--sweep-id", sweep_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "8 GPUs, stopped: stopped before 8 GPUs" in done.stdout and "## Predicted beside measured" in done.stdout

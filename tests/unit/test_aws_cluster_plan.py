@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from dtfbench.plan.aws import PlanError, build_plan
+from dtfbench.plan.aws import PlanError, plan_cluster
 from dtfbench.plan.layout import DEFAULT_PS_PORT_BASE, DEFAULT_WORKER_PORT_BASE
 
 NOW = datetime.datetime(2026, 11, 22, 10, 0, 0, tzinfo=datetime.timezone.utc)
@@ -45,11 +45,11 @@ def request(**overrides):
 
 def refused(match, **overrides):
     with pytest.raises(PlanError, match=match):
-        build_plan(request(**overrides), NOW)
+        plan_cluster(request(**overrides), NOW)
 
 
 def test_the_plan_of_the_study_cluster():
-    plan = build_plan(request(instance_type="p2.8xlarge", instance_count="", gpus="16"), NOW)
+    plan = plan_cluster(request(instance_type="p2.8xlarge", instance_count="", gpus="16"), NOW)
     assert (plan["instance_count"], plan["gpus"], plan["gpus_per_instance"]) == (2, 16, 8)
     assert plan["node_profile"] == "cscs2017" and plan["ssh_user"] == "ubuntu"
     assert plan["expiry"] == "2026-11-23T10:00:00Z"
@@ -78,18 +78,18 @@ def test_the_plan_of_the_study_cluster():
 
 def test_overlapping_port_ranges_merge():
     # p2.16xlarge: 16 workers from 2220 run into the PS ports from 2230.
-    plan = build_plan(request(instance_type="p2.16xlarge"), NOW)
+    plan = plan_cluster(request(instance_type="p2.16xlarge"), NOW)
     assert plan["tf_port_ranges"] == [[2220, 2237]]
 
 
 def test_the_profile_follows_the_type():
-    assert build_plan(request(instance_type="g5.xlarge"), NOW)["node_profile"] == "current"
+    assert plan_cluster(request(instance_type="g5.xlarge"), NOW)["node_profile"] == "current"
     refused(r"node_profile=current does not support instance_type=p2.xlarge.*cscs2017", node_profile="current")
 
 
 @pytest.mark.parametrize("given, kept", [("203.0.113.7", "203.0.113.7/32"), ("10.0.0.0/8", "10.0.0.0/8")])
 def test_ssh_cidr_forms(given, kept):
-    assert build_plan(request(ssh_cidr=given), NOW)["ssh_cidr"] == kept
+    assert plan_cluster(request(ssh_cidr=given), NOW)["ssh_cidr"] == kept
 
 
 def test_ssh_cidr_refusals():
@@ -97,7 +97,7 @@ def test_ssh_cidr_refusals():
     refused(r"ssh_cidr=203.0.113.7/24 has host bits set; did you mean 203.0.113.0/24", ssh_cidr="203.0.113.7/24")
     refused(r"ssh_cidr=nowhere is not an IPv4 address", ssh_cidr="nowhere")
     refused(r"whole internet.*ssh_cidr_allow_anywhere=true", ssh_cidr="0.0.0.0/0")
-    assert build_plan(request(ssh_cidr="0.0.0.0/0", ssh_cidr_allow_anywhere=True), NOW)["ssh_cidr"] == "0.0.0.0/0"
+    assert plan_cluster(request(ssh_cidr="0.0.0.0/0", ssh_cidr_allow_anywhere=True), NOW)["ssh_cidr"] == "0.0.0.0/0"
 
 
 def test_count_and_guard():
@@ -106,8 +106,8 @@ def test_count_and_guard():
     refused(r"instance_count must be a whole number, got 'two'", instance_count="two")
     refused(r"instance_count=0: a cluster needs at least 1 instance", instance_count=0)
     refused(r"9 instances of p2.xlarge exceed max_instances=8.*-e max_instances=9", instance_count=9)
-    assert build_plan(request(instance_count=9, allow_more_instances=True), NOW)["instance_count"] == 9
-    assert build_plan(request(instance_count=9, max_instances=9), NOW)["instance_count"] == 9
+    assert plan_cluster(request(instance_count=9, allow_more_instances=True), NOW)["instance_count"] == 9
+    assert plan_cluster(request(instance_count=9, max_instances=9), NOW)["instance_count"] == 9
 
 
 def test_other_refusals(tmp_path):
@@ -131,12 +131,12 @@ def test_other_refusals(tmp_path):
     refused(r"is not an OpenSSH public key.*never the private key", public_key_file=str(private))
     public = tmp_path / "id.pub"
     public.write_text("ssh-ed25519 AAAAC3Nza test\n")
-    plan = build_plan(request(public_key_file=str(public)), NOW)
+    plan = plan_cluster(request(public_key_file=str(public)), NOW)
     assert plan["public_key_file"] == str(public) and plan["manage_key"]
 
 
 def test_teardown_and_expiry_need_little():
-    plan = build_plan(
+    plan = plan_cluster(
         {"state": "absent", "cluster_name": "study", "region": "eu-west-1", "output_dir": "/tmp/o", "key_name": "mine"}
     )
     assert plan == {
@@ -148,9 +148,9 @@ def test_teardown_and_expiry_need_little():
         "region": "eu-west-1",
         "output_dir": "/tmp/o",
     }
-    assert build_plan({"state": "expired", "region": "us-east-2"}) == {
+    assert plan_cluster({"state": "expired", "region": "us-east-2"}) == {
         "region": "us-east-2",
         "cluster_tag": "dtfbench-cluster",
     }
     with pytest.raises(PlanError, match="cluster_name=''"):
-        build_plan({"state": "absent", "cluster_name": "", "region": "us-east-1", "output_dir": "/o"})
+        plan_cluster({"state": "absent", "cluster_name": "", "region": "us-east-1", "output_dir": "/o"})

@@ -31,6 +31,18 @@ def test_the_study_sweep_costs_what_the_planner_says():
     assert "published p2.xlarge table" in got.basis and f"${got.cost_usd:,.2f} = 2 x p2.xlarge" in got.message()
 
 
+def test_all_reduce_without_its_runs_is_priced_as_distributed_replicated_not_below():
+    """The published tables hold no all-reduce run: a ring without its fitted per-hop cost would
+    price a 64-GPU all-reduce sweep at the 1-GPU step; it is timed as distributed_replicated with
+    one PS instead."""
+    sweep = dict(STUDY, repetitions=1)
+    all_reduce = cost_guard.planned_runs(dict(sweep, variable_update="collective_all_reduce", num_ps=0), 64, 1)
+    replicated = cost_guard.planned_runs(dict(sweep, variable_update="distributed_replicated", num_ps=1), 64, 1)
+    ring = cost_guard.estimate(all_reduce, "p2.xlarge", 64, 1, setup_minutes=0)
+    ps = cost_guard.estimate(replicated, "p2.xlarge", 64, 1, setup_minutes=0)
+    assert ring.runs == ps.runs and ring.cost_usd == pytest.approx(ps.cost_usd)
+
+
 def test_only_runs_still_to_do_count_and_batch_scales_the_steps():
     runs = cost_guard.planned_runs(dict(STUDY, num_ps=1, variable_update="parameter_server"), 1, 8)
     assert [r["gpus"] for r in runs][::5] == [1, 2, 4, 8]  # 1, 2, 4 ... up to the cluster's GPUs
@@ -65,11 +77,15 @@ def test_a_given_price_replaces_the_table_and_prices_an_unknown_type():
         (lambda runs: cost_guard.estimate(runs, "", 1, 1), "the nodes' instance type is not known"),
         (
             lambda runs: cost_guard.estimate(runs, "p2.xlarge", 1, 1, price_usd_per_hour=-1),
-            "price_usd_per_hour=-1 must be a number >= 0",
+            "price_usd_per_hour=-1 must be a number above 0",
+        ),
+        (
+            lambda runs: cost_guard.estimate(runs, "p2.xlarge", 1, 1, price_usd_per_hour=0),
+            "price_usd_per_hour=0 must be a number above 0",
         ),
         (
             lambda runs: cost_guard.estimate(runs, "p2.xlarge", 1, 1, price_usd_per_hour="cheap"),
-            "price_usd_per_hour=cheap must be a number >= 0",
+            "price_usd_per_hour=cheap must be a number above 0",
         ),
         (lambda runs: cost_guard.node_type(["p2.xlarge", "g5.xlarge"], False), "several instance types"),
         (lambda runs: cost_guard.planned_runs(dict(STUDY, gpus=[3]), 1, 2), "the planned sweep (sweep_* variables)"),
@@ -83,7 +99,7 @@ def test_bad_inputs_are_one_clear_error_each(call, message):
 def test_a_negative_price_in_a_price_file_is_refused(tmp_path):
     prices = tmp_path / "prices.csv"
     prices.write_text("instance_type,region,usd_per_hour,as_of\np2.xlarge,us-east-1,-0.9,2026-01-01\n")
-    with pytest.raises(cost_guard.GuardError, match=r"line 2 \(p2.xlarge\): price '-0.9' must be a number >= 0"):
+    with pytest.raises(cost_guard.GuardError, match=r"line 2 \(p2.xlarge\): price '-0.9' must be a number above 0"):
         cost_guard.estimate([], "p2.xlarge", 1, 1, price_file=str(prices))
 
 

@@ -1,4 +1,4 @@
-"""EC2 GPU types and node profiles (dtfbench.ec2_types): the table, GPU arithmetic, support."""
+"""EC2 GPU types and node profiles (dtfbench ec2_types): the table, GPU arithmetic, support."""
 
 import os
 
@@ -132,4 +132,4 @@ def test_profiles_are_named_by_their_keys():
 def test_docs_table_is_current():
     docs = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "aws.md")
     with open(docs) as handle:
-        assert markdown_table() in handle.read(), "docs/aws.md: paste `python -m dtfbench.ec2_types`"
+        assert markdown_table() in handle.read(), "docs/aws.md: paste `python -m dtfbench ec2_types`"

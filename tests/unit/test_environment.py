@@ -12,10 +12,10 @@ import csv
 import io
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
+from store_harness import old_store, run_row
 
 from dtfbench.compat import environment
 from dtfbench.report import analysis, build, tables
@@ -218,18 +218,12 @@ def test_a_failed_run_without_an_environment_joins_its_configuration(tmp_path):
 
 def test_a_store_of_schema_4_gains_the_columns_and_its_runs_are_unknown(tmp_path, capsys):
     db = tmp_path / "old.sqlite"
-    old_columns = [(n, t) for n, t in store.COLUMNS if n not in ("environment", "environment_key")]
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, " + ", ".join(f"{n} {t}" for n, t in old_columns) + ")")
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '4')")
-    conn.execute(
-        "INSERT INTO runs (run_id, sweep_id, system, gpus, num_ps, variable_update, data, repetition, status, "
-        "images_per_sec, model, batch_size) VALUES ('old-1', 's0', 'local', 1, 1, 'parameter_server', "
-        "'synthetic', 1, 'ok', 12.5, 'trivial', 8)"
+    old_store(
+        db,
+        4,
+        ("environment", "environment_key"),
+        run_row("old-1", "s0", images_per_sec=12.5, model="trivial", batch_size=8),
     )
-    conn.commit()
-    conn.close()
     # A reader sees the old store as it is (read-only: the columns are unknown, nothing is written).
     assert [(r["run_id"], r["environment"], r["environment_key"]) for r in analysis.load_rows(db)] == [
         ("old-1", None, None)

@@ -1,4 +1,9 @@
-"""The stdlib-only code imports nothing but the standard library and itself.
+"""Imports follow the stages, and the stdlib-only code imports nothing but the standard library and itself.
+
+The stages (STAGES) are the order a run's data flows in: a package imports its own stage, an
+earlier one or the shared packages (SHARED), never a later one, except through a named entry in
+LATER_STAGE_EXCEPTIONS (each tested to be still in use). So the first stages never load the last
+ones' code: the TF process does not load the results store, the plan does not open it.
 
 Ansible ships this code to the nodes (through the links in module_utils/) and runs it with
 whatever Python they have: one import of TensorFlow, numpy or even dtfbench's own TF code
@@ -7,8 +12,8 @@ packages (or modules) it covers, and every import in their files - at the top, i
 function, relative, or a constant `importlib.import_module("...")` - must resolve to the
 standard library or to one of them.
 
-Two checks: the source (every import statement, also those that only run later), and a real
-import of every module in a fresh interpreter (what its import actually loads).
+Two checks of that rule: the source (every import statement, also those that only run later),
+and a real import of every module in a fresh interpreter (what its import actually loads).
 """
 
 import ast
@@ -29,12 +34,37 @@ STDLIB_ONLY = (
     "dtfbench.node",
     "dtfbench.linux",
     "dtfbench.results",
+    "dtfbench.contract",
+    "dtfbench.adapters.calls",
 )
+
+# The stages, in the order a run's data flows (docs/design.md), and the package of each
+# (inventory is Ansible's: plugins/inventory/, no package here). A module imports its own
+# stage, an earlier one, or SHARED.
+STAGES = ("inventory", "plan", "launch", "node", "workload", "results", "report", "forecast")
+STAGE_PACKAGES = {
+    "dtfbench.plan": "plan",
+    "dtfbench.launch": "launch",
+    "dtfbench.node": "node",
+    "dtfbench.workload": "workload",
+    "dtfbench.results": "results",
+    "dtfbench.report": "report",
+    "dtfbench.forecast": "forecast",
+}
+# What every stage may import; they import no stage (only each other).
+SHARED = ("dtfbench.contract", "dtfbench.linux", "dtfbench.compat", "dtfbench.adapters")
+# The imports of a later stage that are allowed, by module: {module: {later package: why}}.
+# The commands compose stages; nothing else does.
+LATER_STAGE_EXCEPTIONS = {
+    "dtfbench.report.command": {
+        "dtfbench.forecast": "the report command puts forecast's predicted section (report_section) in the report"
+    },
+}
 
 # The one exception, by module: third-party packages a module may import only inside a
 # function (never at import time), because only those functions need them and they run only
 # where the package is there. s3sync's client_config/make_client build a botocore S3 client;
-# its callers are `python -m dtfbench.s3sync` in the nodes' virtualenv (boto3 is pinned there)
+# its callers are `python -m dtfbench s3sync` in the nodes' virtualenv (boto3 is pinned there)
 # and the s3_dataset_sync module (AnsibleAWSModule, which requires botocore). Everything else
 # of s3sync - the sync engine the module drives - is standard library.
 LAZY_ONLY = {
@@ -60,7 +90,9 @@ def module_files(name: str) -> list[tuple[str, Path]]:
     if path is None:
         return []
     if path.is_file():
-        return [(name, path)]
+        # A module alone: its packages' __init__ files load with it, so they are checked too.
+        parents = [".".join(name.split(".")[:i]) for i in range(2, name.count(".") + 1)]
+        return [(parent, source_of(parent) / "__init__.py") for parent in parents] + [(name, path)]
     found = []
     for file in sorted(path.rglob("*.py")):
         parts = list(file.relative_to(SRC).with_suffix("").parts)
@@ -75,6 +107,12 @@ def allowed(target: str) -> bool:
     if target.split(".")[0] in STDLIB:
         return True
     return any(target == name or target.startswith(name + ".") for name in STDLIB_ONLY)
+
+
+def loaded_with(target: str) -> bool:
+    """Whether a module an import loaded is allowed: one of allowed(), or the package of one
+    (module_files checks its __init__)."""
+    return allowed(target) or any(name.startswith(target + ".") for name in STDLIB_ONLY)
 
 
 def package_of(module: str, file: Path) -> str:
@@ -99,18 +137,23 @@ def imported_names(module: str, file: Path):
             yield line, target, text, id(node) in lazy
 
 
+def from_import(module: str, file: Path, node: ast.ImportFrom) -> tuple[str, str]:
+    """The dotted name a `from ... import` imports from (relative ones resolved), and how it reads."""
+    base = node.module or ""
+    if node.level:
+        package = package_of(module, file).split(".")
+        up = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+        base = ".".join(up + ([node.module] if node.module else []))
+    return base, "from %s%s import %s" % ("." * node.level, node.module or "", ", ".join(a.name for a in node.names))
+
+
 def import_of(module: str, file: Path, node: ast.AST):
     """(line, dotted name, how it reads) of the import that `node` makes, if any."""
     if isinstance(node, ast.Import):
         for alias in node.names:
             yield node.lineno, alias.name, "import %s" % alias.name
     elif isinstance(node, ast.ImportFrom):
-        base = node.module or ""
-        if node.level:
-            package = package_of(module, file).split(".")
-            up = package[: len(package) - (node.level - 1)] if node.level > 1 else package
-            base = ".".join(up + ([node.module] if node.module else []))
-        text = "from %s%s import %s" % ("." * node.level, node.module or "", ", ".join(a.name for a in node.names))
+        base, text = from_import(module, file, node)
         if allowed(base):
             return
         # `from pkg import module` imports pkg.module: allowed when that one is.
@@ -139,10 +182,7 @@ def violations(name: str) -> list[str]:
 
 
 def need(name: str):
-    path = source_of(name)
-    if path is None or path.is_file():
-        # Before the layout of issue #17 (a flat package: dtfbench/plan.py is a module).
-        pytest.skip("the package %s does not exist (yet): the layout of issue #17 brings it" % name)
+    assert source_of(name) is not None, "%s names no package or module under src/: update STDLIB_ONLY" % name
 
 
 @pytest.mark.parametrize("name", STDLIB_ONLY)
@@ -179,10 +219,120 @@ def test_importing_loads_only_the_standard_library_and_each_other(name):
         if done.returncode != 0:
             bad[module] = done.stderr.strip().splitlines()[-1]
             continue
-        loaded = [m for m in json.loads(done.stdout) if not allowed(m) and m.split(".")[0] != "dtfbench"]
-        outside = [m for m in json.loads(done.stdout) if m.startswith("dtfbench.") and not allowed(m)]
+        loaded = [m for m in json.loads(done.stdout) if not loaded_with(m) and m.split(".")[0] != "dtfbench"]
+        outside = [m for m in json.loads(done.stdout) if m.startswith("dtfbench.") and not loaded_with(m)]
         if loaded or outside:
             bad[module] = "loads %s" % ", ".join(loaded + outside)
     assert not bad, "importing the stdlib-only code needs more than the standard library:\n  %s" % "\n  ".join(
         "%s: %s" % item for item in sorted(bad.items())
+    )
+
+
+def _under(target: str, packages) -> str | None:
+    return next((p for p in packages if target == p or target.startswith(p + ".")), None)
+
+
+def dtfbench_imports(name: str):
+    """(module, file, line, imported dtfbench module, how it reads) for every dtfbench import
+    in the package `name`, at the top or inside a function."""
+    for module, file in module_files(name):
+        tree = ast.parse(file.read_text(), filename=str(file))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [(alias.name, "import %s" % alias.name) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base, text = from_import(module, file, node)
+                # `from dtfbench import forecast` imports dtfbench.forecast.
+                targets = [(base + "." + alias.name if base == "dtfbench" else base, text) for alias in node.names]
+            else:
+                continue
+            for target, text in targets:
+                if target.startswith("dtfbench."):
+                    yield module, file, node.lineno, target, text
+
+
+def backwards_imports(package: str, exceptions=LATER_STAGE_EXCEPTIONS) -> list[str]:
+    """The imports in `package` of a later stage (or, in a shared package, of any stage)."""
+    own_stage = STAGE_PACKAGES.get(package)
+    found = []
+    for module, file, line, target, text in dtfbench_imports(package):
+        if _under(target, SHARED):
+            continue
+        target_package = _under(target, STAGE_PACKAGES)
+        if target_package is None:
+            found.append(
+                "%s:%d: %s (not in a stage nor shared: add it to STAGE_PACKAGES or SHARED)"
+                % (file.relative_to(SRC.parent), line, text)
+            )
+            continue
+        if own_stage is not None and STAGES.index(STAGE_PACKAGES[target_package]) <= STAGES.index(own_stage):
+            continue
+        if target_package in exceptions.get(module, {}):
+            continue
+        found.append("%s:%d: %s" % (file.relative_to(SRC.parent), line, text))
+    return found
+
+
+def test_every_package_is_a_stage_or_shared():
+    packages = {"dtfbench." + p.name for p in (SRC / "dtfbench").iterdir() if (p / "__init__.py").is_file()}
+    assert packages == set(STAGE_PACKAGES) | set(SHARED), (
+        "name each subpackage's stage in STAGE_PACKAGES (or make it SHARED): %s"
+        % ", ".join(sorted(packages ^ (set(STAGE_PACKAGES) | set(SHARED))))
+    )
+
+
+@pytest.mark.parametrize("package", sorted(STAGE_PACKAGES) + list(SHARED))
+def test_no_package_imports_a_later_stage(package):
+    bad = backwards_imports(package)
+    where = STAGE_PACKAGES.get(package, "shared")
+    assert not bad, (
+        "%s (%s) imports a later stage; the stages run %s, and a shared package (%s) imports no "
+        "stage. Move what both need into an earlier stage or dtfbench.contract, hand it over from "
+        "the caller, or name the exception in LATER_STAGE_EXCEPTIONS:\n  %s"
+        % (package, where, " -> ".join(STAGES), ", ".join(SHARED), "\n  ".join(bad))
+    )
+
+
+@pytest.mark.parametrize("module", sorted(LATER_STAGE_EXCEPTIONS))
+def test_every_exception_is_used(module):
+    # An exception that no import needs any more would let a new one in unseen.
+    package = _under(module, STAGE_PACKAGES)
+    used = {_under(t, STAGE_PACKAGES) for m, _f, _l, t, _x in dtfbench_imports(package) if m == module}
+    assert set(LATER_STAGE_EXCEPTIONS[module]) <= used, (
+        "%s no longer imports %s: remove it from LATER_STAGE_EXCEPTIONS"
+        % (
+            module,
+            ", ".join(sorted(set(LATER_STAGE_EXCEPTIONS[module]) - used)),
+        )
+    )
+    # ... and without it the check would fail (the exception is what lets the import through).
+    assert backwards_imports(package, exceptions={}), module
+
+
+def test_a_backwards_import_fails_the_check(tmp_path, monkeypatch):
+    """The check itself: an import of the results store added to plan/ is found."""
+    fake = tmp_path / "dtfbench"
+    for name in ("plan", "results"):
+        (fake / name).mkdir(parents=True)
+        (fake / name / "__init__.py").write_text("")
+    (fake / "plan" / "sweep.py").write_text("def resume():\n    from ..results import store\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
+    [found] = backwards_imports("dtfbench.plan")
+    assert found.endswith("dtfbench/plan/sweep.py:2: from ..results import store"), found
+
+
+def test_the_tf_process_does_not_load_the_results_store():
+    # A worker's failure names a lost peer in dtfbench.contract's words; the store (sqlite3, the
+    # environment view, nvidia-smi's parser) stays out of the TF process.
+    done = subprocess.run(
+        [sys.executable, "-c", LOADER, "dtfbench.workload.reporting"],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout))
+    assert "dtfbench.workload.reporting" in loaded
+    assert not loaded & {"dtfbench.results", "dtfbench.results.store", "dtfbench.results.record", "sqlite3"}, sorted(
+        loaded
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "callback" / "dtfbench_interrupt.py"
 HOSTS = [f"node{i:02d}" for i in range(1, 41)]
@@ -84,3 +85,18 @@ def test_a_signal_writes_the_pending_hosts_at_once(plugin):
     state = on_disk(plugin)
     assert state["signal"] == "SIGUSR1"
     assert sorted(state["hosts"]) == HOSTS
+
+
+def test_the_benchmark_roles_record_task_ends_the_run_for_the_watchdog(plugin):
+    """The run is the watchdog's to record until the role's record task returned (its argv, as
+    roles/benchmark/tasks/run.yml writes it); another command leaves it pending."""
+    tasks = yaml.safe_load((PLUGIN.parents[2] / "roles" / "benchmark" / "tasks" / "run.yml").read_text())
+    record = next(t for t in tasks if t.get("name") == "Record the run in the results store")
+    argv = ["/venv/bin/python", *record["ansible.builtin.command"]["argv"][1:]]
+    plugin.state["run"] = dict(run_id="r1")
+    plugin.seen(
+        result("ansible.builtin.command", "localhost", dict(cmd=[argv[0], "-m", "dtfbench", "store", "export"]))
+    )
+    assert plugin.state["run"] == dict(run_id="r1")
+    plugin.seen(result("ansible.builtin.command", "localhost", dict(cmd=argv)))
+    assert plugin.state["run"] is None and on_disk(plugin)["run"] is None

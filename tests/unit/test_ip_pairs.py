@@ -283,22 +283,17 @@ def test_bad_option_value(tmp_path):
 # ---------------------------------------------------------------- through the CLIs
 
 
-def cli_env():
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+def ansible_cli(*argv, **env):
+    """An Ansible command run to the end from the project root, with its ansible.cfg and this
+    interpreter's Ansible first on PATH; `env` added to the environment."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", **env)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
+    return subprocess.run(list(argv), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.ansible
 def test_ansible_doc_renders_the_plugin():
-    done = subprocess.run(
-        ["ansible-doc", "-t", "inventory", "ip_pairs"],
-        cwd=ROOT,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = ansible_cli("ansible-doc", "-t", "inventory", "ip_pairs")
     assert done.returncode == 0, done.stderr
     assert "[WARNING]" not in done.stderr and "[ERROR]" not in done.stderr, done.stderr
     for word in (
@@ -308,7 +303,7 @@ def test_ansible_doc_renders_the_plugin():
         "instance_type",
         "keyed_groups",
         "EXAMPLES",
-        "dtfbench.ec2_types",
+        "dtfbench ec2_types",
     ):
         assert word in done.stdout
 
@@ -316,27 +311,12 @@ def test_ansible_doc_renders_the_plugin():
 @pytest.mark.ansible
 def test_ansible_inventory_lists_hosts_and_shows_errors_with_file_and_line(tmp_path):
     config = setup(tmp_path, config="plugin: ip_pairs\ninstance_type: p2.xlarge\n")
-    good = subprocess.run(
-        ["ansible-inventory", "-i", str(config), "--graph", "--vars"],
-        cwd=ROOT,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    good = ansible_cli("ansible-inventory", "-i", str(config), "--graph", "--vars")
     assert good.returncode == 0, good.stderr
     assert "@tf_nodes:" in good.stdout and "node03" in good.stdout and "private_ip = 172.31.0.12" in good.stdout
 
     write(tmp_path / "aws_private_ips.txt", "172.31.0.10\n172.31.0.11\n")
-    env = dict(cli_env(), ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
-    bad = subprocess.run(
-        ["ansible-inventory", "-i", str(config), "--list"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    bad = ansible_cli("ansible-inventory", "-i", str(config), "--list", ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
     assert bad.returncode != 0
     assert "aws_public_ips.txt line 3: 54.1.2.5 has no partner" in bad.stderr
 
@@ -348,14 +328,7 @@ def test_an_inventory_error_is_one_message_with_file_and_line(tmp_path, command)
     # twice (from ip_pairs and auto), then yaml's and ini's failures, 38 lines ending in
     # "No inventory was parsed".
     config = setup(tmp_path, private="172.31.0.10\n172.31.0.11\n", config="plugin: ip_pairs\ntf_devices: 1\n")
-    done = subprocess.run(
-        [command[0], "-i", str(config), *command[1:]],
-        cwd=ROOT,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = ansible_cli(command[0], "-i", str(config), *command[1:])
     assert done.returncode == 1, done.stdout + done.stderr
     assert [line for line in (done.stdout + done.stderr).splitlines() if line.strip()] == [
         f"[ERROR]: ip_pairs inventory {config}: aws_public_ips.txt line 3: 54.1.2.5 has no partner: "
@@ -368,15 +341,7 @@ def test_an_inventory_error_is_one_message_with_file_and_line(tmp_path, command)
 def test_without_unparsed_is_failed_ansible_warns_and_goes_on(tmp_path):
     # The user's choice: a broken source is a warning (Ansible's own), the command goes on.
     config = setup(tmp_path, public="54.1.2.3\nnot-an-ip\n", config="plugin: ip_pairs\ntf_devices: 1\n")
-    env = dict(cli_env(), ANSIBLE_INVENTORY_UNPARSED_FAILED="false")
-    done = subprocess.run(
-        ["ansible-inventory", "-i", str(config), "--list"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = ansible_cli("ansible-inventory", "-i", str(config), "--list", ANSIBLE_INVENTORY_UNPARSED_FAILED="false")
     assert done.returncode == 0, done.stderr
     assert "aws_public_ips.txt line 2: 'not-an-ip' is not an IPv4 address" in done.stderr
     assert "[WARNING]" in done.stderr

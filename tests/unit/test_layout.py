@@ -1,4 +1,4 @@
-"""The cluster layout (dtfbench.layout): examples from the study, errors, and properties."""
+"""The cluster layout (dtfbench layout): examples from the study, errors, and properties."""
 
 import copy
 import io
@@ -449,7 +449,7 @@ def test_cli_errors():
         ["--nodelist", "a,b", "--address-same-as-name", "--devices-per-node", "1", "--gpus", "8", "--num-ps", "3"]
     )
     assert rc == 2 and out == ""
-    assert err.startswith("dtfbench.layout: error: the allocated nodes are not enough for 8 workers")
+    assert err.startswith("dtfbench layout: error: the allocated nodes are not enough for 8 workers")
     rc, out, err = run_cli(["--nodelist", "a,b", "--devices-per-node", "1", "--gpus", "1", "--num-ps", "0"])
     assert rc == 2 and "--address-same-as-name" in err
 

@@ -47,6 +47,9 @@ class Clock:
 
     monotonic = perf_counter
 
+    def time(self):  # the wall clock, epoch seconds
+        return 1.7e9 + self.now
+
     def process_time(self):
         return self.cpu
 
@@ -64,7 +67,7 @@ def clock(monkeypatch):
 
 def test_measure_steps_times_each_measured_step_alone(capsys, clock):
     config, cluster = config_and_cluster()
-    report = RunReport(config, cluster, clock.now)
+    report = RunReport(config, cluster)
     calls = []
 
     def step(what):
@@ -84,6 +87,12 @@ def test_measure_steps_times_each_measured_step_alone(capsys, clock):
     assert report.step_times == pytest.approx(STEP_SECONDS)
     assert report.measured_seconds == pytest.approx(sum(STEP_SECONDS))
     assert report.measured_cpu_seconds == pytest.approx(sum(STEP_SECONDS) / 2)
+    # The window every host's NIC bytes are taken over: the measured steps, not the warm-up.
+    start, end = report.measured_window
+    assert start == pytest.approx(1.7e9 + 1000.0 + 2 * WARMUP_SECONDS, abs=1e-5)
+    assert end - start == pytest.approx(sum(STEP_SECONDS), abs=1e-5)
+    window = report.result()["measured_window"]
+    assert (window["start"], window["end"]) == (start, end)
     assert report.final_loss == 1.0 and isinstance(report.final_loss, float)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "Step\tImg/sec\ttotal_loss"
@@ -94,7 +103,7 @@ def test_measure_steps_times_each_measured_step_alone(capsys, clock):
 
 def test_a_failing_step_leaves_the_measured_window_open(capsys, clock):
     config, cluster = config_and_cluster()
-    report = RunReport(config, cluster, clock.now)
+    report = RunReport(config, cluster)
 
     def step(what):
         if what == "step 2":
@@ -105,3 +114,4 @@ def test_a_failing_step_leaves_the_measured_window_open(capsys, clock):
     with pytest.raises(RuntimeError, match="ps 0 died"):
         report.measure_steps(step)
     assert len(report.step_times) == 1 and report.measured_seconds is None
+    assert report.measured_window is None and report.result(status="failed")["measured_window"] is None

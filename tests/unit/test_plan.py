@@ -1,8 +1,10 @@
 """The sweep plan: every bad request is one clear error before anything starts."""
 
 import pytest
+from store_harness import run_row
 
-from dtfbench.plan.sweep import PlanError, as_list, build_plan, default_num_ps
+from dtfbench.plan.sweep import PlanError, as_list, default_num_ps
+from dtfbench.results.sweep_resume import plan_sweep
 
 LOCAL = [{"name": "localhost", "address": "127.0.0.1", "devices": 8, "device_type": "cpu"}]
 FOUR_GPU_HOSTS = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 1, "device_type": "gpu"} for i in range(1, 5)]
@@ -10,7 +12,7 @@ FOUR_GPU_HOSTS = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 1, "dev
 
 def plan(hosts=LOCAL, **request):
     request.setdefault("sweep_id", "s")
-    return build_plan(request, hosts)
+    return plan_sweep(request, hosts)
 
 
 @pytest.mark.parametrize(
@@ -85,6 +87,11 @@ def test_both_data_kinds_expand():
         ({"gpus": 1, "model": "inception3", "image_size": 32}, "image_size=32 is too small for model=inception3"),
         ({"gpus": 1, "sweep_id": "x$(reboot)"}, "is not a plain name"),
         ({"gpus": 1, "sweep_id": "../up"}, "is not a plain name"),
+        ({"gpus": 1, "step_timeout": 0}, "step_timeout=0: a timeout must be above 0 seconds"),
+        ({"gpus": 1, "run_timeout": "0"}, "run_timeout=0: a timeout must be above 0 seconds"),
+        ({"gpus": 1, "ready_timeout": -1}, "ready_timeout=-1: a timeout must be above 0 seconds"),
+        ({"gpus": 1, "startup_timeout": -5}, "startup_timeout=-5: a timeout must be above 0 seconds"),
+        ({"gpus": 1, "step_timeout": "abc"}, "step_timeout='abc' is not a whole number of seconds"),
     ],
 )
 def test_bad_requests_are_named(request_, message):
@@ -114,32 +121,11 @@ def test_a_sweep_resumes_where_the_store_says_it_stopped(tmp_path):
     done_run = first["runs"][0]
     store.add_run(
         conn,
-        {
-            "run_id": done_run["run_id"],
-            "sweep_id": "s",
-            "system": "local",
-            "gpus": 1,
-            "num_ps": 1,
-            "variable_update": "parameter_server",
-            "data": "synthetic",
-            "repetition": 1,
-            "status": "ok",
-        },
+        run_row(done_run["run_id"]),
     )
     store.add_run(
         conn,
-        {
-            "run_id": first["runs"][1]["run_id"],
-            "sweep_id": "s",
-            "system": "local",
-            "gpus": 2,
-            "num_ps": 1,
-            "variable_update": "parameter_server",
-            "data": "synthetic",
-            "repetition": 1,
-            "status": "failed",
-            "reason": "x",
-        },
+        run_row(first["runs"][1]["run_id"], gpus=2, status="failed", reason="x"),
     )
     again = plan(gpus="1,2", num_ps=1, repetitions=1, results_db=str(db))
     assert [r["done"] for r in again["runs"]] == [True, False]  # a failed run is run again
@@ -155,17 +141,7 @@ def test_resuming_with_other_axes_never_takes_a_different_run_for_a_done_one(tmp
     for run in first["runs"]:
         store.add_run(
             conn,
-            {
-                "run_id": run["run_id"],
-                "sweep_id": "s",
-                "system": "local",
-                "gpus": run["gpus"],
-                "num_ps": 1,
-                "variable_update": "parameter_server",
-                "data": "synthetic",
-                "repetition": 1,
-                "status": "ok",
-            },
+            run_row(run["run_id"], gpus=run["gpus"]),
         )
     # Other axes under the same sweep_id: only with sweep_extend (tested in test_store_checks.py).
     other = plan(gpus="4", num_ps=1, repetitions=1, results_db=str(db), sweep_extend=True)  # index 1 is another run now
@@ -174,3 +150,24 @@ def test_resuming_with_other_axes_never_takes_a_different_run_for_a_done_one(tmp
     assert [r["done"] for r in wider["runs"]] == [True, True]
     many = plan(gpus="1,2", num_ps=1, repetitions=6, results_db=str(db), sweep_extend=True)  # other padding, same runs
     assert sum(r["done"] for r in many["runs"]) == 2
+
+
+def test_ps_counts_apply_only_to_the_modes_with_parameter_servers():
+    result = plan(
+        hosts=FOUR_GPU_HOSTS,
+        gpus=2,
+        num_ps="0,1,2",
+        variable_update="parameter_server,distributed_replicated,collective_all_reduce",
+    )
+    configs = [(r["variable_update"], r["num_ps"]) for r in result["runs"] if r["repetition"] == 1]
+    assert configs == [
+        ("parameter_server", 1),
+        ("parameter_server", 2),
+        ("distributed_replicated", 1),
+        ("distributed_replicated", 2),
+        ("collective_all_reduce", 0),
+    ]
+    assert any("collective_all_reduce has no parameter servers and runs with num_ps 0" in n for n in result["notes"])
+    # Alone, all-reduce with a PS count is still refused; PS modes with only 0 are too.
+    with pytest.raises(PlanError, match="give num_ps >= 1"):
+        plan(gpus=2, num_ps="0", variable_update="parameter_server,collective_all_reduce")

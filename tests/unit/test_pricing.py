@@ -48,7 +48,7 @@ def test_negative_price_in_a_file_names_file_and_line(tmp_path):
     own = tmp_path / "prices.csv"
     own.write_text("instance_type,usd_per_hour\np2.xlarge,0.9\np2.8xlarge,-7.2\n")
     with pytest.raises(
-        pricing.PriceError, match=r"prices.csv line 3 \(p2.8xlarge\): price '-7.2' must be a number >= 0"
+        pricing.PriceError, match=r"prices.csv line 3 \(p2.8xlarge\): price '-7.2' must be a number above 0"
     ):
         pricing.load_prices(own, environ={})
     with pytest.raises(pricing.PriceError, match="does not exist"):

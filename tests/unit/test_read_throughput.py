@@ -1,4 +1,4 @@
-"""The data directory's raw read throughput (dtfbench.read_throughput), on real files."""
+"""The data directory's raw read throughput (dtfbench read_throughput), on real files."""
 
 import json
 import os
@@ -39,7 +39,7 @@ def test_no_shards_is_an_error_naming_the_directory(tmp_path):
 def test_cli_prints_one_json_object(tmp_path):
     make_shards(tmp_path / "data", 2, 1 << 20)
     done = subprocess.run(
-        [sys.executable, "-m", "dtfbench.read_throughput", str(tmp_path / "data")],
+        [sys.executable, "-m", "dtfbench", "read_throughput", str(tmp_path / "data")],
         capture_output=True,
         text=True,
         check=True,
@@ -47,6 +47,6 @@ def test_cli_prints_one_json_object(tmp_path):
     result = json.loads(done.stdout)
     assert result["files"] == 2 and result["bytes"] == 2 << 20
     missing = subprocess.run(
-        [sys.executable, "-m", "dtfbench.read_throughput", str(tmp_path / "none")], capture_output=True, text=True
+        [sys.executable, "-m", "dtfbench", "read_throughput", str(tmp_path / "none")], capture_output=True, text=True
     )
     assert missing.returncode == 1 and "error" in json.loads(missing.stdout)

@@ -1,4 +1,4 @@
-"""dtfbench.report build: tables, plots (PNG, SVG, JSON sidecars) and the index from a fixture store."""
+"""dtfbench report build: tables, plots (PNG, SVG, JSON sidecars) and the index from a fixture store."""
 
 import csv
 import json
@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from matplotlib import image as mpimg
+from store_harness import study_row
 
 from dtfbench.linux import files
 from dtfbench.report import analysis, build, cli, tables
@@ -21,34 +22,12 @@ def add_sweep(db, sweep="sw1"):
     conn = store.connect(db)
     n = 0
 
-    def add(system, gpus, num_ps, update, data, rep, ips=None, reason=None, model="inception3", batch_size=64):
+    def add(system, gpus, num_ps, update, data, rep, ips=None, **config):
         nonlocal n
         n += 1
+        times = {"started_at": f"2024-05-01T10:{n:02d}:00Z", "finished_at": f"2024-05-01T10:{n:02d}:40Z"}
         store.add_run(
-            conn,
-            {
-                "run_id": f"{sweep}-{n}",
-                "sweep_id": sweep,
-                "system": system,
-                "gpus": gpus,
-                "num_workers": gpus,
-                "num_ps": num_ps,
-                "variable_update": update,
-                "data": data,
-                "model": model,
-                "batch_size": batch_size,
-                "repetition": rep,
-                "devices_per_worker": 1,
-                "ps_on_worker_nodes": True,
-                "warmup_steps": 10,
-                "steps": 100,
-                "images_per_sec": ips,
-                "images_per_sec_per_worker": [ips / gpus] * gpus if ips else [],
-                "status": "ok" if ips is not None else "failed",
-                "reason": reason,
-                "started_at": f"2024-05-01T10:{n:02d}:00Z",
-                "finished_at": f"2024-05-01T10:{n:02d}:40Z",
-            },
+            conn, study_row(f"{sweep}-{n}", sweep, system, gpus, num_ps, update, data, rep, ips, **config, **times)
         )
 
     for data, factor in (("synthetic", 1.0), ("real", 0.9)):
@@ -398,49 +377,12 @@ def test_two_workloads_in_one_store_are_never_mixed(tmp_path):
     ):
         for gpus, ips in ips_by_gpus.items():
             n += 1
-            store.add_run(
-                conn,
-                {
-                    "run_id": f"w-{n}",
-                    "sweep_id": "w",
-                    "system": "aws",
-                    "gpus": gpus,
-                    "num_workers": gpus,
-                    "num_ps": 1,
-                    "variable_update": PS,
-                    "data": "synthetic",
-                    "model": "inception3",
-                    "batch_size": 64,
-                    "repetition": 1 if extra.get("workload") != "ours" else 2,
-                    "devices_per_worker": 1,
-                    "ps_on_worker_nodes": True,
-                    "warmup_steps": 10,
-                    "steps": 100,
-                    "images_per_sec": ips,
-                    "images_per_sec_per_worker": [ips / gpus] * gpus,
-                    "status": "ok",
-                    **extra,
-                },
-            )
+            rep = 1 if extra.get("workload") != "ours" else 2
+            store.add_run(conn, study_row(f"w-{n}", "w", "aws", gpus, 1, PS, "synthetic", rep, ips, **extra))
     n += 1
     store.add_run(
         conn,
-        {
-            "run_id": f"w-{n}",
-            "sweep_id": "w",
-            "system": "aws",
-            "gpus": 4,
-            "num_workers": 4,
-            "num_ps": 1,
-            "variable_update": PS,
-            "data": "synthetic",
-            "model": "inception3",
-            "batch_size": 64,
-            "repetition": 1,
-            "status": "failed",
-            "reason": "worker 0 died",
-            **tf_cnn,
-        },
+        study_row(f"w-{n}", "w", "aws", 4, 1, PS, "synthetic", 1, None, reason="worker 0 died", **tf_cnn),
     )
     conn.close()
 
@@ -476,3 +418,50 @@ def test_two_workloads_in_one_store_are_never_mixed(tmp_path):
         "speedup-aws-inception3-bs64.svg",
         "speedup-aws-tf_cnn_benchmarks_v1.0_abababababab-inception3-bs64.svg",
     ]
+
+
+def test_the_environment_section_shows_each_sweeps_network(tmp_path):
+    """A sweep's probe in the index, environments.md and network.csv; a sweep without one is unknown, with why."""
+    from dtfbench.results import network
+
+    path = tmp_path / "results.sqlite"
+    add_sweep(path, "probed")
+    add_sweep(path, "never")
+    hosts = {
+        "node01": {"private_ip": "10.0.0.1", "send_gb_s": 0.024, "recv_gb_s": 0.025, "gb_s": 0.024, "rtt_ms": 0.2},
+        "node02": {"private_ip": "10.0.0.2", "send_gb_s": 0.025, "recv_gb_s": 0.025, "gb_s": 0.025, "rtt_ms": 0.2},
+        "node03": {"private_ip": "10.0.0.3", "send_gb_s": 0.005, "recv_gb_s": 0.006, "gb_s": 0.005, "rtt_ms": 0.3},
+    }
+    document = network.unknown("")
+    document.update(
+        status="ok",
+        why=None,
+        link_gb_s=0.024,
+        incast_gb_s=0.023,
+        rtt_ms=0.2,
+        hosts=hosts,
+        incast={"receiver": "node01", "senders": ["node02", "node03"], "gb_s": 0.023, "why": None},
+        slow_hosts=network.slow_hosts(hosts),
+    )
+    network.record(path, "probed", document)
+    out = tmp_path / "report"
+    build.build(analysis.load_rows(path), out, formats=(), db=str(path))
+    index = (out / "index.md").read_text()
+    assert (
+        "network of sweep probed: point-to-point 0.024 GB/s (192 Mbit/s), incast into node01 0.023 GB/s "
+        "(184 Mbit/s), round trip 0.2 ms; WARNING: far below the others: node03 0.005 GB/s (40 Mbit/s)" in index
+    )
+    assert "network of sweep never: unknown (no network probe recorded for sweep never)" in index
+    env = (out / "environments.md").read_text()
+    assert "## Network" in env and "| node03 | 10.0.0.3 | 0.005 GB/s (40 Mbit/s) |" in env
+    assert "far below the others" in env
+    rows = read_csv(out / "network.csv")
+    probed = {r["host"]: r for r in rows if r["sweep_id"] == "probed"}
+    assert (
+        sorted(probed) == ["node01", "node02", "node03"]
+        and probed["node03"]["slow"] == "true"
+        and probed["node01"]["slow"] == "false"
+    )
+    assert float(probed["node01"]["link_gb_s"]) == 0.024 and probed["node01"]["incast_receiver"] == "node01"
+    (never,) = [r for r in rows if r["sweep_id"] == "never"]
+    assert never["status"] == "unknown" and never["host"] == ""

@@ -124,7 +124,7 @@ def test_bandwidth_limit_spreads_bytes_over_time():
 
 def test_the_engine_does_without_boto3():
     """boto3 imports s3transfer and multiprocessing, which the sync never uses: start-up time
-    that every `python -m dtfbench.s3sync`, a re-sync with nothing to do included, would pay."""
+    that every `python -m dtfbench s3sync`, a re-sync with nothing to do included, would pay."""
     code = "import sys; from dtfbench.node import s3sync; s3sync.make_client(4); print(sorted({'boto3', 's3transfer'} & set(sys.modules)))"
     env = dict(os.environ, AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="y")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

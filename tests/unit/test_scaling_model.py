@@ -28,6 +28,12 @@ ONE_GB = Variables(1e9, 0.0)
         (Config(16, 8, 1, "distributed_replicated"), ONE_GB, 1.0),
         # PSs on nodes of their own: the PS node receives S from both workers
         (Config(2, 1, 1, "parameter_server", ps_on_worker_nodes=False), ONE_GB, 2.0),
+        # ring all-reduce over 4 nodes: 2 (n-1)/n S through every NIC, no PS incast
+        (Config(4, 1, 0, "collective_all_reduce"), ONE_GB, 1.5),
+        (Config(64, 1, 0, "collective_all_reduce"), Variables(1e9, 0.5e9), 2 * 63 / 64),
+        # 2 nodes of 8 GPUs: the ring is over the nodes
+        (Config(16, 8, 0, "collective_all_reduce"), ONE_GB, 1.0),
+        (Config(8, 8, 0, "collective_all_reduce"), ONE_GB, 0.0),
     ],
 )
 def test_node_bytes(config, variables, expected):
@@ -43,7 +49,7 @@ def test_more_ps_stop_helping_at_the_largest_variable():
     )  # ... until one PS holds the classifier whole
 
 
-TRUE = dict(t1=0.5, sync=0.02, bytes=0.3, local=0.01, workers=0.002)
+TRUE = dict(t1=0.5, sync=0.02, bytes=0.3, local=0.01, workers=0.002, ring=0.004)
 
 
 def made_up(bandwidth, configs, variables=ONE_GB, batch=64):
@@ -64,9 +70,9 @@ def made_up(bandwidth, configs, variables=ONE_GB, batch=64):
 CONFIGS = [
     Config(g, 4, p, u)
     for g in (1, 2, 4, 8, 16, 32, 64)
-    for u in sm.VARIABLE_UPDATES
+    for u in sm.PS_UPDATES
     for p in sorted({1, max(1, g // 8), max(1, g // 4)})
-]
+] + [Config(g, 4, 0, sm.ALL_REDUCE) for g in (1, 2, 4, 8, 16, 32, 64)]
 
 
 def test_fit_recovers_known_parameters_and_link():
@@ -126,8 +132,10 @@ def test_bad_inputs():
         Variables.of("lenet")
     with pytest.raises(sm.ModelError, match="num_ps=0"):
         Config(2, 1, 0, "parameter_server")
-    with pytest.raises(sm.ModelError, match="variable_update='collective_all_reduce'"):
+    with pytest.raises(sm.ModelError, match="num_ps=1: collective_all_reduce has no parameter servers"):
         Config(2, 1, 1, "collective_all_reduce")
+    with pytest.raises(sm.ModelError, match="variable_update='horovod'"):
+        Config(2, 1, 1, "horovod")
     with pytest.raises(sm.ModelError, match="gpus=0"):
         Config(0, 1, 1, "parameter_server")
     assert Variables.of(None, 5e8).total_bytes == 5e8
@@ -196,3 +204,71 @@ def test_fit_recovers_a_link_that_sets_the_step_under_the_overheads():
     big = Config(128, 1, 128, "parameter_server")
     assert fitted.network_bound(big)
     assert fitted.images_per_sec(big) == pytest.approx(128 * 64 / step(big), rel=0.03)
+
+
+def test_all_reduce_has_no_incast_and_a_per_hop_cost_that_grows_with_the_nodes():
+    small, large = Config(2, 1, 0, sm.ALL_REDUCE), Config(32, 1, 0, sm.ALL_REDUCE)
+    for config in (small, large):
+        f = sm.features(config, ONE_GB)
+        assert f["workers"] == 0.0  # no PS serves anyone
+        assert f["ring"] == 2 * (config.nodes - 1)
+        assert config.instances == config.nodes
+    # The bytes per node level off at 2 S; the hops keep growing.
+    assert sm.node_bytes(large, ONE_GB) < 2.0
+    truth, _ = made_up(math.inf, [])
+    assert truth.overheads(large) - truth.overheads(small) == pytest.approx(
+        TRUE["bytes"] * (2 * 31 / 32 - 1.0) + TRUE["ring"] * 2 * 30
+    )
+    assert sm.features(Config(32, 1, 4, "parameter_server"), ONE_GB)["ring"] == 0.0
+
+
+def test_without_multi_node_all_reduce_runs_its_hop_cost_is_not_fitted():
+    ps_only = [c for c in CONFIGS if not c.all_reduce]
+    _, observations = made_up(math.inf, ps_only)
+    fitted = sm.fit(observations, 64, ONE_GB)
+    assert not fitted.all_reduce_fitted and fitted.coefficients["ring"] == 0.0
+    assert any("no multi-node collective_all_reduce run" in note for note in fitted.notes)
+    _, observations = made_up(math.inf, CONFIGS)
+    assert sm.fit(observations, 64, ONE_GB).all_reduce_fitted
+
+
+def test_store_rows_of_all_reduce_become_configurations_without_ps():
+    rows = [
+        {
+            "gpus": 4,
+            "hosts": ["a", "b", "c", "d"],
+            "variable_update": sm.ALL_REDUCE,
+            "num_ps": 0,
+            "images_per_sec": 9.0,
+        },
+        {
+            "gpus": 4,
+            "hosts": ["a", "b", "c", "d"],
+            "variable_update": "parameter_server",
+            "num_ps": 2,
+            "images_per_sec": 8.0,
+        },
+    ]
+    configs = [o.config for o in sm.observations_from_rows(rows)]
+    assert configs == [Config(4, 1, 0, sm.ALL_REDUCE), Config(4, 1, 2, "parameter_server")]
+
+
+def test_with_no_link_known_the_range_covers_what_a_link_the_runs_never_reached_gives():
+    small = [c for c in CONFIGS if c.gpus <= 8 and (c.variable_update == "distributed_replicated" or c.nodes == 1)]
+    small.append(Config(12, 4, 3, "distributed_replicated"))
+    variables = Variables(0.2e9, 0.05e9)
+    truth, observations = made_up(0.6, small, variables=variables)
+    big = Config(64, 4, 16, "distributed_replicated")
+    fits = sm.link_fits(observations, 64, variables)
+    rates = [f.bandwidth_gb_s for f in fits]
+    predictions = [f.images_per_sec(big) for f in fits]
+    # Every rate from about what the runs moved up to no limit fits them: the range is wide, it
+    # holds the truth (the 0.6 GB/s link) and the blind fit's no-limit answer at its top.
+    assert rates[-1] == math.inf and min(rates) < 0.6
+    assert min(predictions) < truth.images_per_sec(big) < max(predictions)
+    assert max(predictions) == pytest.approx(sm.fit(observations, 64, variables).images_per_sec(big))
+    assert all(f.rms_relative_error <= sm.NOISE for f in fits)
+    # The runs past the onset rule out the rates far from the truth.
+    _, all_runs = made_up(0.6, CONFIGS, variables=variables)
+    narrow = [f.images_per_sec(big) for f in sm.link_fits(all_runs, 64, variables)]
+    assert max(narrow) / min(narrow) < 1.05 < max(predictions) / min(predictions)

@@ -7,6 +7,7 @@ shows the link limit that sets the step at 64).
 """
 
 import pytest
+from store_harness import run_row
 
 from dtfbench.forecast import validation as v
 
@@ -93,3 +94,34 @@ def test_the_command_prints_every_error(capsys):
     out = capsys.readouterr().out
     assert out.count("| fit <= ") == 12 and out.count("| leave out |") == 18
     assert "model median 2.1%, max 48.1%; Optimus form median 8.0%, max 46.3%" in out
+
+
+def test_a_sweep_past_its_network_onset_needs_the_link_to_be_predicted():
+    # Made-up runs by a known truth: 1 PS on a node of its own, step = max(compute, the PS's
+    # bytes / link). 1 and 2 GPUs never fill the link, 4 do: fitted on <= 2, only the
+    # measured link puts the onset where it is; without it the range printed must hold it.
+    variable_bytes, batch, t1, link = 3.072e6, 512, 0.6, 0.012
+    truth = {g: g * batch / max(t1, g * variable_bytes / 1e9 / link) for g in (1, 2, 4)}
+    rows = [
+        run_row(
+            f"r{g}",
+            gpus=g,
+            num_workers=g,
+            devices_per_worker=1,
+            ps_on_worker_nodes=False,
+            model="trivial",
+            batch_size=batch,
+            images_per_sec=rate,
+            hosts=[f"node{i}" for i in range(g + 1)],
+            worker_results=[{"ps_bytes": [variable_bytes]}],
+        )
+        for g, rate in truth.items()
+    ]
+    result = v.sweep_extrapolation(rows, "trivial", batch, 2, link)
+    (case,) = result["cases"]
+    assert case["gpus"] == 4 and case["measured"] == pytest.approx(truth[4])
+    assert case["network_bound_with_link"] and case["error_with_link"] == pytest.approx(0, abs=0.01)
+    # With no link, 1 and 2 GPUs scale perfectly: 4 GPUs predicted at the 1-GPU step, 71% high.
+    assert case["error_without_link"] == pytest.approx(4 * variable_bytes / 1e9 / link / t1 - 1, rel=0.01)
+    assert case["inside_range"]
+    assert result["fit_with_link"]["bandwidth_gb_s"] == pytest.approx(link)

@@ -6,6 +6,7 @@ import statistics
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from store_harness import study_row
 
 from dtfbench.report import stats
 
@@ -116,42 +117,9 @@ def test_ci_holds_the_mean_and_widens_with_confidence(values):
 # --- a recorded sweep, as the store returns it ------------------------------------------------
 
 
-def run(
-    run_id,
-    gpus,
-    num_ps,
-    update,
-    rep,
-    ips=None,
-    *,
-    system="testbed",
-    data="synthetic",
-    reason=None,
-    status=None,
-    model="inception3",
-    batch_size=64,
-):
-    return {
-        "run_id": run_id,
-        "sweep_id": "sw",
-        "system": system,
-        "gpus": gpus,
-        "num_workers": gpus,
-        "num_ps": num_ps,
-        "variable_update": update,
-        "data": data,
-        "model": model,
-        "batch_size": batch_size,
-        "repetition": rep,
-        "devices_per_worker": 1,
-        "ps_on_worker_nodes": True,
-        "warmup_steps": 10,
-        "steps": 100,
-        "images_per_sec": ips,
-        "images_per_sec_per_worker": [ips / gpus] * gpus if ips else [],
-        "status": status or ("ok" if ips is not None else "failed"),
-        "reason": reason,
-    }
+def run(run_id, gpus, num_ps, update, rep, ips=None, *, system="testbed", data="synthetic", **config):
+    """A run of sweep "sw"; `config`: reason, status, model, batch_size (tests/harness/store_harness.py)."""
+    return study_row(run_id, "sw", system, gpus, num_ps, update, data, rep, ips, **config)
 
 
 PS, DR = "parameter_server", "distributed_replicated"
@@ -330,3 +298,55 @@ def test_a_workload_pinned_to_a_commit_is_labelled_once_by_it():
         stats.workload_label({"workload": "cscs2017", "workload_ref": "master", "workload_commit": sha})
         == "cscs2017@master (a0d3d61f4f89)"
     )
+
+
+# PS or all-reduce: the best PS configuration beside all-reduce per GPU count.
+
+PS_AND_RING = [
+    # (num_ps, variable_update, images/sec of the repetitions)
+    (1, "parameter_server", [100.0, 104.0, 98.0]),
+    (2, "distributed_replicated", [120.0, 118.0, 125.0]),
+    (0, "collective_all_reduce", [140.0, 138.0, 145.0]),
+]
+
+
+def _mode_rows(configs, gpus=8, data="synthetic"):
+    return [
+        study_row(f"r{gpus}{data}{ps}{update}{rep}", "s", "aws", gpus, ps, update, data, rep, ips)
+        for ps, update, values in configs
+        for rep, ips in enumerate(values, 1)
+    ]
+
+
+def test_welch_interval_is_scipys():
+    # scipy's Welch t-test from the raw values gives the same interval of the difference.
+    ring, ps = [140.0, 138.0, 145.0], [120.0, 118.0, 125.0, 119.0]
+    a, b = (stats.mean_ci(v) | {"images_per_sec": statistics.fmean(v), "n_ok": len(v)} for v in (ring, ps))
+    low, high = stats.difference_ci(a, b)
+    expected = stats.scipy_stats.ttest_ind(ring, ps, equal_var=False).confidence_interval(0.95)
+    assert (low, high) == pytest.approx((expected.low, expected.high), rel=1e-9)
+
+
+def test_ps_or_all_reduce_names_the_best_ps_configuration_and_the_winner():
+    rows = _mode_rows(PS_AND_RING) + _mode_rows(
+        PS_AND_RING[:1] + [(0, "collective_all_reduce", [99.0, 103.0, 101.0])], gpus=4
+    )
+    four, eight = stats.ps_or_all_reduce(stats.summarise(rows))
+    assert (eight["gpus"], eight["ps_num_ps"], eight["ps_variable_update"]) == (8, 2, "distributed_replicated")
+    assert eight["winner"] == "all-reduce"
+    ps_mean, ring_mean = statistics.fmean([120.0, 118.0, 125.0]), statistics.fmean([140.0, 138.0, 145.0])
+    assert eight["all_reduce_vs_ps_pct"] == pytest.approx((ring_mean - ps_mean) / ps_mean * 100)
+    assert (
+        0 < eight["all_reduce_vs_ps_ci_low_pct"] < eight["all_reduce_vs_ps_pct"] < eight["all_reduce_vs_ps_ci_high_pct"]
+    )
+    # 4 GPUs: the two means lie within each other's noise, so the interval holds 0.
+    assert four["gpus"] == 4 and four["winner"] == "neither"
+    assert four["all_reduce_vs_ps_ci_low_pct"] < 0 < four["all_reduce_vs_ps_ci_high_pct"]
+
+
+def test_ps_or_all_reduce_with_one_repetition_has_no_interval_and_only_counts_that_ran_both():
+    one_each = [(1, "parameter_server", [100.0]), (0, "collective_all_reduce", [90.0])]
+    rows = _mode_rows(one_each) + _mode_rows(PS_AND_RING[:2], gpus=16)
+    (row,) = stats.ps_or_all_reduce(stats.summarise(rows))
+    assert row["gpus"] == 8 and row["winner"] == "PS (no interval)"
+    assert row["all_reduce_vs_ps_ci_low_pct"] is None and row["all_reduce_vs_ps_pct"] == pytest.approx(-10.0)

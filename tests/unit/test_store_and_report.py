@@ -1,36 +1,21 @@
 """The results store (append-only, transactional) and the report computed from it."""
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
 
 import pytest
+from store_harness import measured_row
 
+from dtfbench.contract.outcomes import PEER_LOST
 from dtfbench.report import analysis, tables
 from dtfbench.results import record, store
-from dtfbench.results.record import PEER_LOST
 
 
 def row(**overrides):
-    base = {
-        "run_id": "s-1",
-        "sweep_id": "s",
-        "system": "local",
-        "gpus": 1,
-        "num_workers": 1,
-        "num_ps": 1,
-        "variable_update": "parameter_server",
-        "data": "synthetic",
-        "model": "small_cnn",
-        "batch_size": 32,
-        "repetition": 1,
-        "status": "ok",
-        "images_per_sec": 100.0,
-        "images_per_sec_per_worker": [100.0],
-    }
-    base.update(overrides)
-    return base
+    return measured_row(**{"images_per_sec_per_worker": [100.0], **overrides})
 
 
 def test_add_and_read_back(tmp_path):
@@ -75,7 +60,7 @@ def test_export_csv_and_json(tmp_path):
     db = tmp_path / "r.sqlite"
     store.add_run(store.connect(db), row())
     out = subprocess.run(
-        [sys.executable, "-m", "dtfbench.store", "export", "--db", str(db), "--format", "json"],
+        [sys.executable, "-m", "dtfbench", "store", "export", "--db", str(db), "--format", "json"],
         check=True,
         capture_output=True,
         text=True,
@@ -83,7 +68,7 @@ def test_export_csv_and_json(tmp_path):
     assert json.loads(out)[0]["run_id"] == "s-1"
     csv_file = tmp_path / "r.csv"
     subprocess.run(
-        [sys.executable, "-m", "dtfbench.store", "export", "--db", str(db), "--output", str(csv_file)], check=True
+        [sys.executable, "-m", "dtfbench", "store", "export", "--db", str(db), "--output", str(csv_file)], check=True
     )
     header, first = csv_file.read_text().splitlines()[:2]
     assert header.startswith("id,run_id,sweep_id")
@@ -262,3 +247,56 @@ def test_record_keeps_each_nodes_read_rate_and_the_slowest():
         )
     )
     assert rec["data_read_mb_per_s"] is None and rec["data_read"] == {"n": {"error": "no train-* files in /data"}}
+
+
+def resumed_store(path):
+    """A sweep of one configuration, 3 repetitions; the second failed, and a resume ran it again."""
+    conn = store.connect(path)
+    for run_id, repetition, status in [("s-1", 1, "ok"), ("s-2", 2, "failed"), ("s-3", 3, "ok"), ("s-2", 2, "ok")]:
+        failed = status == "failed"
+        store.add_run(
+            conn,
+            row(
+                run_id=run_id,
+                repetition=repetition,
+                status=status,
+                images_per_sec=None if failed else 100.0,
+                images_per_sec_per_worker=None if failed else [100.0],
+                reason="interrupted: Ctrl-C" if failed else None,
+            ),
+        )
+    conn.close()
+
+
+def test_a_resumed_sweep_whose_runs_all_succeeded_shows_all_of_them_ok(tmp_path):
+    db = tmp_path / "r.sqlite"
+    resumed_store(db)
+    done = subprocess.run(
+        [sys.executable, "-m", "dtfbench", "report", "table", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("local ")]
+    assert " 3/3 " in line and "interrupted" not in done.stdout, done.stdout
+    (summary,) = analysis.summarise(store.runs(store.connect(db)))
+    assert (summary["runs"], summary["n_ok"], summary["failed"], summary["failures"]) == (3, 3, 0, [])
+
+
+def test_report_table_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`report table | head`: the reader goes away before the table is written."""
+    db = tmp_path / "r.sqlite"
+    resumed_store(db)
+    read, write = os.pipe()
+    os.close(read)
+    done = subprocess.run(
+        [sys.executable, "-m", "dtfbench", "report", "table", "--db", str(db)],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    os.close(write)
+    assert "BrokenPipeError" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1

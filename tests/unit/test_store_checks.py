@@ -1,42 +1,27 @@
 """The results store is checked before a sweep, read without writing, and never loses a run
 (issue #21, items 2 to 6): real SQLite files, real tmpfs mounts for a full disk, the real
-command lines (`python -m dtfbench.store`, `dtfbench.report`, `dtfbench.record`)."""
+command lines (`python -m dtfbench store`, `python -m dtfbench report`, `python -m dtfbench record`)."""
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from store_harness import fill, measured_row
 
 from dtfbench.plan import sweep as planner
 from dtfbench.results import store
+from dtfbench.results.sweep_resume import plan_sweep
 
 HOSTS = [{"name": "localhost", "address": "127.0.0.1", "devices": 4, "device_type": "cpu"}]
 
 
 def row(run_id="s-1-aaaaaaaa", sweep_id="s", **overrides):
-    base = {
-        "run_id": run_id,
-        "sweep_id": sweep_id,
-        "system": "local",
-        "gpus": 1,
-        "num_workers": 1,
-        "num_ps": 1,
-        "variable_update": "parameter_server",
-        "data": "synthetic",
-        "model": "small_cnn",
-        "batch_size": 32,
-        "repetition": 1,
-        "status": "ok",
-        "images_per_sec": 100.0,
-    }
-    base.update(overrides)
-    return base
+    return measured_row(run_id, sweep_id, **overrides)
 
 
 def a_store(path: Path, *rows) -> Path:
@@ -59,9 +44,9 @@ def truncated_store(path: Path) -> Path:
     return path
 
 
-def cli(module: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+def cli(command: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", module, *args], capture_output=True, text=True, input=stdin, timeout=60
+        [sys.executable, "-m", "dtfbench", command, *args], capture_output=True, text=True, input=stdin, timeout=60
     )
 
 
@@ -165,13 +150,13 @@ def test_completed_run_ids_reads_any_path_read_only(tmp_path, folder):
     db = tmp_path / folder / "r.sqlite"
     db.parent.mkdir()
     request = {"gpus": 1, "num_ps": 1, "repetitions": 2, "sweep_id": "s", "results_db": str(db)}
-    first = planner.build_plan(request, HOSTS)
+    first = plan_sweep(request, HOSTS)
     done_id, failed_id = (r["run_id"] for r in first["runs"])
     a_store(db, row(run_id=done_id), row(run_id=failed_id, status="failed", reason="x"))
     assert store.completed_run_ids(db, "s") == {done_id}
     assert store.recorded_run_ids(db, "s") == {done_id, failed_id}
     # The plan resumes it: the done run is skipped (its id found through the quoted path).
-    assert [r["done"] for r in planner.build_plan(request, HOSTS)["runs"]] == [True, False]
+    assert [r["done"] for r in plan_sweep(request, HOSTS)["runs"]] == [True, False]
     # No stray file (for run#1, an unquoted URI made SQLite create `run`), only the store and
     # the WAL files SQLite keeps beside it.
     assert sorted(p.name for p in tmp_path.rglob("*")) == sorted([folder, "r.sqlite", "r.sqlite-shm", "r.sqlite-wal"])
@@ -179,10 +164,10 @@ def test_completed_run_ids_reads_any_path_read_only(tmp_path, folder):
 
 # --- item 5: readers never write or crash -------------------------------------------------
 
-READERS = [("dtfbench.report", "table", "--db"), ("dtfbench.store", "export", "--db")]
+READERS = [("report", "table", "--db"), ("store", "export", "--db")]
 
 
-@pytest.mark.parametrize("module, command, flag", READERS)
+@pytest.mark.parametrize("command, action, flag", READERS)
 @pytest.mark.parametrize(
     "make, message",
     [
@@ -193,12 +178,12 @@ READERS = [("dtfbench.report", "table", "--db"), ("dtfbench.store", "export", "-
     ],
 )
 def test_a_reader_of_a_bad_store_says_so_in_one_line_and_changes_nothing(
-    tmp_path, module, command, flag, make, message
+    tmp_path, command, action, flag, make, message
 ):
     db = tmp_path / "r.sqlite"
     make(db)
     before = db.stat()
-    line = one_line_error(cli(module, command, flag, str(db)))
+    line = one_line_error(cli(command, action, flag, str(db)))
     assert str(db) in line and message in line, line
     after = db.stat()
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)  # a 0-byte file stays 0 bytes
@@ -206,10 +191,10 @@ def test_a_reader_of_a_bad_store_says_so_in_one_line_and_changes_nothing(
     assert {p.name for p in tmp_path.iterdir()} <= {"r.sqlite", "r.sqlite-wal", "r.sqlite-shm"}
 
 
-@pytest.mark.parametrize("module, command, flag", READERS)
-def test_readers_agree_on_an_empty_store(tmp_path, module, command, flag):
+@pytest.mark.parametrize("command, action, flag", READERS)
+def test_readers_agree_on_an_empty_store(tmp_path, command, action, flag):
     db = a_store(tmp_path / "r.sqlite")
-    line = one_line_error(cli(module, command, flag, str(db)))
+    line = one_line_error(cli(command, action, flag, str(db)))
     assert line.endswith(f"no runs in {db}"), line
 
 
@@ -231,10 +216,10 @@ def test_a_reader_of_an_older_store_leaves_it_as_it_was(tmp_path):
     conn.commit()
     conn.close()
     before = db.read_bytes()
-    done = cli("dtfbench.report", "table", "--db", str(db))
+    done = cli("report", "table", "--db", str(db))
     assert done.returncode == 0, done.stderr
     assert "50.00" in done.stdout
-    exported = cli("dtfbench.store", "export", "--db", str(db), "--format", "json")
+    exported = cli("store", "export", "--db", str(db), "--format", "json")
     assert json.loads(exported.stdout)[0]["workload"] is None
     assert db.read_bytes() == before
 
@@ -267,25 +252,12 @@ def record_payload(db: Path) -> dict:
     }
 
 
-def fill(folder: Path, leave: int) -> None:
-    """Fill the file system of `folder` up, then give back `leave` bytes."""
-    filler = folder / "filler"
-    with open(filler, "wb", buffering=0) as out:
-        try:
-            while True:
-                out.write(b"\0" * 4096)
-        except OSError:
-            pass
-    size = filler.stat().st_size
-    os.truncate(filler, max(0, size - leave))
-
-
 def test_a_run_the_full_store_refuses_is_kept_beside_it(small_tmpfs):
     disk = small_tmpfs("2m")
     db = disk / "results.sqlite"
     store.check_writable(db)  # the plan's check passes: the disk has room
     fill(disk, leave=12 * 1024)  # then the disk fills up during the run
-    done = cli("dtfbench.record", stdin=json.dumps(record_payload(db)))
+    done = cli("record", stdin=json.dumps(record_payload(db)))
     assert done.returncode == 3, (done.stdout, done.stderr)
     line = done.stderr.strip()
     assert len(line.splitlines()) == 1 and "Traceback" not in line, line
@@ -296,7 +268,7 @@ def test_a_run_the_full_store_refuses_is_kept_beside_it(small_tmpfs):
     assert saved["run_id"] == "full-1-cafecafe" and saved["images_per_sec"] == 12.5
     # Room again: the kept run goes into the store with the command the message gives.
     (disk / "filler").unlink()
-    added = cli("dtfbench.store", "add", "--db", str(db), "--file", str(kept))
+    added = cli("store", "add", "--db", str(db), "--file", str(kept))
     assert added.returncode == 0, added.stderr
     assert [r["run_id"] for r in store.runs(store.connect(db))] == ["full-1-cafecafe"]
 
@@ -324,7 +296,7 @@ def test_repeated_values_are_folded_with_a_note():
 
 
 def record_sweep(db: Path, request: dict) -> dict:
-    plan = planner.build_plan(dict(request, results_db=str(db)), HOSTS)
+    plan = plan_sweep(dict(request, results_db=str(db)), HOSTS)
     conn = store.connect(db)
     store.add_run(conn, row(run_id=plan["runs"][0]["run_id"], sweep_id=plan["sweep_id"]), plan["sweep_config"])
     conn.close()
@@ -335,10 +307,10 @@ def test_a_resume_of_another_configuration_is_refused_showing_both(tmp_path):
     db = tmp_path / "r.sqlite"
     request = {"gpus": "1,2", "model": "resnet50", "num_ps": 1, "repetitions": 1, "sweep_id": "s"}
     record_sweep(db, request)
-    same = planner.build_plan(dict(request, gpus="2,1", results_db=str(db)), HOSTS)  # the same sweep resumes
+    same = plan_sweep(dict(request, gpus="2,1", results_db=str(db)), HOSTS)  # the same sweep resumes
     assert same["pending_runs"] == 1
     with pytest.raises(planner.PlanError) as refused:
-        planner.build_plan(dict(request, model="alexnet", results_db=str(db)), HOSTS)
+        plan_sweep(dict(request, model="alexnet", results_db=str(db)), HOSTS)
     message = str(refused.value)
     assert message.startswith("sweep_id=s is a sweep of another configuration (it differs in model): "), message
     assert "recorded: batch_size=32 data=synthetic" in message and "model=resnet50" in message
@@ -346,15 +318,15 @@ def test_a_resume_of_another_configuration_is_refused_showing_both(tmp_path):
     assert "-e sweep_extend=true" in message
     # An extension (more GPU counts) is another configuration too.
     with pytest.raises(planner.PlanError, match=r"\(it differs in gpus\)"):
-        planner.build_plan(dict(request, gpus="1,2,4", results_db=str(db)), HOSTS)
-    extended = planner.build_plan(dict(request, model="alexnet", results_db=str(db), sweep_extend=True), HOSTS)
+        plan_sweep(dict(request, gpus="1,2,4", results_db=str(db)), HOSTS)
+    extended = plan_sweep(dict(request, model="alexnet", results_db=str(db), sweep_extend=True), HOSTS)
     assert extended["pending_runs"] == 2
     # Once a run of the extension is recorded, the extension is the sweep's configuration.
     conn = store.connect(db)
     store.add_run(conn, row(run_id=extended["runs"][0]["run_id"], model="alexnet"), extended["sweep_config"])
     conn.close()
     assert store.recorded_sweep_config(db, "s")["model"] == ["alexnet"]
-    assert planner.build_plan(dict(request, model="alexnet", results_db=str(db)), HOSTS)["pending_runs"] == 1
+    assert plan_sweep(dict(request, model="alexnet", results_db=str(db)), HOSTS)["pending_runs"] == 1
 
 
 def test_a_sweep_recorded_without_its_configuration_is_checked_by_its_runs(tmp_path):
@@ -362,15 +334,15 @@ def test_a_sweep_recorded_without_its_configuration_is_checked_by_its_runs(tmp_p
     # plan's is another configuration.
     db = tmp_path / "r.sqlite"
     request = {"gpus": 1, "model": "resnet50", "num_ps": 1, "repetitions": 1, "sweep_id": "s"}
-    plan = planner.build_plan(request, HOSTS)
+    plan = plan_sweep(request, HOSTS)
     a_store(db, row(run_id=plan["runs"][0]["run_id"]))
-    assert planner.build_plan(dict(request, results_db=str(db)), HOSTS)["pending_runs"] == 0
+    assert plan_sweep(dict(request, results_db=str(db)), HOSTS)["pending_runs"] == 0
     with pytest.raises(planner.PlanError, match=f"recorded runs not in this one: {plan['runs'][0]['run_id']}"):
-        planner.build_plan(dict(request, model="alexnet", results_db=str(db)), HOSTS)
+        plan_sweep(dict(request, model="alexnet", results_db=str(db)), HOSTS)
 
 
 def test_the_plan_checks_the_store_first(tmp_path):
     db = tmp_path / "r.sqlite"
     db.write_text("id,gpus\n")
     with pytest.raises(planner.PlanError, match=f"results_db={db}: not an SQLite database"):
-        planner.build_plan({"gpus": 1, "num_ps": 1, "sweep_id": "s", "results_db": str(db)}, HOSTS)
+        plan_sweep({"gpus": 1, "num_ps": 1, "sweep_id": "s", "results_db": str(db)}, HOSTS)

@@ -2,6 +2,8 @@
 
 import sqlite3
 
+from store_harness import old_store, run_row
+
 from dtfbench.results import record, store
 
 WORKLOAD_COLUMNS = ("workload", "workload_ref", "workload_commit")
@@ -19,24 +21,13 @@ OK_WORKER = {"result": {"task_index": 0, "status": "ok", "images_per_sec": 10.0}
 
 def test_a_store_of_schema_3_opens_and_takes_the_workload_columns(tmp_path):
     db = tmp_path / "old.sqlite"
-    old_columns = [(n, t) for n, t in store.COLUMNS if n not in WORKLOAD_COLUMNS]
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, " + ", ".join(f"{n} {t}" for n, t in old_columns) + ")")
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '3')")
-    conn.execute(
-        "INSERT INTO runs (run_id, sweep_id, system, gpus, num_ps, variable_update, data, repetition, status, "
-        "images_per_sec, data_read_mb_per_s) "
-        "VALUES ('old-1', 's', 'local', 1, 1, 'parameter_server', 'synthetic', 1, 'ok', 12.5, 700.0)"
-    )
-    conn.commit()
-    conn.close()
+    old_store(db, 3, WORKLOAD_COLUMNS, run_row("old-1", images_per_sec=12.5, data_read_mb_per_s=700.0))
 
     conn = store.connect(db)
-    assert (
-        store.SCHEMA_VERSION == 6
-    )  # 5: environment (test_environment.py); 6: sweep_steps (test_adaptive_sweep_decisions.py)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
+    # 5: environment (test_environment.py); 6: sweep_steps (test_adaptive_sweep_decisions.py);
+    # 7: network_probes (test_network_store.py); 8: the NIC figures (test_nic_sampler.py)
+    assert store.SCHEMA_VERSION == 8
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
     new = record.build_record(
         {
             "run": RUN,

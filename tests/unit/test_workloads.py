@@ -2,9 +2,11 @@
 and a good one gives each run the tf_cnn_benchmarks flags it will get."""
 
 import pytest
+from store_harness import run_row
 
 from dtfbench.plan import workloads
-from dtfbench.plan.sweep import PlanError, build_plan, run_digest
+from dtfbench.plan.sweep import PlanError, run_digest
+from dtfbench.results.sweep_resume import plan_sweep
 
 LOCAL = [{"name": "localhost", "address": "127.0.0.1", "devices": 8, "device_type": "cpu"}]
 GPU_HOSTS = [{"name": f"n{i}", "address": f"10.0.0.{i}", "devices": 2, "device_type": "gpu"} for i in range(1, 3)]
@@ -14,7 +16,7 @@ TF_CNN = "tf_cnn_benchmarks@master"
 def plan(hosts=LOCAL, **request):
     request.setdefault("sweep_id", "s")
     request.setdefault("model", "trivial")
-    return build_plan(request, hosts)
+    return plan_sweep(request, hosts)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +79,7 @@ def test_a_bad_ref_of_the_studys_program_names_it():
     [
         (
             "theirs",
-            "workload='theirs' is unknown; use ours (python -m dtfbench.train, the default), "
+            "workload='theirs' is unknown; use ours (python -m dtfbench train, the default), "
             "tf_cnn_benchmarks@<git ref>",
         ),
         ("tf_cnn_benchmark@master", "workload='tf_cnn_benchmark@master' is unknown"),
@@ -274,20 +276,7 @@ def test_a_tf_cnn_benchmarks_sweep_resumes_only_its_own_runs(tmp_path):
     run = first["runs"][0]
     store.add_run(
         store.connect(db),
-        {
-            "run_id": run["run_id"],
-            "sweep_id": "s",
-            "system": "local",
-            "gpus": 1,
-            "num_ps": 1,
-            "variable_update": "parameter_server",
-            "data": "synthetic",
-            "repetition": 1,
-            "status": "ok",
-            "workload": "tf_cnn_benchmarks",
-            "workload_ref": "master",
-            "workload_commit": "ab" * 20,
-        },
+        run_row(run["run_id"], workload="tf_cnn_benchmarks", workload_ref="master", workload_commit="ab" * 20),
     )
     assert plan(gpus=1, num_ps=1, repetitions=1, workload=TF_CNN, results_db=str(db))["pending_runs"] == 0
     # The same sweep id with another ref, or with ours, is other runs (added with sweep_extend;
@@ -317,7 +306,7 @@ def test_the_studys_program_and_tf_cnn_benchmarks_plan_on_slurm(workload):
         (
             "ours",
             ["daint-gpu", DAINT_TF1],
-            f"workload=ours (python -m dtfbench.train, TensorFlow 2 code) cannot run on the module {DAINT_TF1} "
+            f"workload=ours (python -m dtfbench train, TensorFlow 2 code) cannot run on the module {DAINT_TF1} "
             "(TensorFlow 1.1): use workload=cscs2017 (the study's program, for a TensorFlow 1.x module), or load a "
             "TensorFlow 2 module (-e tf_module=TensorFlow/2.x... on system=daint, else slurm_cluster_modules)",
         ),

@@ -1,10 +1,13 @@
 """Print each model's variables (name below ``cg/``, shape) as JSON: ours or tf_cnn_benchmarks'.
 
     python model_variables.py ours MODEL...
+    python model_variables.py collective MODEL...
     python model_variables.py theirs TF_CNN_BENCHMARKS_DIR MODEL...
 
 Each model is built for training in its own graph at its default image size (ours from the
-catalog, theirs from its model class), NHWC, batch 2, 1001 classes. tf_cnn_benchmarks' models
+catalog, theirs from its model class), NHWC, batch 2, 1001 classes. ``collective`` builds
+ours as collective_all_reduce does (eagerly, variables made by a MultiWorkerMirroredStrategy
+of this one process). tf_cnn_benchmarks' models
 are built with use_tf_layers=False, whose variables have the names and shapes of its default
 tf.layers path (its ConvNetBuilder keeps them equal) and which needs no tf_keras.
 """
@@ -46,6 +49,21 @@ def ours(tf, model):
     return size, variables_of(tf, graph)
 
 
+def collective(tf, model):
+    from dtfbench.workload import collective as all_reduce
+    from dtfbench.workload import flags
+
+    config, _ = flags.parse(["--variable_update", "independent", "--model", model, "--device", "cpu"])
+    config = flags.check_devices(config, 0)
+    with tf.distribute.MultiWorkerMirroredStrategy().scope():
+        variables = all_reduce.build_variables(tf, config, all_reduce.network_template(tf, config))
+    rows = [
+        [name[name.index("cg/") + 3 :], shape, trainable]
+        for name, shape, trainable in all_reduce.variable_rows(variables)
+    ]
+    return config.image_size, rows
+
+
 def theirs(tf, root, model):
     import importlib
 
@@ -68,8 +86,9 @@ def theirs(tf, root, model):
 def main(argv):
     import tensorflow as tf
 
-    if argv[0] == "ours":
-        result = {m: ours(tf, m) for m in argv[1:]}
+    if argv[0] in ("ours", "collective"):
+        build = ours if argv[0] == "ours" else collective
+        result = {m: build(tf, m) for m in argv[1:]}
     else:
         result = {m: theirs(tf, argv[1], m) for m in argv[2:]}
     print("MODEL_VARIABLES " + json.dumps(result))

@@ -1,5 +1,6 @@
 """Host lists, cluster identity, bounded waiting (no TF)."""
 
+import json
 import socket
 import threading
 import time
@@ -77,3 +78,17 @@ def test_watchdog_fires_once_and_can_be_disarmed():
     assert event.wait(5)
     time.sleep(0.2)
     assert fired == [("step 3", 0.1)]
+
+
+def test_watchdog_beats_its_heartbeat_with_what_it_waits_for(tmp_path):
+    heartbeat = tmp_path / "task.heartbeat"
+    dog = Watchdog(lambda what, seconds: None, poll=0.02, heartbeat=str(heartbeat))
+    first = heartbeat.stat().st_mtime_ns  # the first beat, at once
+    dog.arm(60, "step 7")
+    deadline = time.monotonic() + 10
+    while heartbeat.stat().st_mtime_ns == first and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert heartbeat.stat().st_mtime_ns > first
+    beat = json.loads(heartbeat.read_text())
+    assert beat["doing"] == "step 7" and abs(beat["time"] - time.time()) < 10
+    assert heartbeat.stat().st_size == 256  # rewritten in place, one size

@@ -1,22 +1,18 @@
-"""Our graph-mode networks are tf_cnn_benchmarks' networks: the same variables, per layer.
+"""Our networks are tf_cnn_benchmarks' networks: the same variables, per layer, in every mode.
 
 tf_cnn_benchmarks (tensorflow/benchmarks, pinned below) is cloned from the machine's git bundle
 (the ``mirror_bundle`` fixture) at test time, never copied into the project. Both sides build
-each model for training at its default image size (model_variables.py, one process per side)
-and list every variable below ``cg/`` (name, shape, trainable) in creation order; any
-difference names the model and the first layer that differs.
+each model for training at its default image size (model_variables.py, one process per side;
+ours twice: as the graph-mode modes build it and as collective_all_reduce does) and list every
+variable below ``cg/`` (name, shape, trainable) in creation order; any difference names the
+model and the first layer that differs.
 """
 
-import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from workload_helpers import model_variables
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 # tensorflow/benchmarks master, 2024-01 (the head of tensorflow-benchmarks.bundle).
 PINNED_COMMIT = "8fb79079265933ad39bea628b777af662f5bf15d"
 BUNDLE = "tensorflow-benchmarks.bundle"
@@ -31,16 +27,6 @@ def tf_cnn_benchmarks_dir(tmp_path_factory, mirror_bundle):
     return clone / "scripts" / "tf_cnn_benchmarks"
 
 
-def model_variables(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, str(HERE / "model_variables.py"), *args], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = [x for x in done.stdout.splitlines() if x.startswith("MODEL_VARIABLES ")][-1]
-    return json.loads(line.split(" ", 1)[1])
-
-
 def first_difference(ours, theirs):
     for index, (a, b) in enumerate(zip(ours, theirs)):
         if a != b:
@@ -51,9 +37,16 @@ def first_difference(ours, theirs):
     return None
 
 
-def test_every_model_has_tf_cnn_benchmarks_variables_per_layer(tf_cnn_benchmarks_dir):
-    theirs = model_variables("theirs", str(tf_cnn_benchmarks_dir), *MODELS)
-    ours = model_variables("ours", *MODELS)
+@pytest.fixture(scope="module")
+def their_variables(tf_cnn_benchmarks_dir):
+    return model_variables("theirs", str(tf_cnn_benchmarks_dir), *MODELS)
+
+
+# ours: the graph-mode modes' networks; collective: collective_all_reduce's (eager, strategy-made).
+@pytest.mark.parametrize("side", ["ours", "collective"])
+def test_every_model_has_tf_cnn_benchmarks_variables_per_layer(their_variables, side):
+    theirs = their_variables
+    ours = model_variables(side, *MODELS)
     differences = {}
     for model in MODELS:
         (our_size, our_vars), (their_size, their_vars) = ours[model], theirs[model]

@@ -186,17 +186,17 @@ def test_command_line_exit_code_and_one_line(args, names):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("dtfbench.train: error: ") and names in lines[0]
+    assert lines[0].startswith("dtfbench train: error: ") and names in lines[0]
     assert "tensorflow not imported" in done.stdout
 
 
 def test_module_entry_point_rejects_bad_input():
     done = subprocess.run(
-        [sys.executable, "-m", "dtfbench.train", "--batch_size", "0"],
+        [sys.executable, "-m", "dtfbench", "train", "--batch_size", "0"],
         capture_output=True,
         text=True,
         timeout=60,
         env=task_env("flags"),
     )
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["dtfbench.train: error: --batch_size 0: must be at least 1"]
+    assert done.stderr.strip().splitlines() == ["dtfbench train: error: --batch_size 0: must be at least 1"]

@@ -6,7 +6,7 @@ executable nvidia-smi first on its PATH that replays recorded output of a p3.8xl
 call, in turn): the recorded-output approach, so the sampler thread, its nvidia-smi calls
 (--id from CUDA_VISIBLE_DEVICES) and the whole result path are the real ones. Each worker
 counts its calls in its own file, so the expected mean follows from the count.
-Then `python -m dtfbench.record` stores the run and the row must carry the values.
+Then `python -m dtfbench record` stores the run and the row must carry the values.
 """
 
 import json
@@ -14,12 +14,12 @@ import os
 import platform
 import shutil
 import socket
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from store_harness import old_store, run_row
 
 from dtfbench.results import store
 
@@ -42,7 +42,11 @@ def expected_per_gpu(gpus, calls):
 def record(payload, db):
     payload = dict(payload, results_db=str(db))
     proc = subprocess.run(
-        [sys.executable, "-m", "dtfbench.record"], input=json.dumps(payload), capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "dtfbench", "record"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     return store.runs(store.connect(db))[-1]
@@ -157,34 +161,12 @@ def test_cpu_only_workers_store_null(tasks, tmp_path):
 def test_a_store_of_schema_1_opens_and_takes_the_new_columns(tmp_path):
     """A results store written before the GPU columns existed still opens, keeps its rows."""
     db = tmp_path / "old.sqlite"
-    old_columns = [(n, t) for n, t in store.COLUMNS if n not in ("gpu_util_mean", "gpu_util_max")]
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, " + ", ".join(f"{n} {t}" for n, t in old_columns) + ")")
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    conn.execute(
-        "INSERT INTO runs (run_id, sweep_id, system, gpus, num_ps, variable_update, data, repetition, status, "
-        "images_per_sec) VALUES ('old-1', 's', 'local', 1, 1, 'parameter_server', 'synthetic', 1, 'ok', 12.5)"
-    )
-    conn.commit()
-    conn.close()
+    old_store(db, 1, ("gpu_util_mean", "gpu_util_max"), run_row("old-1", images_per_sec=12.5))
 
     conn = store.connect(db)
     store.add_run(
         conn,
-        {
-            "run_id": "new-1",
-            "sweep_id": "s",
-            "system": "local",
-            "gpus": 1,
-            "num_ps": 1,
-            "variable_update": "parameter_server",
-            "data": "synthetic",
-            "repetition": 1,
-            "status": "ok",
-            "gpu_util_mean": 87.5,
-            "gpu_util_max": 99.0,
-        },
+        run_row("new-1", gpu_util_mean=87.5, gpu_util_max=99.0),
     )
     rows = store.runs(conn)
     assert [(r["run_id"], r["images_per_sec"], r["gpu_util_mean"], r["gpu_util_max"]) for r in rows] == [

@@ -123,6 +123,36 @@ def test_a_workers_result_is_dtfbench_schema_with_the_printed_total():
     json.dumps(result)
 
 
+def test_the_measured_window_spans_the_step_header_to_the_total_line(monkeypatch):
+    clock = iter(range(100, 200))
+
+    class Clock:
+        @staticmethod
+        def time():
+            return float(next(clock))
+
+    monkeypatch.setattr(adapter, "time", Clock)
+    lines = RECORDED_2017.read_text().splitlines()
+    parser = adapter.OutputParser()
+    stamps = {}
+    for line in lines:
+        before = parser.measured_start, parser.measured_end
+        parser.feed(line)
+        if (parser.measured_start, parser.measured_end) != before:
+            stamps[line.split("\t")[0].split(":")[0]] = (parser.measured_start, parser.measured_end)
+    assert parser.measured_start == 100.0  # the step header: the measured steps begin
+    assert parser.measured_end == 100.0 + len(stamps) - 1  # the last step row, then the total line
+    assert "total images/sec" in stamps
+    result = adapter.build_result(parser, adapter.flag_values(CLUSTER_2017), 0, 1.0)
+    assert result["measured_window"] == {
+        "start": 100.0,
+        "end": parser.measured_end,
+        "clock": "epoch",
+        "source": "step lines",
+    }
+    assert adapter.build_result(adapter.OutputParser(), {}, 1, 1.0)["measured_window"] is None
+
+
 def test_the_later_benchmark_cnn_output_parses():
     parsed = parse(RECORDED_2019)
     assert parsed.step_header == ["Step", "Img/sec", "total_loss"]
@@ -370,9 +400,14 @@ def stop_leftovers():
 
 @pytest.mark.parametrize("python", PYTHONS)
 def test_the_adapter_passes_output_through_and_writes_the_result(tmp_path, python):
+    began = time.time()
     adapted = Adapted(tmp_path, python, "exit0")
     code, out, err = adapted.wait()
     assert code == 0, err
+    # The measured window, from when the adapter saw the step header and the total line: within
+    # the run, on the wall clock every host's NIC bytes are cut with (docs/network.md).
+    window = adapted.result()["measured_window"]
+    assert began <= window["start"] <= window["end"] <= time.time() and window["source"] == "step lines"
     # The script's own lines, as the study's logs read; its stderr on stderr.
     assert RECORDED_2017.read_text() in out
     assert "a line on stderr" in err and "a line on stderr" not in out

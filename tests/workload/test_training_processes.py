@@ -1,4 +1,4 @@
-"""Real dtfbench.train processes on 127.0.0.1: every mode, real data, dead peers, exit codes.
+"""Real dtfbench train processes on 127.0.0.1: every mode, real data, dead peers, exit codes.
 
 Each test starts its own cluster on free ports; the `tasks` fixture kills whatever is
 left (process groups) and checks that no process of the test survives.
@@ -11,7 +11,9 @@ import sys
 import time
 
 import pytest
-from workload_helpers import SMALL, task_env, wait_for_line
+from workload_helpers import SMALL, model_variables, task_env, wait_for_line
+
+from dtfbench.workload.collective import VARIABLES_LOG_PREFIX
 
 pytestmark = pytest.mark.tf
 
@@ -77,11 +79,20 @@ def test_distributed_replicated_two_cpu_towers(tasks):
 
 
 def test_collective_all_reduce(tasks):
+    """Two workers train the PS modes' network: its variables, named and shaped as theirs."""
     ps, workers = run_cluster(tasks, "collective_all_reduce", num_ps=0)
     assert ps == []
+    (size, ps_network) = model_variables("ours", "small_cnn")["small_cnn"]
+    assert size == 32  # SMALL's --image_size
     for worker in workers:
         result = check_worker_result(worker, "collective_all_reduce")
         assert result["ps_bytes"] == []
+        assert result["config"]["weight_decay"] == pytest.approx(4e-5)
+        logged = [x for x in worker.stderr.splitlines() if VARIABLES_LOG_PREFIX in x]
+        assert len(logged) == 1, worker.stderr[-2000:]
+        trained = json.loads(logged[0].split(VARIABLES_LOG_PREFIX, 1)[1])
+        assert [name for name, _, _ in trained][0].startswith("v/cg/")
+        assert [[name[len("v/cg/") :], shape, trainable] for name, shape, trainable in trained] == ps_network
 
 
 def test_greedy_placement_over_two_ps(tasks):
@@ -109,7 +120,8 @@ def test_real_data_from_generated_tfrecords(tasks, tmp_path):
         [
             sys.executable,
             "-m",
-            "dtfbench.tfrecords",
+            "dtfbench",
+            "tfrecords",
             "--output_dir",
             str(data_dir),
             "--shards",
@@ -154,7 +166,7 @@ def test_killed_worker_ends_the_others_with_an_error(tasks):
         code = task.wait(bound)
         assert code == 1, f"{task.name} exited {code}\n{task.stderr[-3000:]}"
         assert task.ended_at - killed_at < bound
-        errors = [line for line in task.stderr.splitlines() if line.startswith("dtfbench.train: error:")]
+        errors = [line for line in task.stderr.splitlines() if line.startswith("dtfbench train: error:")]
         assert len(errors) == 1, task.stderr[-3000:]
     assert "worker 1" in ps[0].stderr and "went away" in ps[0].stderr
     result = workers[0].result()

@@ -1,4 +1,4 @@
-"""Helpers for the workload tests: free ports, dtfbench.train processes, their output."""
+"""Helpers for the workload tests: free ports, dtfbench train processes, their output."""
 
 import json
 import os
@@ -73,7 +73,7 @@ class Task:
         self._stdout = open(self.stdout_path, "w")
         self._stderr = open(self.stderr_path, "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dtfbench.train", *self.args],
+            [sys.executable, "-m", "dtfbench", "train", *self.args],
             stdout=self._stdout,
             stderr=self._stderr,
             env=env,
@@ -120,7 +120,7 @@ class Task:
 
 
 class Tasks:
-    """Starts dtfbench.train processes; the fixture kills whatever is left."""
+    """Starts dtfbench train processes; the fixture kills whatever is left."""
 
     def __init__(self, folder):
         self.folder = folder
@@ -179,14 +179,32 @@ def wait_for_line(task, prefix, timeout):
 
 
 def run_train(args, env_extra=None, timeout=60):
-    """Run `python -m dtfbench.train` to completion (for the bad-input checks)."""
+    """Run `python -m dtfbench train` to completion (for the bad-input checks)."""
     env = task_env(uuid.uuid4().hex)
     env.update(env_extra or {})
     return subprocess.run(
-        [sys.executable, "-m", "dtfbench.train", *args],
+        [sys.executable, "-m", "dtfbench", "train", *args],
         capture_output=True,
         text=True,
         env=env,
         timeout=timeout,
         start_new_session=True,
     )
+
+
+def helper_output(script, *args, prefix):
+    """Run a helper script of this folder in its own TF process; the JSON after ``prefix``."""
+    env = dict(os.environ, PYTHONPATH=str(SRC), CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_CONFIG", None)
+    here = Path(__file__).resolve().parent
+    done = subprocess.run(
+        [sys.executable, str(here / script), *args], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = [x for x in done.stdout.splitlines() if x.startswith(prefix + " ")][-1]
+    return json.loads(line.split(" ", 1)[1])
+
+
+def model_variables(*args):
+    """model_variables.py's answer: {model: [image size, [[name below cg/, shape, trainable]]]}."""
+    return helper_output("model_variables.py", *args, prefix="MODEL_VARIABLES")

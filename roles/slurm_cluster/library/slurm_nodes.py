@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: dtfbench developers
 # Apache License 2.0 (see pyproject.toml)
 
@@ -138,8 +137,10 @@ def main():
     if p["query"]:
         sinfo = module.get_bin_path("sinfo")
         if not sinfo:
-            module.fail_json(msg="sinfo not found on this host: run the role on the cluster's login node "
-                                 "(Slurm's client commands), or set submit=false to only write the scripts")
+            module.fail_json(
+                msg="sinfo not found on this host: run the role on the cluster's login node "
+                "(Slurm's client commands), or set submit=false to only write the scripts"
+            )
         argv = [sinfo, "--noheader", "--Node", "--responding", "--format=%N|%T|%f"]
         if p["partition"]:
             argv.append("--partition=%s" % p["partition"])
@@ -150,14 +151,17 @@ def main():
         source = "sinfo"
     else:
         if p["max_nodes"] < 1:
-            module.fail_json(msg="the scheduler is not asked (submit=false): set the most nodes a job may get "
-                                 "(max_nodes; slurm_cluster_max_nodes in the system profile)")
+            module.fail_json(
+                msg="the scheduler is not asked (submit=false): set the most nodes a job may get "
+                "(max_nodes; slurm_cluster_max_nodes in the system profile)"
+            )
         names = ["node%d" % i for i in range(1, p["max_nodes"] + 1)]
         source = "max_nodes"
     if p["max_nodes"]:
-        names = names[:p["max_nodes"]]
-    hosts = [{"name": n, "address": n, "devices": p["devices_per_node"], "device_type": p["device_type"]}
-             for n in names]
+        names = names[: p["max_nodes"]]
+    hosts = [
+        {"name": n, "address": n, "devices": p["devices_per_node"], "device_type": p["device_type"]} for n in names
+    ]
     module.exit_json(changed=False, hosts=hosts, count=len(hosts), source=source, excluded=excluded)
 
 

@@ -6,7 +6,8 @@ Collected once per task, before the measured steps, on the node itself:
 
 - ``host``, ``instance_type`` (only where the caller knows it: the inventory's), ``cpu``
   (model, logical cores, the instruction-set flags TF builds care about: avx, avx2, avx512f,
-  fma), ``memory_mib``;
+  fma), ``memory_mib``; ``memory_limit_mib``, the memory cgroup's limit on this process where
+  there is one (v2 ``memory.max``, v1 ``memory.limit_in_bytes``; null without a limit);
 - ``os`` (name, kernel, machine), ``python`` (version, implementation, executable);
 - ``tensorflow``: version and how it was built (``tf.sysconfig.get_build_info()`` on TF 2;
   on TF 1.x ``__git_version__``, ``__compiler_version__`` and ``test.is_built_with_cuda()``),
@@ -21,7 +22,8 @@ Collected once per task, before the measured steps, on the node itself:
 Collecting never fails a run: a piece it cannot get is the string ``unknown`` and its
 reason is in ``unknown`` (``{"cpu.model": "no /proc/cpuinfo: ..."}``).
 
-Standard library only, Python 2.7 and 3.5+: the tf_cnn_benchmarks adapter imports it on
+Standard library only, for the oldest Python of pyproject.toml's [tool.dtfbench.oldest-python]:
+the tf_cnn_benchmarks adapter imports it on
 TF 1.x nodes (the role copies it beside the adapter), our workload imports it from the
 package, and the sweep's host check runs it as a script::
 
@@ -319,6 +321,32 @@ def _cudnn(tf_info):
     return _Unknown("TF does not say (not a CUDA build, or not imported) and no cuDNN header found")
 
 
+def _memory_limit_mib():
+    """The memory cgroup's limit on this process, in MiB; None when it has none (the largest
+    number, v2's 'max', or no memory cgroup at all)."""
+    with open("/proc/self/mountinfo") as handle:
+        mounts = [line.split() for line in handle]
+    with open("/proc/self/cgroup") as handle:
+        groups = [line.rstrip("\n").split(":", 2) for line in handle]
+    for hierarchy, controllers, path in (g for g in groups if len(g) == 3):
+        v1 = "memory" in controllers.split(",")
+        if not v1 and (hierarchy, controllers) != ("0", ""):
+            continue
+        for fields in mounts:
+            tail = fields[fields.index("-") + 1 :] if "-" in fields else []
+            if len(tail) < 3 or tail[0] != ("cgroup" if v1 else "cgroup2"):
+                continue
+            if v1 and "memory" not in tail[2].split(","):
+                continue
+            inside = path[len(fields[3]) :] if fields[3] != "/" and path.startswith(fields[3]) else path
+            limit_file = os.path.join(fields[4], inside.lstrip("/"), "memory.limit_in_bytes" if v1 else "memory.max")
+            if os.path.exists(limit_file):
+                text = _read(limit_file).strip()
+                # v1 says 'no limit' with the largest page-aligned 64-bit number.
+                return None if text == "max" or int(text) >= 1 << 62 else int(text) // (1024 * 1024)
+    return None
+
+
 # --- the document ----------------------------------------------------------------------------
 
 
@@ -341,6 +369,7 @@ def collect(tf=None, instance_type=None, environ=None, nvidia_smi="nvidia-smi", 
     doc.put("cpu.logical_cores", _logical_cores)
     doc.put("cpu.flags", lambda: _cpu_flags(info))
     doc.put("memory_mib", _memory_mib)
+    doc.put("memory_limit_mib", _memory_limit_mib)
     doc.put("os.name", _os_name)
     doc.put("os.kernel", platform.release)
     doc.put("os.machine", platform.machine)

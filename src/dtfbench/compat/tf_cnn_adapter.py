@@ -22,8 +22,8 @@ signal (so whoever waits for it, such as tf_task's supervisor, sees what the scr
 the script exited 0 but printed no throughput; 2 for bad usage of the adapter itself. A parameter server of tf_cnn_benchmarks
 never exits by itself (server.join()): the launcher stops it once the workers are done.
 
-Standard library only, Python 2.7 and 3.x: the launcher copies it to the nodes, whose Python
-may be as old as their TensorFlow 1.x, with ``environment.py`` (``dtfbench.compat.environment``) beside
+Standard library only, for the oldest Python of pyproject.toml's [tool.dtfbench.oldest-python]: the
+launcher copies it to the nodes, whose Python may be as old as their TensorFlow 1.x, with ``environment.py`` (``dtfbench.compat.environment``) beside
 it: a worker's result carries the node's environment document, collected before the script
 starts by the script's Python with TensorFlow imported (what it cannot get is ``unknown``, with
 why; it never fails the task).
@@ -99,6 +99,11 @@ class OutputParser(object):
         self.total_images_per_sec = None
         self.step_header = None
         self.ps_task = None
+        # When the step header (printed as the measured steps begin) and the last step row or
+        # the total line (printed as they end) came: the measured window, which the script
+        # does not print (time.time(); its lines come unbuffered, PYTHONUNBUFFERED).
+        self.measured_start = None
+        self.measured_end = None
         self.tail = collections.deque(maxlen=TAIL_LINES)
         self._in_header = True
         self._lock = threading.Lock()
@@ -123,13 +128,16 @@ class OutputParser(object):
                         "top_5_accuracy": _float(top5),
                     }
                 )
+                self.measured_end = time.time()
                 return
             total = _TOTAL.match(text)
             if total:
                 self.total_images_per_sec = _float(total.group(1))
+                self.measured_end = time.time()
                 return
             if _STEP_HEADER.match(text):
                 self.step_header = text.strip().split("\t")
+                self.measured_start = time.time()
                 return
             if text.startswith("=========="):
                 self._in_header = False
@@ -360,6 +368,12 @@ def build_result(
         "cpu_time": {"measured": None, "unit": "s"},
         "gpu_utilization": None,
         "environment": environment,
+        # The step header to the total line, as this adapter saw them come (docs/network.md).
+        "measured_window": (
+            {"start": parser.measured_start, "end": parser.measured_end, "clock": "epoch", "source": "step lines"}
+            if parser.measured_start is not None and parser.measured_end is not None
+            else None
+        ),
         "workload": {
             "name": "tf_cnn_benchmarks",
             "label": workload,

@@ -23,7 +23,7 @@ configurations kept and skipped, and the model's predictions, and printed.
 
 Command (run-benchmark's count step; JSON request on stdin, JSON answer on stdout)::
 
-    python -m dtfbench.adaptive_sweep --db results/results.sqlite < request.json
+    python -m dtfbench adaptive_sweep --db results/results.sqlite < request.json
 
 request: ``sweep_id``, ``gpus`` (the count about to run), ``runs`` (the plan's runs),
 ``num_ps_auto`` (bool), ``num_ps_auto_keep``, ``stop_below_efficiency``, ``min_doubling_gain``
@@ -40,6 +40,11 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ..report import stats
+from ..results import network, store, sweep_steps
+from . import scaling_model
+from .scaling_model import Config
 
 # A sweep's groups: the runs the model is fitted on and that are compared with each other.
 GROUP_KEYS = ("model", "batch_size", "image_size", "data", "workload", "devices_per_worker", "ps_on_worker_nodes")
@@ -173,8 +178,6 @@ def group_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def variables_of(model: str, rows: Iterable[Mapping[str, Any]]):
     """The model's variable bytes: the table's, else what the runs' PSs held (ps_bytes)."""
-    from . import scaling_model
-
     if model in scaling_model.MODEL_VARIABLES:
         return scaling_model.Variables.of(model)
     totals, largest = [], []
@@ -195,25 +198,25 @@ def variables_of(model: str, rows: Iterable[Mapping[str, Any]]):
     return scaling_model.Variables.of(None, total, min(min(largest), total) if largest else 0.0)
 
 
-def calibrate(rows: Sequence[Mapping[str, Any]], batch_size: int, model: str):
-    """Fit the scaling model to a group's ok runs (their per-configuration means)."""
-    from ..report import stats
-    from . import scaling_model
+def calibrate(rows: Sequence[Mapping[str, Any]], batch_size: int, model: str, link_gb_s: float | None = None):
+    """Fit the scaling model to a group's ok runs (their per-configuration means); `link_gb_s`:
+    the sweep's measured link rate (GB/s), None where unknown."""
+    return scaling_model.fit(observations_of(rows), int(batch_size), variables_of(model, rows), link_gb_s)
 
+
+def observations_of(rows: Sequence[Mapping[str, Any]]):
+    """The scaling model's observations of a group's ok runs (their per-configuration means)."""
     summaries = [s for s in stats.summarise(rows) if s["status"] == "ok"]
     hosts = {}
     for r in rows:
         hosts.setdefault(tuple(r.get(k) for k in stats.CONFIG_KEYS), r.get("hosts"))
     for s in summaries:
         s["hosts"] = hosts.get(tuple(s.get(k) for k in stats.CONFIG_KEYS))
-    observations = scaling_model.observations_from_rows(summaries)
-    return scaling_model.fit(observations, int(batch_size), variables_of(model, rows))
+    return scaling_model.observations_from_rows(summaries)
 
 
 def best_by_count(rows: Iterable[Mapping[str, Any]]) -> dict[int, float]:
     """The best configuration's mean images/sec at each GPU count (ok runs only)."""
-    from ..report import stats
-
     best: dict[int, float] = {}
     for s in stats.summarise([r for r in rows if r.get("status") == "ok"]):
         if s["status"] == "ok" and s.get("images_per_sec") is not None:
@@ -222,8 +225,6 @@ def best_by_count(rows: Iterable[Mapping[str, Any]]) -> dict[int, float]:
 
 
 def _config(run: Mapping[str, Any], num_ps: int | None = None):
-    from .scaling_model import Config
-
     nodes = int(run.get("worker_nodes") or 1)
     return Config(
         int(run["gpus"]),
@@ -240,12 +241,17 @@ def _config(run: Mapping[str, Any], num_ps: int | None = None):
 
 
 def decide(
-    planned: Sequence[Mapping[str, Any]], measured: Sequence[Mapping[str, Any]], gpus: int, settings: Settings
+    planned: Sequence[Mapping[str, Any]],
+    measured: Sequence[Mapping[str, Any]],
+    gpus: int,
+    settings: Settings,
+    link: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The decision for one group at `gpus`: which planned runs of that count to do.
 
     `planned`: the group's planned runs (every count); `measured`: the group's recorded runs
-    in this sweep (any status). Returns action ('full', 'narrowed', 'stopped'), reason, the
+    in this sweep (any status); `link`: {"gb_s": the link rate the model takes (GB/s) or None,
+    "source": where it comes from} (the sweep's link probe, or the request's override). Returns action ('full', 'narrowed', 'stopped'), reason, the
     run ids kept, the configurations kept and skipped, skipped counts and predictions.
     """
     here = [r for r in planned if int(r["gpus"]) == gpus]
@@ -259,11 +265,12 @@ def decide(
         "skipped": [],
         "skipped_counts": [],
         "predicted": {},
+        "link": dict(link or {"gb_s": None, "source": "not given"}),
     }
     model, batch = here[0]["model"], here[0]["batch_size"]
 
     def fitted():
-        return calibrate(ok_below, batch, model)
+        return calibrate(ok_below, batch, model, (link or {}).get("gb_s"))
 
     # A resumed sweep does not judge again a count it has started (some of its runs are done).
     started = any(r.get("done") for r in here)
@@ -315,8 +322,6 @@ def decide(
             reason=f"{gpus} GPUs: every planned PS count (the model could not be fitted to the smaller counts: {err})",
         )
         return decision
-    from . import scaling_model
-
     kept, skipped, predicted = [], [], {}
     for update in sorted({r["variable_update"] for r in here}):
         runs = [r for r in here if r["variable_update"] == update]
@@ -356,8 +361,6 @@ def decide(
 
 def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:
     """Decide every group at request['gpus'], record the decisions, and return the runs to do."""
-    from ..results import store, sweep_steps
-
     keep = request.get("num_ps_auto_keep")
     settings = check_settings(
         DEFAULT_KEEP if keep in (None, "") else keep,
@@ -375,6 +378,26 @@ def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:
     finally:
         conn.close()
     earlier = sweep_steps.read(db, sweep_id)
+    # The link rate the model takes: the request's (link_gb_s, the user's), else what the
+    # sweep's link probe measured (dtfbench.results.network), else none (the runs alone).
+    if request.get("link_gb_s") not in (None, ""):
+        try:
+            given = float(request["link_gb_s"])
+        except (TypeError, ValueError):
+            given = 0.0
+        if not 0 < given < math.inf:
+            raise AdaptiveError(
+                f"link_gb_s={request['link_gb_s']!r}: give the link rate in GB/s (10^9 bytes/s), a number > 0, "
+                "or leave it out to use what the sweep's link probe measured"
+            )
+        link = {"gb_s": given, "source": "link_gb_s given"}
+    else:
+        measured = network.measured(db, sweep_id)
+        link = (
+            {"gb_s": measured.planner_gb_s, "source": "measured by the sweep's link probe"}
+            if measured.planner_gb_s
+            else {"gb_s": None, "source": f"unknown ({measured.why})"}
+        )
     todo, messages, groups, stopped = [], [], [], []
     keys = []
     for run in planned:
@@ -394,7 +417,7 @@ def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:
         if not any(int(r["gpus"]) == gpus for r in mine):
             continue
         groups.append(key)
-        decision = decide(mine, [r for r in recorded if group_of_recorded(r) == key], gpus, settings)
+        decision = decide(mine, [r for r in recorded if group_of_recorded(r) == key], gpus, settings, link)
         decision["group"] = key
         seen = [
             e
@@ -414,17 +437,13 @@ def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dtfbench.adaptive_sweep", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="dtfbench adaptive_sweep", description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, help="the results store of the sweep")
     args = parser.parse_args(argv)
     try:
         answer = step(json.load(sys.stdin), args.db)
     except (AdaptiveError, ValueError) as err:
-        print(f"dtfbench.adaptive_sweep: error: {err}", file=sys.stderr)
+        print(f"dtfbench adaptive_sweep: error: {err}", file=sys.stderr)
         return 2
     print(json.dumps(answer))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,18 +13,20 @@ study's published table of the nodes' instance type (p2.xlarge, p2.8xlarge). Oth
 have no published table: they are timed with the K80 table of as many GPUs per node (1:
 p2.xlarge, more: p2.8xlarge), which newer GPUs beat, so the figure errs high; ``basis``
 says which. The tables are InceptionV3 at batch 64 per GPU: another batch size scales the
-step, another model is timed as InceptionV3 (said in ``basis`` too). all-reduce runs are
-timed as distributed_replicated with one PS (the model has no all-reduce form).
+step, another model is timed as InceptionV3 (said in ``basis`` too). all-reduce runs are timed
+by the model's ring when the fit holds a multi-node all-reduce run, else as
+distributed_replicated with one PS (the published tables have none, and a ring without its
+fitted per-hop cost would price it far too low).
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..plan import sweep as plan
 from . import predict as forecast
 from . import pricing, scaling_model
 from .scaling_model import Config
@@ -37,6 +39,14 @@ FALLBACK_SYSTEM = {1: "aws-p2.xlarge", 8: "aws-p2.8xlarge"}
 
 class GuardError(ValueError):
     """An input the guard cannot price or time; the message names it and the fix."""
+
+
+class OverLimit(GuardError):
+    """A sweep predicted above max_cost_usd; ``result`` holds the estimate for the task's answer."""
+
+    def __init__(self, message: str, estimate_: Estimate):
+        super().__init__(message)
+        self.result = {"estimate": estimate_.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -97,14 +107,12 @@ def _price(instance_type: str, price_usd_per_hour, price_file) -> pricing.Price:
     given = None if price_usd_per_hour in (None, "") else price_usd_per_hour
     if given is not None:
         try:
-            figure = float(given)
-        except (TypeError, ValueError):
-            figure = math.nan
-        if not math.isfinite(figure) or figure < 0:
+            pricing.check_price(given, "price_usd_per_hour")
+        except pricing.PriceError:
             raise GuardError(
-                f"price_usd_per_hour={given} must be a number >= 0 (USD per instance-hour); "
+                f"price_usd_per_hour={given} must be a number above 0 (USD per instance-hour); "
                 "give the price of one instance-hour, or leave it out for the price table's"
-            )
+            ) from None
     try:
         if given is None and not instance_type:
             raise pricing.PriceError(
@@ -135,10 +143,16 @@ def _step_seconds(fit: scaling_model.Fit, run: Mapping[str, Any], gpus_per_insta
     gpus = _whole(run.get("gpus"), "gpus", 1)
     update = str(run.get("variable_update") or "parameter_server")
     num_ps = int(run.get("num_ps") or 0)
-    if update not in scaling_model.VARIABLE_UPDATES:  # collective_all_reduce
-        update, num_ps = "distributed_replicated", 1
+    if update not in scaling_model.VARIABLE_UPDATES or (
+        update == scaling_model.ALL_REDUCE and not fit.all_reduce_fitted
+    ):
+        # No all-reduce run in the fit (the published tables have none): its per-hop cost is
+        # unknown (0), which would price it far below what it costs; time it as
+        # distributed_replicated with one PS, the dearer estimate.
+        update = "distributed_replicated"
+    num_ps = 0 if update == scaling_model.ALL_REDUCE else max(1, num_ps)
     config = Config(
-        gpus, max(1, min(gpus_per_instance, gpus)), max(1, num_ps), update, bool(run.get("ps_on_worker_nodes", True))
+        gpus, max(1, min(gpus_per_instance, gpus)), num_ps, update, bool(run.get("ps_on_worker_nodes", True))
     )
     batch = float(run.get("batch_size") or PUBLISHED_BATCH)
     return fit.step_time(config) * batch / PUBLISHED_BATCH
@@ -207,8 +221,6 @@ def planned_runs(sweep: Mapping[str, Any], instances: int, gpus_per_instance: in
     `sweep`: run-benchmark's variables (gpus, model, batch_size, variable_update, num_ps,
     repetitions, warmup_steps, steps, devices_per_worker); gpus empty for ``doubling_gpus``.
     """
-    from ..plan import sweep as plan
-
     hosts = [
         {"name": f"node{i}", "address": f"10.0.0.{i}", "devices": gpus_per_instance, "device_type": "gpu"}
         for i in range(1, instances + 1)
@@ -232,3 +244,50 @@ def node_type(types: Iterable[str], price_given: bool) -> str:
             "give -e price_usd_per_hour=... (the mean price of a node per hour)"
         )
     return kinds[0] if kinds else ""
+
+
+# The options of the sweep_cost action (library/sweep_cost.py documents them).
+ARGUMENT_SPEC = dict(
+    runs=dict(type="list", elements="dict"),
+    sweep=dict(type="dict"),
+    instance_types=dict(type="list", elements="str", required=True),
+    gpus_per_instance=dict(type="int", required=True),
+    price_usd_per_hour=dict(type="raw"),
+    price_file=dict(type="str", default=""),
+    max_cost_usd=dict(type="raw"),
+    setup_minutes=dict(type="float", default=0),
+)
+SPEC_OPTIONS = dict(required_one_of=[("runs", "sweep")], mutually_exclusive=[("runs", "sweep")])
+ERRORS = (GuardError, pricing.PriceError)
+
+
+def from_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The sweep_cost options' estimate and the limit it passed; one of ERRORS otherwise
+    (OverLimit above max_cost_usd, with the estimate)."""
+    price = params["price_usd_per_hour"]
+    price = None if price in (None, "") else price
+    instance_type = node_type(params["instance_types"], price is not None)
+    instances = len(params["instance_types"])
+    if instances < 1:
+        raise GuardError("the sweep has no nodes to price (instance_types is empty)")
+    runs = params["runs"]
+    if runs is None:
+        runs = planned_runs(params["sweep"], instances, params["gpus_per_instance"])
+    estimate_ = estimate(
+        runs,
+        instance_type,
+        instances,
+        params["gpus_per_instance"],
+        price,
+        params["price_file"],
+        params["setup_minutes"],
+    )
+    try:
+        check(estimate_, params["max_cost_usd"])
+    except pricing.CostLimitError as error:
+        raise OverLimit(f"{error}; nothing was started. {estimate_.message()}", estimate_) from None
+    limit = params["max_cost_usd"]
+    return {
+        "estimate": estimate_.as_dict(),
+        "max_cost_usd": float(pricing.DEFAULT_MAX_COST_USD if limit in (None, "") else limit),
+    }

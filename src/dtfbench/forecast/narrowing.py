@@ -14,15 +14,15 @@ the tables' layouts), for both variable updates; runs are counted at the study's
 repetitions. Counts with one candidate, or before the model can be calibrated (the first two
 counts), run the full set, as the sweep does. Deterministic: no timing, no randomness.
 
-``python -m dtfbench.narrowing_validation`` prints every count and the summary.
+``python -m dtfbench narrowing_validation`` prints every count and the summary.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
+from ..plan.sweep import default_num_ps
 from ..report import reference
 from . import adaptive as adaptive_sweep
 from . import scaling_model
@@ -34,8 +34,6 @@ UPDATES = adaptive_sweep.MODELLED_UPDATES
 
 
 def _plan_ps(workers: int, update: str) -> list[int]:
-    from ..plan.sweep import default_num_ps  # run-benchmark's own PS counts
-
     return default_num_ps(workers, update)
 
 
@@ -98,9 +96,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m dtfbench.narrowing_validation", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="dtfbench narrowing_validation", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--keep",
         type=int,
@@ -134,7 +130,3 @@ def main(argv: list[str] | None = None) -> int:
             f"runs {s['runs']} of {s['full_runs']} ({s['saved_share']:.0%} saved)\n"
         )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,14 +1,16 @@
 """Plan before you pay: predicted scaling, the best PS count, and what a sweep costs.
 
-    python -m dtfbench.forecast --system aws-p2.xlarge --gpus 1,2,4,8,16,32,64,128
-    python -m dtfbench.forecast --instance-type p2.8xlarge --gpus 8,16,32 --calibrate-from aws-p2.8xlarge
-    python -m dtfbench.forecast --sweep SWEEP_ID --db results/results.sqlite --gpus 8,16,32,64 --gpus-per-node 1
+    python -m dtfbench forecast --system aws-p2.xlarge --gpus 1,2,4,8,16,32,64,128
+    python -m dtfbench forecast --instance-type p2.8xlarge --gpus 8,16,32 --calibrate-from aws-p2.8xlarge
+    python -m dtfbench forecast --sweep SWEEP_ID --db results/results.sqlite --gpus 8,16,32,64 --gpus-per-node 1
 
 It fits the scaling model (``dtfbench.forecast.scaling_model``) to runs of the system, the study's
 published tables (``--system``/``--calibrate-from``) or your own sweep in the store
 (``--sweep``: measure small, predict large), then prints for each GPU count the predicted
-images/sec, speedup, efficiency, the best variable_update and num_ps and the runner-up; the
-sweep's run count, wall time and dollar cost; and where scaling stops paying, in words.
+images/sec, speedup, efficiency, the best variable_update and num_ps and the runner-up, the
+best PS configuration beside ``collective_all_reduce`` and the GPU count where one overtakes
+the other (the crossover); the sweep's run count, wall time and dollar cost; and where scaling
+stops paying, in words.
 
 For the sweep wiring (num_ps=auto, stop_below_efficiency, the dollar guard): ``calibrate``
 gives a ``Fit``; ``rank(fit, gpus, gpus_per_node)`` the configurations best first;
@@ -26,7 +28,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..report import reference
+from ..plan import ec2_types
+from ..plan.sweep import default_num_ps
+from ..report import reference, stats
+from ..results import store
 from . import pricing, scaling_model
 from .scaling_model import Config, Fit, ModelError
 
@@ -38,6 +43,9 @@ DEFAULT_RUN_OVERHEAD_S = 60.0
 # Provisioning and configuring the nodes before the first run (docs/aws.md, docs/nodes.md).
 DEFAULT_SETUP_MINUTES = 30.0
 UPDATES = scaling_model.VARIABLE_UPDATES
+ALL_REDUCE = scaling_model.ALL_REDUCE
+# What the study swept, the functions' default (the command ranks all-reduce too when fitted).
+STUDY_UPDATES = scaling_model.PS_UPDATES
 
 
 class ForecastError(ValueError):
@@ -45,8 +53,6 @@ class ForecastError(ValueError):
 
 
 def _study_ps_counts(num_workers: int, variable_update: str) -> list[int]:
-    from ..plan.sweep import default_num_ps  # the sweep's own PS counts
-
     return default_num_ps(num_workers, variable_update)
 
 
@@ -82,10 +88,11 @@ def store_observations(
     db: str, sweep_id: str, model: str | None = None, data: str = "synthetic", gpus_per_node: int | None = None
 ) -> tuple[list[scaling_model.Observation], dict[str, Any]]:
     """Every ok configuration of a sweep (the mean of its repetitions), and what it ran."""
-    from ..report import stats
-    from ..results import store
-
-    conn = store.connect(db)
+    # Read-only: a mistyped --db is refused, not created as an empty store (and its folder).
+    try:
+        conn = store.open_readonly(db, f"--db {db}")
+    except store.StoreError as err:
+        raise ForecastError(str(err)) from None
     try:
         rows = store.runs(conn, "sweep_id = ? AND status = 'ok'", (sweep_id,))
     finally:
@@ -134,20 +141,25 @@ def calibrate(
 def candidates(
     gpus: int,
     gpus_per_node: int,
-    updates: Iterable[str] = UPDATES,
+    updates: Iterable[str] = STUDY_UPDATES,
     devices_per_worker: int = 1,
     ps_counts: Callable[[int, str], list[int]] = _study_ps_counts,
 ) -> list[Config]:
-    """The configurations a sweep would try at `gpus`: each update, each of its PS counts."""
+    """The configurations a sweep would try at `gpus`: each PS update with each of its PS counts,
+    and all-reduce (no PS)."""
     workers = max(1, gpus // devices_per_worker)
-    return [Config(gpus, gpus_per_node, p, u) for u in updates for p in ps_counts(workers, u) if p >= 1]
+    return [
+        Config(gpus, gpus_per_node, p, u)
+        for u in updates
+        for p in ([0] if u == ALL_REDUCE else [p for p in ps_counts(workers, u) if p >= 1])
+    ]
 
 
 def rank(
     fit: Fit,
     gpus: int,
     gpus_per_node: int,
-    updates: Iterable[str] = UPDATES,
+    updates: Iterable[str] = STUDY_UPDATES,
     devices_per_worker: int = 1,
     ps_counts: Callable[[int, str], list[int]] = _study_ps_counts,
 ) -> list[tuple[Config, float]]:
@@ -162,7 +174,7 @@ def predict_counts(
     fit: Fit,
     gpus_list: Sequence[int],
     gpus_per_node: int,
-    updates: Iterable[str] = UPDATES,
+    updates: Iterable[str] = STUDY_UPDATES,
     gain_threshold: float = DEFAULT_GAIN_THRESHOLD,
     devices_per_worker: int = 1,
     ps_counts: Callable[[int, str], list[int]] = _study_ps_counts,
@@ -177,7 +189,7 @@ def predict_counts(
     for gpus in sorted(set(int(g) for g in gpus_list)):
         ranked = rank(fit, gpus, gpus_per_node, updates, devices_per_worker, ps_counts)
         if not ranked:
-            raise ForecastError(f"gpus={gpus}: no configuration to predict (no variable update with a PS)")
+            raise ForecastError(f"gpus={gpus}: no configuration to predict (no variable update given)")
         (best, rate) = ranked[0]
         # The runner-up: the best configuration predicted to differ (two updates are the same
         # configuration on one-GPU nodes), else the second.
@@ -199,6 +211,8 @@ def predict_counts(
                 "num_ps": runner[0].num_ps,
                 "images_per_sec": runner[1],
             },
+            "best_ps": _best_of(ranked, lambda c: not c.all_reduce),
+            "all_reduce": _best_of(ranked, lambda c: c.all_reduce),
             "gain_per_added_gpu": None,
             "worth_it": True,
             "verdict": "first count",
@@ -215,6 +229,58 @@ def predict_counts(
         rows.append(row)
         previous = row
     return rows
+
+
+def _best_of(ranked: Sequence[tuple[Config, float]], keep: Callable[[Config], bool]) -> dict[str, Any] | None:
+    for config, rate in ranked:
+        if keep(config):
+            return {"variable_update": config.variable_update, "num_ps": config.num_ps, "images_per_sec": rate}
+    return None
+
+
+def crossover(rows: Sequence[dict[str, Any]], all_reduce_fitted: bool = True) -> dict[str, Any] | None:
+    """PS or all-reduce, per count: the winner of each, and the first count where the winner changes.
+
+    None when the rows do not have both (only PS modes or only all-reduce asked for). Returns
+    ``winners`` ({gpus: "parameter servers" | "all-reduce" | "tie"}; a tie where nothing
+    crosses a network, one node), ``crossover_gpus`` (the first count won by the other side
+    than the count won before; None when one side wins throughout) and ``summary`` in words.
+    """
+    pairs = [(r["gpus"], r["best_ps"], r["all_reduce"]) for r in rows if r["best_ps"] and r["all_reduce"]]
+    if not pairs:
+        return None
+
+    def winner(ps: float, ar: float) -> str:
+        if abs(ar - ps) <= 1e-9 * ps:
+            return "tie"
+        return "all-reduce" if ar > ps else "parameter servers"
+
+    winners = {g: winner(ps["images_per_sec"], ar["images_per_sec"]) for g, ps, ar in pairs}
+    counts = [g for g, _, _ in pairs if winners[g] != "tie"]
+    if not counts:
+        return {
+            "winners": winners,
+            "crossover_gpus": None,
+            "summary": "a tie at every count: nothing crosses a network",
+        }
+    switch = next((g for prev, g in zip(counts, counts[1:]) if winners[g] != winners[prev]), None)
+    ratio = {g: ar["images_per_sec"] / ps["images_per_sec"] for g, ps, ar in pairs}
+    if switch is None:
+        side = winners[counts[0]]
+        text = (
+            f"{side} {'wins' if side == 'all-reduce' else 'win'} at every count from {counts[0]} to {counts[-1]} GPUs (all-reduce / best PS: "
+            + (", ".join(f"{ratio[g]:.2f}x at {g}" for g in counts) + ")")
+        )
+    else:
+        before = counts[counts.index(switch) - 1]
+        text = (
+            f"crossover at {switch} GPUs: {winners[before]} {'wins' if winners[before] == 'all-reduce' else 'win'} "
+            f"up to {before} GPUs ({ratio[before]:.2f}x all-reduce / best PS), {winners[switch]} from {switch} "
+            f"({ratio[switch]:.2f}x)"
+        )
+    if not all_reduce_fitted:
+        text += "; all-reduce's per-hop cost is not fitted (no multi-node all-reduce run): its figures are upper bounds"
+    return {"winners": winners, "crossover_gpus": switch, "summary": text}
 
 
 def saturation(rows: Sequence[dict[str, Any]], gain_threshold: float = DEFAULT_GAIN_THRESHOLD) -> str:
@@ -257,7 +323,7 @@ def sweep_estimate(
     fit: Fit,
     gpus_list: Sequence[int],
     gpus_per_node: int,
-    updates: Iterable[str] = UPDATES,
+    updates: Iterable[str] = STUDY_UPDATES,
     repetitions: int = 5,
     steps: int = 110,
     devices_per_worker: int = 1,
@@ -315,8 +381,6 @@ def _gpus_per_node(args, rows) -> int:
     if args.gpus_per_node:
         return args.gpus_per_node
     if args.instance_type:
-        from ..plan import ec2_types
-
         try:
             return ec2_types.instance_type(args.instance_type).gpus
         except ec2_types.Ec2TypeError as err:
@@ -327,9 +391,52 @@ def _gpus_per_node(args, rows) -> int:
     raise ForecastError("the runs do not say how many GPUs a node has: give --gpus-per-node")
 
 
+def link_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The link rate the fit takes: --link-gb-s, else what the sweep's link probe measured
+    (``dtfbench.results.network``), else none (with why)."""
+    if args.link_gb_s is not None:
+        return {"gb_s": args.link_gb_s, "source": "--link-gb-s"}
+    if args.sweep:
+        from ..results import network
+
+        measured = network.measured(args.db, args.sweep)
+        if measured.planner_gb_s:
+            return {
+                "gb_s": measured.planner_gb_s,
+                "source": f"measured by sweep {args.sweep}'s link probe (point-to-point "
+                f"{measured.link_gb_s:.4g} GB/s, incast "
+                + (f"{measured.incast_gb_s:.4g} GB/s" if measured.incast_gb_s else "unknown")
+                + ")",
+            }
+        return {"gb_s": None, "source": f"unknown: {measured.why}"}
+    return {"gb_s": None, "source": "unknown: the published tables give no link rate"}
+
+
+def link_range(
+    observations: Sequence[scaling_model.Observation],
+    model: str,
+    batch_size: int,
+    variable_bytes: float | None,
+    counts: list[dict[str, Any]],
+    gpus_per_node: int,
+) -> dict[str, Any]:
+    """With no link rate known: to each count's row, the range of images/sec its best
+    configuration would have at the link rates the runs cannot rule out (``range_images_per_sec``),
+    and the span of those rates (GB/s)."""
+    variables = scaling_model.Variables.of(model, variable_bytes, 0.0 if variable_bytes else None)
+    fits = scaling_model.link_fits(observations, batch_size, variables)
+    rates = [f.bandwidth_gb_s for f in fits]
+    for row in counts:
+        config = Config(row["gpus"], gpus_per_node, row["num_ps"], row["variable_update"])
+        predictions = [f.images_per_sec(config) for f in fits]
+        row["range_images_per_sec"] = [min(predictions), max(predictions)]
+    return {"lowest_gb_s": min(rates), "highest_gb_s": None if math.isinf(max(rates)) else max(rates)}
+
+
 def build(args: argparse.Namespace) -> dict[str, Any]:
     gpus_list = _ints(args.gpus, "gpus")
-    updates = [u.strip() for u in args.variable_update.split(",") if u.strip()]
+    asked = args.variable_update is not None
+    updates = [u.strip() for u in (args.variable_update or ",".join(UPDATES)).split(",") if u.strip()]
     for u in updates:
         if u not in UPDATES:
             raise ForecastError(f"--variable-update {u!r}: the model knows {', '.join(UPDATES)}")
@@ -353,8 +460,22 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         rows = published_observations(system, model, batch, args.data)
         source = f"published table of {system}"
     per_node = _gpus_per_node(args, rows)
-    fit = calibrate(rows, model, batch, args.variable_bytes, args.link_gb_s)
+    link = link_of(args)
+    fit = calibrate(rows, model, batch, args.variable_bytes, link["gb_s"])
+    all_reduce_note = None
+    if not asked and not fit.all_reduce_fitted and ALL_REDUCE in updates:
+        # Its per-hop cost is unknown without its runs: ranked only when asked for (an upper bound).
+        updates.remove(ALL_REDUCE)
+        all_reduce_note = (
+            f"{ALL_REDUCE} is not ranked: no multi-node run of it to fit; "
+            f"--variable-update {','.join(UPDATES)} ranks it anyway (its figures then an upper bound)"
+        )
     counts = predict_counts(fit, gpus_list, per_node, updates, args.gain_threshold, args.devices_per_worker)
+    if link["gb_s"] is None:
+        try:
+            link["rates_not_ruled_out"] = link_range(rows, model, batch, args.variable_bytes, counts, per_node)
+        except ModelError as err:
+            raise ForecastError(str(err)) from None
     price = None
     named = reference.DEFAULT_SYSTEM_MAP.get(args.system or "", args.system or args.calibrate_from or "")
     instance = args.instance_type or (named[len("aws-") :] if named.startswith("aws-") else None)
@@ -380,8 +501,11 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "batch_size": batch,
         "gpus_per_node": per_node,
         "fit": fit.as_dict(),
+        "link": link,
         "counts": counts,
         "saturation": saturation(counts, args.gain_threshold),
+        "ps_or_all_reduce": crossover(counts, fit.all_reduce_fitted),
+        "all_reduce_note": all_reduce_note,
         "sweep": estimate.as_dict(),
     }
     if args.max_cost_usd is not None:
@@ -392,21 +516,38 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
 def render(result: dict[str, Any]) -> str:
     fit = result["fit"]
     bw = fit["bandwidth_gb_s"]
+    link = result.get("link") or {}
+    ranged = link.get("rates_not_ruled_out")
     lines = [
         f"Calibrated from the {result['calibrated_from']}: {result['model']}, batch {result['batch_size']} "
         f"per GPU, {result['gpus_per_node']} GPU(s) per node; 1-GPU step {fit['t1_s']:.3f} s, "
         f"link {'%.3g GB/s' % bw if bw else 'not limiting in these runs (it carried at least %.3g GB/s)' % fit['bandwidth_floor_gb_s']}, "
         f"fit error {fit['rms_relative_error']:.1%} (rms over {fit['points']} runs).",
+        f"Link rate taken: {'%.4g GB/s, ' % link['gb_s'] if link.get('gb_s') else ''}{link.get('source', 'unknown')}.",
+    ]
+    if ranged:
+        top = ranged["highest_gb_s"]
+        lines.append(
+            f"With no link rate known, the runs cannot rule out any from {ranged['lowest_gb_s']:.3g} GB/s "
+            f"to {'%.3g GB/s' % top if top else 'no limit at all'}: the range column is what the best "
+            "configuration would reach across them (measure the link: the link probe, docs/network.md)."
+        )
+    lines += [
         "",
-        "| GPUs | nodes | images/sec | speedup | efficiency | best | runner-up | step up |",
-        "|---|---|---|---|---|---|---|---|",
+        "| GPUs | nodes | images/sec | "
+        + ("range (link unknown) | " if ranged else "")
+        + "speedup | efficiency | best | runner-up | step up |",
+        "|---|---|---|" + ("---|" if ranged else "") + "---|---|---|---|---|",
     ]
     for r in result["counts"]:
         ru = r["runner_up"]
-        runner = f"{ru['variable_update']}, {ru['num_ps']} PS ({ru['images_per_sec']:.0f})" if ru else "-"
+        runner = f"{_configuration(ru)} ({ru['images_per_sec']:.0f})" if ru else "-"
+        span = r.get("range_images_per_sec")
         lines.append(
-            f"| {r['gpus']} | {r['nodes']} | {r['images_per_sec']:.0f} | {r['speedup']:.1f} | "
-            f"{r['efficiency']:.0%} | {r['variable_update']}, {r['num_ps']} PS"
+            f"| {r['gpus']} | {r['nodes']} | {r['images_per_sec']:.0f} | "
+            + (f"{span[0]:.0f}-{span[1]:.0f} | " if ranged and span else "")
+            + f"{r['speedup']:.1f} | "
+            f"{r['efficiency']:.0%} | {_configuration(r)}"
             f"{' (network-bound)' if r['network_bound'] else ''} | {runner} | {r['verdict']} |"
         )
     s = result["sweep"]
@@ -414,14 +555,22 @@ def render(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"Scaling: {result['saturation']}.",
+        *([f"PS or all-reduce: {result['ps_or_all_reduce']['summary']}."] if result.get("ps_or_all_reduce") else []),
+        *([f"Note: {result['all_reduce_note']}."] if result.get("all_reduce_note") else []),
         f"Sweep: {s['runs']} runs, {s['run_hours']:.1f} h of runs + setup = {s['hours']:.1f} h on "
         f"{s['instances']} node(s) ({s['instances'] * s['hours']:.1f} node-hours): {cost}.",
     ]
     return "\n".join(lines)
 
 
+def _configuration(row: dict[str, Any]) -> str:
+    if row["variable_update"] == ALL_REDUCE:
+        return ALL_REDUCE
+    return f"{row['variable_update']}, {row['num_ps']} PS"
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m dtfbench.forecast", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="dtfbench forecast", description=__doc__.splitlines()[0])
     src = p.add_argument_group("calibration (one of)")
     src.add_argument("--system", help="a published system: piz-daint (daint), aws-p2.xlarge, aws-p2.8xlarge")
     src.add_argument("--calibrate-from", help="a published system to fit, when --system/--instance-type names another")
@@ -430,7 +579,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--instance-type", help="EC2 type to plan on (GPUs per node and price)")
     p.add_argument("--gpus", required=True, help="GPU counts, e.g. 1,2,4,8,16")
     p.add_argument("--gpus-per-node", type=int, help="default: the instance type's, or the runs'")
-    p.add_argument("--variable-update", default=",".join(UPDATES))
+    p.add_argument(
+        "--variable-update",
+        help=f"the modes to rank, comma-separated; default {','.join(UPDATES)} "
+        f"({ALL_REDUCE} only when the runs include it on 2+ nodes)",
+    )
     p.add_argument("--devices-per-worker", type=int, default=1, help="as the sweep's (workers = GPUs / this)")
     p.add_argument("--model", help="default inception3 (published) or the sweep's")
     p.add_argument("--batch-size", type=int, help="per GPU; default 64 (published) or the sweep's")
@@ -439,8 +592,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--link-gb-s",
         type=float,
-        help="the link rate measured between two nodes (iperf), GB/s: "
-        "bounds the network where the runs never reached it",
+        help="the link rate between two nodes, GB/s (10^9 bytes/s): bounds the network where the runs "
+        "never reached it; default with --sweep: what the sweep's link probe measured (docs/network.md)",
     )
     p.add_argument("--repetitions", type=int, default=5)
     p.add_argument("--steps", type=int, default=110, help="warm-up + measured steps per run")
@@ -468,7 +621,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps(result, indent=2, default=str) if args.json else render(result))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

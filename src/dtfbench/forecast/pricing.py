@@ -47,13 +47,15 @@ class Price:
     source: str
 
 
-def _check_figure(value, where: str) -> float:
+def check_price(value, where: str) -> float:
+    """A price of one instance-hour: a finite number above 0 (a price of 0 makes every sweep free,
+    so the dollar guard would pass anything)."""
     try:
         figure = float(value)
     except (TypeError, ValueError):
         raise PriceError(f"{where}: price {value!r} is not a number of USD per hour") from None
-    if not math.isfinite(figure) or figure < 0:
-        raise PriceError(f"{where}: price {value!r} must be a number >= 0 (USD per instance-hour)")
+    if not math.isfinite(figure) or figure <= 0:
+        raise PriceError(f"{where}: price {value!r} must be a number above 0 (USD per instance-hour)")
     return figure
 
 
@@ -77,7 +79,7 @@ def parse_prices(text: str, source: str) -> dict[str, Price]:
             raise PriceError(f"{source} line {lineno}: no instance_type")
         prices[name] = Price(
             name,
-            _check_figure(row.get("usd_per_hour"), f"{source} line {lineno} ({name})"),
+            check_price(row.get("usd_per_hour"), f"{source} line {lineno} ({name})"),
             row.get("as_of", "") or "undated",
             source,
         )
@@ -108,7 +110,7 @@ def price_for(
 ) -> Price:
     """The price of one instance-hour of `instance_type` (or the figure given for every instance)."""
     if usd_per_hour is not None:
-        return Price(instance_type, _check_figure(usd_per_hour, "price_usd_per_hour"), "given", "price_usd_per_hour")
+        return Price(instance_type, check_price(usd_per_hour, "price_usd_per_hour"), "given", "price_usd_per_hour")
     table = load_prices() if prices is None else prices
     if instance_type not in table:
         raise PriceError(
@@ -123,7 +125,7 @@ def cost_usd(instances: int, hours: float, usd_per_hour: float) -> float:
     """instances x hours x price."""
     if instances < 0 or hours < 0:
         raise PriceError(f"instances={instances}, hours={hours}: both must be >= 0")
-    return instances * hours * _check_figure(usd_per_hour, "usd_per_hour")
+    return instances * hours * check_price(usd_per_hour, "usd_per_hour")
 
 
 def check_max_cost(

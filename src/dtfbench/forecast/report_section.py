@@ -19,14 +19,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..report import stats
 from ..results import sweep_steps
 from . import adaptive as adaptive_sweep
+
+# What picks a configuration's first run, whose hosts and PS placement the prediction uses.
+EXAMPLE_KEYS = ("gpus", "num_ps", "variable_update", "num_workers")
 
 
 def predicted_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per ok configuration above 1 GPU: measured, predicted, departure; and notes."""
-    from ..report import stats
-
     result, notes = [], []
     ok = [r for r in rows if r.get("status") == "ok" and r.get("images_per_sec") is not None]
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
@@ -34,6 +36,12 @@ def predicted_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, An
         groups.setdefault((r["sweep_id"], r.get("system")) + tuple(adaptive_sweep.group_of(r).values()), []).append(r)
     for key, members in groups.items():
         counts = sorted({int(r["gpus"]) for r in members})
+        # The fit depends only on the group and the GPU count (the runs below it): fitted once per
+        # count, not once per configuration, so the cost follows the counts, not the runs.
+        fits: dict[int, Any] = {}
+        examples: dict[tuple, Mapping[str, Any]] = {}
+        for r in members:
+            examples.setdefault(tuple(r.get(k) for k in EXAMPLE_KEYS), r)
         for summary in stats.summarise(members):
             gpus = int(summary["gpus"])
             if (
@@ -42,7 +50,6 @@ def predicted_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, An
                 or summary["variable_update"] not in adaptive_sweep.MODELLED_UPDATES
             ):
                 continue
-            below = [r for r in members if int(r["gpus"]) < gpus]
             row = {
                 "sweep_id": key[0],
                 "system": key[1],
@@ -58,15 +65,18 @@ def predicted_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, An
                 "calibrated_on": ",".join(str(c) for c in counts if c < gpus),
             }
             try:
-                fit = adaptive_sweep.calibrate(below, int(summary["batch_size"]), str(summary["model"]))
-                example = next(
-                    r
-                    for r in members
-                    if all(r.get(k) == summary.get(k) for k in ("gpus", "num_ps", "variable_update", "num_workers"))
-                )
+                if gpus not in fits:
+                    try:
+                        below = [r for r in members if int(r["gpus"]) < gpus]
+                        fits[gpus] = adaptive_sweep.calibrate(below, int(summary["batch_size"]), str(summary["model"]))
+                    except Exception as err:  # noqa: BLE001 - kept: every configuration of the count says it
+                        fits[gpus] = err
+                if isinstance(fits[gpus], Exception):
+                    raise fits[gpus]
+                example = examples[tuple(summary.get(k) for k in EXAMPLE_KEYS)]
                 hosts = example.get("hosts") or []
                 config = adaptive_sweep._config(dict(example, worker_nodes=len(hosts) or 1))
-                row["predicted"] = fit.images_per_sec(config)
+                row["predicted"] = fits[gpus].images_per_sec(config)
                 row["departure"] = (row["measured"] - row["predicted"]) / row["predicted"]
             except Exception as err:  # noqa: BLE001 - no prediction for this group: say why once
                 note = f"sweep {key[0]}, {summary['model']}: no prediction ({err})"

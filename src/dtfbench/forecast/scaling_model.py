@@ -4,7 +4,7 @@ Step time (seconds, one synchronous step of every worker) =
 
     max( t1, B / bandwidth )  +  overheads
 
-    overheads = x_sync*[gpus > 1] + x_byte*B + x_local*L + x_worker*W
+    overheads = x_sync*[gpus > 1] + x_byte*B + x_local*L + x_worker*W + x_hop*R
 
 The transfer of the variables and gradients overlaps with the GPU compute (variables are
 fetched as the forward pass needs them, gradients sent as the backward pass makes them);
@@ -19,9 +19,12 @@ sets it.
   first) sends S and receives S; a PS receives its share of the variables from every sender.
   The share is not S/p for many PSs: one PS holds the largest variable whole (InceptionV3's
   2048x1000 classifier, 8 MB), so adding PSs past S / largest stops helping. PSs share the
-  worker nodes (the study's best setting) or have nodes of their own.
+  worker nodes (the study's best setting) or have nodes of their own. ``collective_all_reduce``
+  (a ring over the ``n`` worker nodes, no PS) moves 2(n-1)/n S through every node's NIC.
 - ``L`` is the bytes a node's GPUs aggregate inside the node ((g-1) S, PCIe); ``W`` the
-  senders a PS serves (its per-request overhead); ``x_sync`` the synchronous step's fixed cost.
+  senders a PS serves (its per-request overhead: the PS incast, none in all-reduce); ``R`` the
+  hops of the all-reduce ring, 2(n-1) (each a latency no byte rate hides: the cost per step
+  that grows with the nodes; 0 in the PS modes); ``x_sync`` the synchronous step's fixed cost.
 - ``bandwidth`` is the link rate the busiest NIC achieves (GB/s): when its bytes take longer
   than the GPU compute, the network sets the step (the configuration is network-bound).
 
@@ -59,8 +62,10 @@ MODEL_VARIABLES: dict[str, tuple[int, int]] = {
     "vgg16": (138_357_544, 25_088 * 4_096),  # fc1 kernel
 }
 
-VARIABLE_UPDATES = ("parameter_server", "distributed_replicated")
-FEATURES = ("sync", "bytes", "local", "workers")
+PS_UPDATES = ("parameter_server", "distributed_replicated")
+ALL_REDUCE = "collective_all_reduce"
+VARIABLE_UPDATES = (*PS_UPDATES, ALL_REDUCE)
+FEATURES = ("sync", "bytes", "local", "workers", "ring")
 # Bandwidth candidates: from the floor the runs set (bytes / step) up 10^4 times.
 BANDWIDTH_GRID_POINTS = 400
 BANDWIDTH_GRID_SPAN = 1e4
@@ -103,7 +108,10 @@ class Variables:
 
 @dataclass(frozen=True)
 class Config:
-    """One configuration: GPUs in all, GPUs per node, PSs, variable update, PS placement."""
+    """One configuration: GPUs in all, GPUs per node, PSs, variable update, PS placement.
+
+    ``collective_all_reduce`` has no PS: num_ps 0 (and PS placement means nothing).
+    """
 
     gpus: int
     gpus_per_node: int
@@ -114,10 +122,16 @@ class Config:
     def __post_init__(self):
         if self.gpus < 1 or self.gpus_per_node < 1:
             raise ModelError(f"gpus={self.gpus}, gpus_per_node={self.gpus_per_node}: both must be >= 1")
-        if self.num_ps < 1:
-            raise ModelError(f"num_ps={self.num_ps}: the model covers parameter-server modes, num_ps >= 1")
         if self.variable_update not in VARIABLE_UPDATES:
             raise ModelError(f"variable_update={self.variable_update!r}: the model knows {', '.join(VARIABLE_UPDATES)}")
+        if self.all_reduce and self.num_ps != 0:
+            raise ModelError(f"num_ps={self.num_ps}: {ALL_REDUCE} has no parameter servers, num_ps = 0")
+        if not self.all_reduce and self.num_ps < 1:
+            raise ModelError(f"num_ps={self.num_ps}: {self.variable_update} needs parameter servers, num_ps >= 1")
+
+    @property
+    def all_reduce(self) -> bool:
+        return self.variable_update == ALL_REDUCE
 
     @property
     def nodes(self) -> int:
@@ -127,7 +141,7 @@ class Config:
     @property
     def instances(self) -> int:
         """Nodes the configuration occupies (worker nodes plus PS nodes when separate)."""
-        return self.nodes + (0 if self.ps_on_worker_nodes else self.num_ps)
+        return self.nodes + (0 if self.ps_on_worker_nodes or self.all_reduce else self.num_ps)
 
     @property
     def gpus_on_a_node(self) -> float:
@@ -142,6 +156,10 @@ def node_bytes(config: Config, variables: Variables) -> float:
     """Bytes (GB) the busiest node's NIC moves in one direction in one step."""
     S, big = variables.total_bytes / GB, variables.largest_bytes / GB
     n, p, u = config.nodes, config.num_ps, config.senders_per_node
+    if config.all_reduce:
+        # Ring all-reduce over the nodes (a node's GPUs add up inside it first): reduce-scatter
+        # and all-gather each pass (n-1)/n of S through every node, in each direction.
+        return 2 * (n - 1) / n * S
     senders = n * u
     if config.ps_on_worker_nodes and n == 1:
         return 0.0  # everything stays on the node
@@ -161,13 +179,14 @@ def features(config: Config, variables: Variables) -> dict[str, float]:
     """The overheads' terms (beyond t1), and the bytes through the busiest NIC."""
     S = variables.total_bytes / GB
     g = config.gpus_on_a_node
-    multi = config.nodes > 1 or not config.ps_on_worker_nodes
+    multi = config.nodes > 1 or not (config.ps_on_worker_nodes or config.all_reduce)
     b = node_bytes(config, variables)
     return {
         "sync": 1.0 if config.gpus > 1 else 0.0,
         "bytes": b,
         "local": (g - 1) * S if g > 1 else 0.0,
-        "workers": config.nodes * config.senders_per_node if multi else 0.0,
+        "workers": config.nodes * config.senders_per_node if multi and not config.all_reduce else 0.0,
+        "ring": 2.0 * (config.nodes - 1) if config.all_reduce else 0.0,
         "node_bytes": b,
     }
 
@@ -186,6 +205,8 @@ class Fit:
     points: int
     network_bound_points: int = 0
     notes: list[str] = field(default_factory=list)
+    # False when no run was a multi-node all-reduce: its per-hop cost is unknown (taken as 0).
+    all_reduce_fitted: bool = True
 
     def transfer_time(self, config: Config) -> float:
         """Seconds the busiest NIC needs for its bytes at the fitted rate (0 with no limit seen)."""
@@ -195,7 +216,7 @@ class Fit:
     def overheads(self, config: Config) -> float:
         """Seconds of the step that overlap with neither the GPU compute nor the transfer."""
         f = features(config, self.variables)
-        return sum(self.coefficients[k] * f[k] for k in FEATURES)
+        return sum(self.coefficients.get(k, 0.0) * f[k] for k in FEATURES)  # a term not given costs 0
 
     def step_time(self, config: Config) -> float:
         return max(self.t1, self.transfer_time(config)) + self.overheads(config)
@@ -220,6 +241,7 @@ class Fit:
             "points": self.points,
             "network_bound_points": self.network_bound_points,
             "notes": list(self.notes),
+            "all_reduce_fitted": self.all_reduce_fitted,
         }
 
 
@@ -235,18 +257,10 @@ def _nnls_overheads(A: np.ndarray, y: np.ndarray, base: np.ndarray) -> np.ndarra
     return x
 
 
-def fit(
-    observations: Sequence[Observation], batch_size: int, variables: Variables, link_gb_s: float | None = None
-) -> Fit:
-    """Fit a system's parameters to its runs (at least the 1-GPU one).
-
-    `link_gb_s`: a link rate measured outside the runs (iperf between two nodes, GB/s). The
-    runs alone cannot show a limit they never reached; with it, the bandwidth is the best
-    fit at or below that rate (the runs may show a lower one), so the prediction past the
-    runs meets the link where it will.
-    """
-    if link_gb_s is not None and not (isinstance(link_gb_s, (int, float)) and 0 < link_gb_s < math.inf):
-        raise ModelError(f"link rate {link_gb_s!r}: give the measured rate in GB/s, a number > 0")
+def _prepare(observations: Sequence[Observation], batch_size: int, variables: Variables):
+    """(t1, floor, evaluate, ring_fitted): the 1-GPU step, the rate the busiest NIC was seen to
+    carry (GB/s), evaluate(bandwidth) -> (rss, bandwidth, coefficients, network-bound points,
+    rows), and whether a multi-node all-reduce run is among them (its per-hop cost is fitted)."""
     obs = [o for o in observations if o.images_per_sec and o.images_per_sec > 0]
     if not obs:
         raise ModelError("no runs to fit: the model needs the system's runs, the 1-GPU one at least")
@@ -266,9 +280,44 @@ def fit(
         pred = base + A @ x
         rss = float(np.sum(((pred - y) / y) ** 2))
         bound = int(np.sum(network > t1))
-        return rss, bandwidth, x, bound
+        return rss, bandwidth, x, bound, len(y)
 
     floor = float(np.max(B / y)) if B.any() else 0.0
+    return t1, floor, evaluate, any(f["ring"] for f in F)
+
+
+def _as_fit(
+    chosen, t1: float, floor: float, batch_size: int, variables: Variables, notes: list[str], ring_fitted: bool
+) -> Fit:
+    rss, bandwidth, x, bound, n = chosen
+    return Fit(
+        t1=t1,
+        batch_size=batch_size,
+        variables=variables,
+        coefficients={k: float(v) for k, v in zip(FEATURES, x)},
+        bandwidth_gb_s=float(bandwidth),
+        bandwidth_floor_gb_s=floor,
+        rms_relative_error=math.sqrt(rss / n),
+        points=n,
+        network_bound_points=bound,
+        notes=notes,
+        all_reduce_fitted=ring_fitted,
+    )
+
+
+def fit(
+    observations: Sequence[Observation], batch_size: int, variables: Variables, link_gb_s: float | None = None
+) -> Fit:
+    """Fit a system's parameters to its runs (at least the 1-GPU one).
+
+    `link_gb_s`: a link rate measured outside the runs (the link probe, ``dtfbench.results.netprobe``,
+    or iperf between two nodes; GB/s). The runs alone cannot show a limit they never reached;
+    with it, the bandwidth is the best fit at or below that rate (the runs may show a lower
+    one), so the prediction past the runs meets the link where it will.
+    """
+    if link_gb_s is not None and not (isinstance(link_gb_s, (int, float)) and 0 < link_gb_s < math.inf):
+        raise ModelError(f"link rate {link_gb_s!r}: give the measured rate in GB/s, a number > 0")
+    t1, floor, evaluate, ring_fitted = _prepare(observations, batch_size, variables)
     unlimited = evaluate(math.inf)
     chosen = unlimited
     notes: list[str] = []
@@ -287,7 +336,7 @@ def fit(
         # Equal fits (runs either well under the link or bound by it, none near the knee, leave
         # the rate and the per-GB cost trading off): the highest rate, the fewest assumptions.
         limited = min((evaluate(float(bw)) for bw in grid), key=lambda r: (round(r[0], 12), -r[1]))
-        n, k = len(y), len(FEATURES)
+        n, k = limited[4], len(FEATURES)
         aic = lambda rss, params: n * math.log(max(rss / n, NOISE**2)) + 2 * params  # noqa: E731
         if limited[3] > 0 and aic(limited[0], k + 1) < aic(unlimited[0], k):
             chosen = limited
@@ -295,19 +344,31 @@ def fit(
             notes.append(f"no network limit seen in these runs (the link carried at least {floor:.3g} GB/s)")
     else:
         notes.append("no multi-node run: the network is not fitted")
-    rss, bandwidth, x, bound = chosen
-    return Fit(
-        t1=t1,
-        batch_size=batch_size,
-        variables=variables,
-        coefficients={k: float(v) for k, v in zip(FEATURES, x)},
-        bandwidth_gb_s=float(bandwidth),
-        bandwidth_floor_gb_s=floor,
-        rms_relative_error=math.sqrt(rss / len(y)),
-        points=len(y),
-        network_bound_points=bound,
-        notes=notes,
-    )
+    if not ring_fitted:
+        notes.append(
+            f"no multi-node {ALL_REDUCE} run: its per-hop cost is not fitted (0), so its predictions "
+            "are its byte and barrier costs only, an upper bound on its rate; measure it on 2+ nodes"
+        )
+    return _as_fit(chosen, t1, floor, batch_size, variables, notes, ring_fitted)
+
+
+def link_fits(observations: Sequence[Observation], batch_size: int, variables: Variables) -> list[Fit]:
+    """The fits at every link rate the runs cannot rule out, lowest rate first (the last: no limit).
+
+    A rate is ruled out when its fit's rms relative error is above the run-to-run noise
+    (``NOISE``) and above the best fit's: between the rate the busiest NIC was seen to carry and
+    no limit at all, the runs before a network onset fit many rates equally well, and a
+    prediction past them is one of this range's (docs/scaling_model.md). No multi-node run:
+    the one fit with no limit.
+    """
+    t1, floor, evaluate, ring_fitted = _prepare(observations, batch_size, variables)
+    candidates = [evaluate(math.inf)]
+    if floor > 0:
+        grid = np.geomspace(floor, floor * BANDWIDTH_GRID_SPAN, BANDWIDTH_GRID_POINTS)
+        candidates = [evaluate(float(bw)) for bw in grid] + candidates
+    best = min(c[0] / c[4] for c in candidates)
+    allowed = max(NOISE**2, best)
+    return [_as_fit(c, t1, floor, batch_size, variables, [], ring_fitted) for c in candidates if c[0] / c[4] <= allowed]
 
 
 # ---------------------------------------------------------------------------------------
@@ -318,7 +379,7 @@ def fit(
 def optimus_features(config: Config) -> list[float]:
     """step = b + c*w/p + d*w + e*p, w worker nodes, p PSs."""
     w, p = config.nodes, config.num_ps
-    return [1.0, w / p, float(w), float(p)]
+    return [1.0, w / p if p else 0.0, float(w), float(p)]
 
 
 @dataclass
@@ -354,7 +415,7 @@ def observations_from_rows(rows: Iterable[Mapping[str, Any]], gpus_per_node: int
                 Config(
                     gpus=gpus,
                     gpus_per_node=per_node,
-                    num_ps=int(r.get("num_ps") or 1),
+                    num_ps=0 if r["variable_update"] == ALL_REDUCE else int(r.get("num_ps") or 1),
                     variable_update=r["variable_update"],
                     ps_on_worker_nodes=True if placed is None else bool(placed),
                 ),

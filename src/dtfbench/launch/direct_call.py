@@ -15,7 +15,7 @@ host cannot shadow them) and the call's validated parameters. Piped to the host'
 (plugins/action/tf_host_run.py, the same pipelining Ansible uses for modules), it runs
 ``HostRun(params, check_mode, warn).run()`` and prints its result as one line of JSON with
 the warnings under ``WARNINGS_KEY``; ``parse(stdout)`` reads it back. The program runs on
-Python 3.6 and later, like the task core (os.waitid, ruff's per-file target); it exits as the module does when its standard
+the host's Python (the oldest: pyproject.toml's [tool.dtfbench.oldest-python]); it exits as the module does when its standard
 output is gone (an interrupted call: nobody reads the result any more).
 """
 
@@ -36,6 +36,7 @@ FILES = (
     "launch/__init__.py",
     "launch/controller_watch.py",
     "launch/host_run.py",
+    "launch/nic_sampler.py",
     "launch/task.py",
     "launch/supervisor.py",
     "linux/__init__.py",
@@ -47,11 +48,34 @@ RUNNER = r"""
 import base64, json, os, sys, tempfile
 
 
+# The launch code as a zip file to import from (its path, or None and why not): in the
+# temporary folder, else in one with room. A full /tmp, where the run directories often are
+# too, must not end the call without an answer; no partial file is left.
+def unpack():
+    data, problems = base64.b64decode(PAYLOAD), []
+    for folder in (None, "/dev/shm", os.path.expanduser("~")):
+        try:
+            handle, path = tempfile.mkstemp(prefix="dtfbench-tf_host_run-", suffix=".zip", dir=folder)
+        except OSError as error:
+            problems.append("%s (%s)" % (folder or tempfile.gettempdir(), error.strerror))
+            continue
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            return path, None
+        except OSError as error:
+            os.unlink(path)
+            problems.append("%s (%s)" % (path, error.strerror))
+    return None, "; ".join(problems)
+
+
 def main():
-    handle, path = tempfile.mkstemp(prefix="dtfbench-tf_host_run-", suffix=".zip")
+    path, why = unpack()
+    if path is None:
+        msg = "tf_host_run cannot write its code to a temporary file on this host: %s; free some room in its temporary folder (TMPDIR)"
+        sys.stdout.write(json.dumps(dict(failed=True, changed=False, msg=msg % why)) + "\n")
+        return
     try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(base64.b64decode(PAYLOAD))
         sys.path.insert(0, path)
         from {package}.launch.host_run import HostRun
         from {package}.launch.task import TaskError

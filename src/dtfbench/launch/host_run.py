@@ -13,14 +13,38 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
+import pkgutil
 import signal
+import sys
 import time
 
 from ..linux import procfs
+from . import nic_sampler, supervisor
 from .controller_watch import ControllerWatch
-from .task import POLL, TaskError, TfTask, _port_open
+from .task import DISK_FULL, POLL, TaskError, TfTask, _port_open, disk_full, room_problem, write_replacing
+
+# Two tasks of a host that fail together (a worker, then the PS that lost it) end within this
+# many seconds of each other; the one that ended first is the cause.
+CAUSE_SLACK = 2.0
 
 COMPLETE_MARKER = "complete"
+# The NIC sampler (nic_sampler.py, shipped beside this file) runs as one more task of the
+# host's run, from its copy in the run directory (as the supervisor does). Its name and its
+# samples file carry the host's first task ("<run_id>-nic-ps-0", "nic-ps-0.samples"), unique
+# in the run: the tasks' markers are seen across hosts that share a process table (the test
+# bed's namespaces) and a run directory may be on a file system the hosts share.
+NIC_TASK = "nic"
+# A supervisor records its program's end within ms (it waits on it); one that has not after
+# this long, its program a zombie, stopped answering (SIGSTOP, a stuck host): the program's
+# own exit status, in /proc while it is a zombie, is recorded in its place.
+SILENT_SUPERVISOR_GRACE = 2.0
+# How a frozen task's program is, by its /proc state.
+FROZEN_STATES = {
+    "T": "stopped by a signal (SIGSTOP or SIGTSTP)",
+    "t": "stopped by a debugger",
+    "D": "in uninterruptible sleep (stuck in the kernel: a disk, a network file system, a device)",
+}
+NIC_SAMPLER_SOURCE = pkgutil.get_data(__name__.rpartition(".")[0], "nic_sampler.py").decode("utf-8")
 
 
 def ready_polls(first=0.01, factor=1.5, cap=POLL):
@@ -31,6 +55,23 @@ def ready_polls(first=0.01, factor=1.5, cap=POLL):
     while True:
         yield wait
         wait = min(wait * factor, cap)
+
+
+def task_argv(program, task, cluster_spec, program_args):
+    """A task's command line: `program`, the task's place in the cluster as tf_cnn_benchmarks
+    takes it (--job_name, --task_index, --worker_hosts, --ps_hosts when there are PSs), then
+    `program_args`."""
+    flags = [
+        "--job_name",
+        task["job"],
+        "--task_index",
+        str(task["task_index"]),
+        "--worker_hosts",
+        ",".join(cluster_spec.get("worker") or []),
+    ]
+    if cluster_spec.get("ps"):
+        flags += ["--ps_hosts", ",".join(cluster_spec["ps"])]
+    return list(program) + flags + list(program_args)
 
 
 class HostRun(object):
@@ -54,6 +95,12 @@ class HostRun(object):
         # for a few ms after its start (TfTask.is_supervisor; issue #19: a worker started
         # last was "gone before port ... was ready", its log empty, at 64 test-bed hosts).
         self.children = {}
+        # What the wait saw of each running task: its heartbeat's mtime and when the wait saw
+        # it change ({name: (mtime_ns, seen_at)}, on this host's clock: a run directory on a
+        # shared file system may carry another clock's mtimes), and since when its program
+        # has been a zombie that its supervisor has not recorded ({name: seen_at}).
+        self.beats = {}
+        self.unrecorded = {}
 
     # ---- helpers -------------------------------------------------------------------
 
@@ -66,21 +113,11 @@ class HostRun(object):
         return os.path.join(self.run_dir, "worker-%d.json" % task["task_index"])
 
     def argv(self, task):
-        spec = self.params["cluster_spec"] or {}
-        flags = [
-            "--job_name",
-            task["job"],
-            "--task_index",
-            str(task["task_index"]),
-            "--worker_hosts",
-            ",".join(spec.get("worker") or []),
-        ]
-        if spec.get("ps"):
-            flags += ["--ps_hosts", ",".join(spec["ps"])]
         result = self.result_file(task)
-        if result:
-            flags += [self.params["result_flag"], result]
-        return list(self.params["program"]) + flags + list(self.params["program_args"])
+        extra = [self.params["result_flag"], result] if result else []
+        return task_argv(
+            self.params["program"], task, self.params["cluster_spec"] or {}, extra + list(self.params["program_args"])
+        )
 
     def task_params(self, task, **extra):
         params = dict(
@@ -132,6 +169,8 @@ class HostRun(object):
             _pids, groups, loners = inspector.processes(inspector.running_supervisor())
             inspector.signal_all(loners, groups, signal.SIGTERM)
         reports = [self.call(self.task_params(task), "stopped")[1] for task in self.tasks]
+        if self.tasks:
+            self.call(self.nic_params(), "stopped")
         stopped = [r["name"] for r in reports if r.get("terminated")]
         self.fail(
             "interrupted: %s; stopped %s" % (why, ", ".join(stopped) or "nothing (no task ran)"),
@@ -174,15 +213,95 @@ class HostRun(object):
                             ),
                         )
                     )
-        result = dict(changed=False, complete=complete, busy=busy, run_id=self.params["run_id"], run_dir=self.run_dir)
+        result = dict(
+            changed=False,
+            complete=complete,
+            busy=busy,
+            # Before anything of the run starts anywhere, as the ports: a disk without room
+            # for the run's logs and results would fail it, or lose what it measured, later.
+            room_problem=None if complete else room_problem(self.run_dir),
+            run_id=self.params["run_id"],
+            run_dir=self.run_dir,
+        )
         if complete:
             result["stored_results"] = stored_results
         return self.done(**result)
+
+    # ---- the NIC sampler -------------------------------------------------------------
+
+    def nic_tag(self):
+        first = self.tasks[0]
+        return "%s-%s-%d" % (NIC_TASK, first["job"], first["task_index"])
+
+    def nic_samples(self):
+        return os.path.join(self.run_dir, "%s.samples" % self.nic_tag())
+
+    def nic_params(self, **extra):
+        params = dict(
+            name="%s-%s" % (self.params["run_id"], self.nic_tag()),
+            run_dir=self.run_dir,
+            grace_period=min(self.params["grace_period"], 2.0),
+            log_tail_lines=self.params["log_tail_lines"],
+        )
+        params.update(extra)
+        return params
+
+    def start_nic_sampler(self):
+        """Start this host's NIC sampler (before its tasks, so that its samples span their
+        measured steps). Never fails the run: a sampler that cannot start is a warning, and
+        the host's NIC figures are unknown, with why."""
+        interval = self.params["nic_sample_interval"]
+        if not interval or self.check_mode or not self.tasks:
+            return
+        program = os.path.join(self.run_dir, nic_sampler.PROGRAM_NAME)
+        samples = self.nic_samples()
+        try:
+            if not os.path.isdir(self.run_dir):
+                os.makedirs(self.run_dir, 0o700)
+            if procfs.read(program) != NIC_SAMPLER_SOURCE:
+                write_replacing(program, NIC_SAMPLER_SOURCE)
+            if os.path.exists(samples):
+                os.unlink(samples)
+        except (IOError, OSError) as error:
+            self.warn("the NIC sampler cannot be set up in %s: %s" % (self.run_dir, error))
+            return
+        argv = [
+            sys.executable,
+            program,
+            "--address",
+            self.tasks[0]["address"],
+            "--out",
+            samples,
+            "--interval",
+            str(interval),
+            "--max-runtime",
+            str(self.params["max_runtime"]),
+        ]
+        failed, result = self.call(
+            self.nic_params(argv=argv, wait_ready=False, max_runtime=self.params["max_runtime"]), "started"
+        )
+        if failed:
+            self.warn("the NIC sampler did not start: %s" % result["msg"])
+
+    def stop_nic_sampler(self):
+        """Stop the sampler; this host's NIC figures over ``nic_window`` (docs/network.md)."""
+        if not self.params["nic_sample_interval"]:
+            return nic_sampler.unknown("the NIC sampler is off (nic_sample_interval=0)")
+        if not self.tasks:
+            return nic_sampler.unknown("no task of the run on this host")
+        failed, result = self.call(self.nic_params(), "stopped", self.check_mode)
+        if failed:
+            self.warn("the NIC sampler did not stop: %s" % result["msg"])
+        window = self.params["nic_window"]
+        if window is None:
+            return nic_sampler.unknown("no measured window was given (the run failed or gave no results)")
+        return nic_sampler.host_figures(self.nic_samples(), window)
 
     # ---- started / finished ----------------------------------------------------------
 
     def start_all(self):
         """Start every task without waiting; returns the per-task reports."""
+        self.start_nic_sampler()
         reports = []
         for task in self.tasks:
             params = self.task_params(
@@ -293,6 +412,7 @@ class HostRun(object):
         deadline = time.time() + self.params["timeout"]
         outcomes, ps_done = {}, set()
         while len(outcomes) < len(workers):
+            stalled = []
             for task in self.tasks:
                 name = self.name(task)
                 if name in outcomes or name in ps_done:
@@ -301,7 +421,9 @@ class HostRun(object):
                 pid = inspector.read_pid()
                 record = inspector.read_exit(pid)
                 if record is None and inspector.is_supervisor(pid):
-                    continue  # still running
+                    record = self.look_at_running(task, inspector, pid, stalled)
+                    if record is None:
+                        continue  # still running
                 if task["job"] == "ps" and record is not None and record.get("rc") == 0:
                     ps_done.add(name)  # ours exit by themselves once every worker is done
                     continue
@@ -310,6 +432,7 @@ class HostRun(object):
                     self.task_params(task, timeout=0, result_file=self.result_file(task)), "finished"
                 )
                 if failed:
+                    result = self.cause_first(task, result)
                     record = result.get("exit") or {}
                     self.fail(
                         result["msg"],
@@ -322,6 +445,8 @@ class HostRun(object):
                     outcomes[name] = result
                 else:
                     ps_done.add(name)
+            if stalled:
+                self.stop_frozen(stalled, reports, workers, outcomes)
             self.check_controller()
             if len(outcomes) < len(workers):
                 if time.time() >= deadline:
@@ -339,6 +464,105 @@ class HostRun(object):
         return self.done(
             changed=self.any_started(reports), tasks=reports, workers=self.worker_reports(workers, outcomes)
         )
+
+    def look_at_running(self, task, inspector, pid, stalled):
+        """A task whose supervisor runs: the exit record written in place of a supervisor that
+        stopped answering after its program ended, else None (the task runs; appended to
+        ``stalled`` when its heartbeat stood still for stall_timeout)."""
+        name, now = self.name(task), time.time()
+        program, state = inspector.program(pid)
+        if state == "Z":
+            first = self.unrecorded.setdefault(name, now)
+            status = procfs.exit_status(program)
+            if now - first < SILENT_SUPERVISOR_GRACE or status is None:
+                return None
+            return inspector.record_for_silent_supervisor(
+                pid,
+                program,
+                status,
+                first,
+                "the supervisor (pid %d, state %s) did not record the end of its program (pid %d) within %g s: "
+                "recorded by tf_host_run from the program's exit status in /proc"
+                % (pid, procfs.state(pid), program, SILENT_SUPERVISOR_GRACE),
+            )
+        self.unrecorded.pop(name, None)
+        if program is None or not self.params["stall_timeout"]:
+            return None
+        try:
+            mtime = os.stat(inspector.heartbeat_file).st_mtime_ns
+        except OSError:
+            return None  # no heartbeat (yet, or the program keeps none): not judged by it
+        seen = self.beats.get(name)
+        if seen is None or seen[0] != mtime:
+            self.beats[name] = (mtime, now)
+        elif now - seen[1] >= self.params["stall_timeout"]:
+            stalled.append(dict(task=task, inspector=inspector, program=program, state=state, since=seen[1]))
+        return None
+
+    def stop_frozen(self, stalled, reports, workers, outcomes):
+        """Stop the tasks whose heartbeat stood still for stall_timeout and fail, naming them as
+        the cause: a frozen task cannot end by its own timeouts, and its peers' errors
+        (DeadlineExceeded) are only the consequence. failed_at is when their heartbeat last
+        moved, before the peers gave up on them."""
+        what = []
+        for frozen in stalled:
+            doing = ""
+            try:
+                doing = json.loads(procfs.read(frozen["inspector"].heartbeat_file) or "").get("doing") or ""
+            except (ValueError, AttributeError):
+                pass
+            what.append(
+                "task %s is frozen: its heartbeat stood still for %.0f s (stall_timeout=%g s)%s; its program (pid %d) "
+                "is %s"
+                % (
+                    frozen["inspector"].name,
+                    time.time() - frozen["since"],
+                    self.params["stall_timeout"],
+                    ", last at: %s" % doing if doing else "",
+                    frozen["program"],
+                    FROZEN_STATES.get(frozen["state"], "in state %s" % frozen["state"]),
+                )
+            )
+        stops = [self.call(self.task_params(frozen["task"]), "stopped")[1] for frozen in stalled]
+        self.fail(
+            stalled[0]["inspector"].with_tail(
+                "; ".join(what) + ("; stopped it" if len(stalled) == 1 else "; stopped them")
+            ),
+            changed=True,
+            failed_at=min(frozen["since"] for frozen in stalled),
+            frozen=[frozen["inspector"].name for frozen in stalled],
+            tasks=reports + stops,
+            workers=self.worker_reports(workers, outcomes),
+        )
+
+    def cause_first(self, task, result):
+        """The failure to report when `task` failed: the task of this host that ended first, with
+        `task`'s first line after it ('then: …'). A PS fails when its worker goes away, so a
+        failed PS waits up to CAUSE_SLACK s for a worker's exit record (a supervisor that reads
+        the kernel log after an OOM kill writes it a little later)."""
+        ended = (result.get("exit") or {}).get("ended") or time.time()
+        slack = CAUSE_SLACK if task["job"] == "ps" else 0.0
+        deadline = time.time() + slack
+        while True:
+            earlier = []
+            for other in self.tasks:
+                inspector = self.task(other)
+                record = inspector.read_exit(inspector.read_pid()) if other is not task else None
+                if record and (record.get("rc") or record.get("signal")) and record.get("ended"):
+                    if record["ended"] < ended + slack:
+                        earlier.append((record["ended"], other["job"], other["task_index"], other))
+            if earlier or time.time() >= deadline:
+                break
+            time.sleep(POLL)
+        if not earlier or min(earlier)[0] >= ended:
+            return result
+        cause = min(earlier)[3]
+        failed, cause_result = self.call(
+            self.task_params(cause, timeout=0, result_file=self.result_file(cause)), "finished"
+        )
+        if not failed:
+            return result
+        return dict(cause_result, msg="%s\nthen: %s" % (cause_result["msg"], result["msg"].splitlines()[0]))
 
     @staticmethod
     def any_started(reports):
@@ -389,11 +613,7 @@ class HostRun(object):
                 and (record.get("signal") or record.get("rc"))
                 and (record.get("deadline_exceeded") or not stopped_here)
             ):
-                how = (
-                    "was killed by %s" % record.get("signal_name")
-                    if record.get("signal")
-                    else "exited with rc %s" % record.get("rc")
-                )
+                how = supervisor.how_it_ended(record)
                 died.append(
                     dict(
                         name=self.name(task),
@@ -410,10 +630,7 @@ class HostRun(object):
             if procfs.read(path) != content:
                 changed = True
                 if not self.check_mode:
-                    tmp = "%s.tmp.%d" % (path, os.getpid())
-                    with open(tmp, "w") as handle:
-                        handle.write(content)
-                    os.rename(tmp, path)
+                    changed = self.write_marker(path, content)
         reports, survivors = [], []
         for task in self.tasks:
             failed, result = self.call(self.task_params(task), "stopped", self.check_mode)
@@ -421,9 +638,30 @@ class HostRun(object):
             reports.append(result)
             if failed:
                 survivors.append(result["msg"])
+        nic = self.stop_nic_sampler()
         if survivors:
-            self.fail("; ".join(survivors), changed=changed, tasks=reports, died=died)
-        return self.done(changed=changed, tasks=reports, died=died)
+            self.fail("; ".join(survivors), changed=changed, tasks=reports, died=died, nic=nic)
+        return self.done(changed=changed, tasks=reports, died=died, nic=nic)
+
+    def write_marker(self, path, content):
+        """Write the complete marker; a disk too full for it is a warning, not a failure: the
+        results are already the controller's (``complete_results``), which records the run; the
+        marker only spares a rerun of the same run id. Whether it was written."""
+        try:
+            write_replacing(path, content)
+        except (IOError, OSError) as error:
+            if error.errno not in DISK_FULL:
+                raise
+            self.warn(
+                "%s; the run's results reached the controller, which records them, but a rerun of "
+                "run %s will not find it complete here and runs it again"
+                % (
+                    disk_full(self.run_dir, path, error),
+                    self.params["run_id"],
+                )
+            )
+            return False
+        return True
 
     def run(self):
         state = self.params["state"]

@@ -32,10 +32,13 @@ ARGUMENT_SPEC = dict(
     environment=dict(type="dict", default={}),
     ready_timeout=dict(type="float", default=180.0),
     timeout=dict(type="float", default=1800.0),
+    stall_timeout=dict(type="float", default=0.0),
     ps_exit_timeout=dict(type="float", default=0.0),
     grace_period=dict(type="float", default=10.0),
     max_runtime=dict(type="float", default=0.0),
     start=dict(type="bool", default=True),
     complete_results=dict(type="list", elements="raw"),
     log_tail_lines=dict(type="int", default=40),
+    nic_sample_interval=dict(type="float", default=0.1),
+    nic_window=dict(type="dict"),
 )

@@ -16,7 +16,7 @@ Then, unless the playbook ended normally, it uses the state the plugin keeps in 
 3. the run in progress is recorded as ``failed``, reason ``interrupted: ...``;
 4. one line on stderr: what was stopped, and the command that resumes the sweep.
 
-    python -m dtfbench.interrupt watch --pid PID --state FILE
+    python -m dtfbench interrupt watch --pid PID --state FILE
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..linux import procfs
 
@@ -48,12 +49,6 @@ def read_state(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return state if isinstance(state, dict) else {}
-
-
-def write_state(path: Path, state: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state, sort_keys=True))
-    tmp.replace(path)
 
 
 def leftovers(controller: int) -> list[int]:
@@ -153,7 +148,11 @@ def record(state: dict[str, Any], reason: str) -> str:
         finished_at=datetime.datetime.now(datetime.timezone.utc).isoformat(),
     )
     done = subprocess.run(
-        [sys.executable, "-m", "dtfbench.record"], input=json.dumps(payload), capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "dtfbench", "record"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     if done.returncode != 0:
         return f"; it could not be recorded: {done.stderr.strip() or done.stdout.strip()}"
@@ -172,6 +171,18 @@ def act(controller: int, state_file: Path) -> int:
     if not run and not hosts and not slurm and not state.get("sweep_id"):
         return 0
     reason = why(state, controller)
+    recorded_sweep = state.get("sweep_recorded")
+    if recorded_sweep and not run and not hosts and not slurm:
+        # Interrupted in the summary: a resume would run nothing.
+        line = (
+            f"dtfbench: interrupted by {reason} after every run of sweep {recorded_sweep.get('sweep_id')} "
+            f"was recorded in {recorded_sweep.get('results_db')}: nothing to stop or resume"
+        )
+        try:
+            print(line, file=sys.stderr, flush=True)
+        except OSError:
+            pass
+        return 0
     process, log = stop_hosts(state, state_file.parent)
     recorded = record(state, reason)
     stopped, rc = "", None
@@ -238,14 +249,10 @@ def watch(controller: int, state_file: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dtfbench.interrupt", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="dtfbench interrupt", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("watch", help="wait for ansible-playbook to exit, then clean up after it")
     w.add_argument("--pid", type=int, required=True)
     w.add_argument("--state", type=Path, required=True)
     args = parser.parse_args(argv)
     return watch(args.pid, args.state)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,13 +7,20 @@ It runs the program as its child, waits for it and writes the exit status atomic
 task core (``dtfbench.launch.task``) copies this file to ``<run_dir>/tf_task_supervisor.py``,
 so that it outlives the module's temporary files, and runs it there with the module's
 Python. So it stands alone: standard library only, imports nothing of dtfbench (it reads
-/proc itself for the same reason), Python 3.5-compatible.
+/proc itself for the same reason), for old targets' Python (pyproject.toml's
+[tool.dtfbench.oldest-python]).
 
 usage: python tf_task_supervisor.py tf_task-supervisor MARKER EXIT_FILE -- PROGRAM [ARGS...]
+
+The exit record's room on disk is taken before the program starts (``reserve_exit``): a disk
+that fills up while the program runs cannot keep a finished task's exit status from being
+recorded. A disk too full for that room ends the supervisor with NO_ROOM_EXIT before the
+program starts.
 """
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,20 +28,68 @@ import time
 
 DEADLINE_ENV = "TF_TASK_SUPERVISOR_MAX_RUNTIME"
 GRACE_ENV = "TF_TASK_SUPERVISOR_GRACE"
+# The room taken for the exit record (beside the program's command line, which it holds):
+# a record is a few hundred bytes, a file takes at least a page or a block.
+EXIT_RESERVE = 16384
+# EX_TEMPFAIL (sysexits.h): no room for the exit record on the run directory's disk.
+NO_ROOM_EXIT = 75
 
 
 def say(text):
-    sys.stdout.write("[tf_task %s] %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), text))
-    sys.stdout.flush()
+    try:
+        sys.stdout.write("[tf_task %s] %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), text))
+        sys.stdout.flush()
+    except (IOError, OSError):
+        pass  # the log's disk is full: the exit record (reserved) still tells how the task ended
+
+
+def reservation(path, supervisor_pid):
+    """The file that holds the exit record's room until the record is written into it."""
+    return "%s.tmp.%d" % (path, supervisor_pid)
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def reserve_exit(path, size):
+    """Take ``size`` bytes on the exit file's disk for its record (written, not sparse: a file
+    system counts written bytes against its room at once, also before they reach the disk, so
+    no fsync delays the program's start)."""
+    tmp = reservation(path, os.getpid())
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(b" " * size)
+    except BaseException:
+        _remove(tmp)
+        raise
 
 
 def write_exit(path, record):
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        json.dump(record, handle, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    """The record, written over its reservation (no new room needed when it fits), then
+    renamed to ``path``; a failed write leaves no file behind."""
+    tmp = reservation(path, os.getpid())
+    data = json.dumps(record, sort_keys=True).encode("utf-8")
+    try:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o666), "wb") as handle:
+            handle.write(data)
+            handle.truncate(len(data))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def record_exit(path, record):
+    try:
+        write_exit(path, record)
+    except (IOError, OSError) as error:
+        say("cannot write the exit record %s: %s" % (path, error))
 
 
 def kill_group_but_self():
@@ -51,6 +106,132 @@ def kill_group_but_self():
                 os.kill(int(entry), signal.SIGKILL)
         except (OSError, ValueError, IndexError):
             pass
+
+
+def _mount_of(mountinfo, fstype, option):
+    """(mount point, root inside the hierarchy) of the first mount of `fstype` (with `option` among
+    its super options, for cgroup v1's memory), or None."""
+    for line in mountinfo:
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        sep = fields.index("-")
+        if len(fields) > sep + 3 and fields[sep + 1] == fstype:
+            if option is None or option in fields[sep + 3].split(","):
+                return fields[4], fields[3]
+    return None
+
+
+def memory_cgroup_counter():
+    """The file that counts this process's memory cgroup's OOM kills: cgroup v1's
+    memory.oom_control or v2's memory.events (both have the line 'oom_kill N'); None when
+    neither can be read. The program runs in the supervisor's cgroup, so a kill of it counts
+    there (v2 also counts it in every ancestor)."""
+    try:
+        with open("/proc/self/cgroup") as handle:
+            groups = handle.read().splitlines()
+        with open("/proc/self/mountinfo") as handle:
+            mountinfo = handle.read().splitlines()
+    except (IOError, OSError):
+        return None
+    candidates = []
+    for line in groups:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if "memory" in parts[1].split(","):
+            mount, name = _mount_of(mountinfo, "cgroup", "memory"), "memory.oom_control"
+        elif parts[0] == "0" and parts[1] == "":
+            mount, name = _mount_of(mountinfo, "cgroup2", None), "memory.events"
+        else:
+            continue
+        if mount is None:
+            continue
+        point, root = mount
+        path = parts[2]
+        if root != "/" and (path + "/").startswith(root + "/"):
+            path = path[len(root) :]
+        candidates.append(os.path.join(point, path.lstrip("/"), name))
+    for path in candidates:
+        if oom_kills(path) is not None:
+            return path
+    return None
+
+
+def oom_kills(path):
+    """The 'oom_kill N' count of a memory.events or memory.oom_control file; None if unreadable."""
+    try:
+        with open(path) as handle:
+            for line in handle:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (IOError, OSError, ValueError):
+        pass
+    return None
+
+
+def kernel_oom_line(pid):
+    """The kernel log's line on the OOM killer's kill of `pid` ('Out of memory: Killed process
+    PID (…)' or 'Memory cgroup out of memory: …'), or None: not there, or /dev/kmsg not
+    readable (root or CAP_SYSLOG where kernel.dmesg_restrict=1)."""
+    pattern = re.compile(r"Killed process %d \(" % pid)
+    try:
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    found = None
+    try:
+        for _ in range(200000):
+            try:
+                record = os.read(fd, 8192)
+            except OSError as error:
+                if error.errno == 32:  # EPIPE: records overwritten while reading; go on
+                    continue
+                break  # EAGAIN: the end of the buffer
+            if not record:
+                break
+            text = record.decode("utf-8", "replace")
+            if pattern.search(text):
+                # 'Memory cgroup out of memory: Killed process 123 (python) total-vm:…, anon-rss:…,
+                # file-rss:…, shmem-rss:…, UID:0 …': up to the resident sizes.
+                found = ",".join(text.split(";", 1)[-1].strip().splitlines()[0].split(",")[:3])
+    finally:
+        os.close(fd)
+    return found
+
+
+def oom_evidence(pid, counter, kills_before):
+    """Why a program killed by SIGKILL was the OOM killer's victim ('memory.events oom_kill
+    0 -> 1 in <file>', the kernel's line), or None when neither says so."""
+    found = []
+    line = kernel_oom_line(pid)
+    if counter is not None and kills_before is not None:
+        kills_after = oom_kills(counter)
+        if kills_after is not None and kills_after > kills_before:
+            found.append(
+                "%s oom_kill %d -> %d in %s"
+                % (os.path.basename(counter), kills_before, kills_after, os.path.dirname(counter))
+            )
+    if line:
+        found.append("kernel log: %s" % line)
+    return "; ".join(found) or None
+
+
+def how_it_ended(record, advice=True):
+    """How a task's program ended, from its exit record, as the failure reasons word it:
+    'was killed by the kernel's OOM killer (…)', 'was killed by SIGTERM', 'exited with rc 1'."""
+    if record.get("oom_killed"):
+        text = "was killed by the kernel's OOM killer (SIGKILL; %s)" % record.get("oom_evidence")
+        if advice:
+            text += (
+                ": it needed more memory than its node or memory cgroup gives; lower batch_size or "
+                "use a node with more memory"
+            )
+        return text
+    if record.get("signal"):
+        return "was killed by %s" % record.get("signal_name")
+    return "exited with rc %s" % record.get("rc")
 
 
 def main():
@@ -78,14 +259,23 @@ def main():
         "signal": None,
         "signal_name": None,
     }
+    try:
+        reserve_exit(exit_file, EXIT_RESERVE + len(json.dumps(argv)))
+    except (IOError, OSError) as error:
+        say("no room for the exit record %s (%s): the program is not started" % (exit_file, error))
+        return NO_ROOM_EXIT
     say("starting: %s" % " ".join(argv))
+    # The OOM kills of this cgroup before the program: a SIGKILL with more of them after is
+    # the kernel's OOM killer, which leaves no other trace in the exit status.
+    counter = memory_cgroup_counter()
+    kills_before = oom_kills(counter) if counter else None
     try:
         child = subprocess.Popen(argv)
     except OSError as error:
         record.update(rc=127, error="cannot execute %s: %s" % (argv[0], error), ended=time.time())
         record["duration"] = record["ended"] - record["started"]
         say(record["error"])
-        write_exit(exit_file, record)
+        record_exit(exit_file, record)
         return 127
     record["pid"] = child.pid
     status = None
@@ -111,17 +301,19 @@ def main():
             record["signal_name"] = signal.Signals(-status).name
         except ValueError:
             record["signal_name"] = "SIG%d" % -status
-        text = "killed by %s" % record["signal_name"]
+        if -status == signal.SIGKILL and not record.get("deadline_exceeded"):
+            evidence = oom_evidence(child.pid, counter, kills_before)
+            if evidence:
+                record.update(oom_killed=True, oom_evidence=evidence)
     else:
         record["rc"] = status
-        text = "exited with rc %d" % status
     if received:
         record["signals_received"] = received
-    write_exit(exit_file, record)
+    record_exit(exit_file, record)
     # A clean end is in the exit file only: the log ends with the program's own last lines,
     # which tools of the study read (its extraction takes the log's second-to-last line).
     if status != 0 or received or record.get("deadline_exceeded"):
-        say("program %s after %.1f s" % (text, record["duration"]))
+        say("program %s after %.1f s" % (how_it_ended(record, advice=False), record["duration"]))
     return status if status >= 0 else 128 - status
 
 

@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import pkgutil
+import pwd
 import re
 import shutil
 import signal
@@ -25,14 +26,26 @@ import sys
 import time
 
 from ..linux import procfs
-from . import supervisor  # noqa: F401  (so that Ansible ships supervisor.py with this file)
+from . import supervisor  # (also so that Ansible ships supervisor.py with this file)
 
 MARKER_ENV = "DTFBENCH_TF_TASK"
+# Where a program may beat its heartbeat (<run_dir>/<name>.heartbeat; dtfbench's workload does,
+# dtfbench.workload.liveness): its mtime moving says that the program still runs, which a
+# frozen one cannot say (dtfbench.launch.host_run watches it with stall_timeout).
+HEARTBEAT_ENV = "DTFBENCH_TASK_HEARTBEAT"
 SUPERVISOR_TAG = "tf_task-supervisor"
 SUPERVISOR_NAME = "tf_task_supervisor.py"
 POLL = 0.1
 KILL_WAIT = 5.0
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}$")
+# The variable that places the run directories (roles tf_cluster and benchmark): what a message
+# about the run directory's disk tells the user to change.
+RUN_ROOT_VARIABLE = "dtfbench_run_root"
+# The room a run needs on its run directory's disk before anything starts: the supervisor and
+# NIC sampler scripts, the tasks' logs, exit records and results, the complete marker (a small
+# run takes ~200 KB on a tmpfs; TF's logs of a long run more).
+RUN_ROOM_BYTES = 1 << 20
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 # The supervisor program (supervisor.py, shipped beside this file): written to <run_dir> so
 # that it outlives the module's temporary files. Read through the loader, which also works
@@ -101,6 +114,130 @@ def _tail(path, lines):
     return data.decode("utf-8", "replace").splitlines()[-lines:]
 
 
+def free_bytes(path):
+    """Bytes free to this user on the file system of ``path`` (its nearest existing folder), or None."""
+    while True:
+        try:
+            info = os.statvfs(path)
+        except OSError:
+            parent = os.path.dirname(path)
+            if parent == path:
+                return None
+            path = parent
+            continue
+        return info.f_bavail * info.f_frsize
+
+
+def _free_some_room(run_dir):
+    return (
+        "free some room there (the folders of earlier runs under %s can go) or set %s to a folder on a disk with room"
+        % (
+            os.path.dirname(run_dir),
+            RUN_ROOT_VARIABLE,
+        )
+    )
+
+
+def room_problem(run_dir, need=RUN_ROOM_BYTES):
+    """Why ``run_dir``'s disk cannot take a run (less than ``need`` bytes free), or None."""
+    free = free_bytes(run_dir)
+    if free is None or free >= need:
+        return None
+    return (
+        "run_dir %s: the disk is full: %d KB free on its file system (a run needs at least %d KB for its logs and results); %s"
+        % (
+            run_dir,
+            free // 1024,
+            need // 1024,
+            _free_some_room(run_dir),
+        )
+    )
+
+
+def disk_full(run_dir, path, error):
+    """One line for a write in ``run_dir`` that its full disk refused (``error``: the OSError)."""
+    free = free_bytes(run_dir)
+    return "run_dir %s: the disk is full: cannot write %s (%s%s); %s" % (
+        run_dir,
+        path or getattr(error, "filename", None) or "a file in it",
+        error.strerror or error,
+        "" if free is None else ", %d KB free on its file system" % (free // 1024),
+        _free_some_room(run_dir),
+    )
+
+
+def write_replacing(path, data):
+    """``data`` (text) to ``path`` through a temporary file renamed over it: a reader never sees
+    half of it, and a failed write (a full disk) leaves no temporary file behind."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        with open(tmp, "w") as handle:
+            handle.write(data)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _user(uid):
+    try:
+        return "uid %d (%s)" % (uid, pwd.getpwuid(uid).pw_name)
+    except KeyError:
+        return "uid %d" % uid
+
+
+def unsafe_dir_path(path, uid):
+    """Why a folder on ``path`` (absolute) is not safe to keep scripts that ``uid`` runs, or None.
+
+    Every component from / down must belong to ``uid`` or root and be writable by no one else,
+    except a sticky folder such as /tmp (others cannot rename or remove what we own there, and
+    the next component's owner is checked in turn); a link counts as its owner's and is followed
+    (then its target's components are checked). The walk stops at the first component that does
+    not exist: the caller creates it and checks again.
+    """
+    todo = [part for part in path.split("/") if part]
+    current = "/"
+    links = 0
+    while True:
+        try:
+            info = os.lstat(current)
+        except OSError as error:
+            if error.errno == errno.ENOENT:
+                return None
+            return "%s cannot be examined (%s)" % (current, error.strerror)
+        if info.st_uid not in (0, uid):
+            what = (
+                "the link" if stat.S_ISLNK(info.st_mode) else "the folder" if stat.S_ISDIR(info.st_mode) else "the file"
+            )
+            return "%s %s belongs to %s, neither this user (%s) nor root: it could swap what runs there" % (
+                what,
+                current,
+                _user(info.st_uid),
+                _user(uid),
+            )
+        if stat.S_ISLNK(info.st_mode):
+            links += 1
+            if links > 40:
+                return "%s: too many levels of links" % current
+            target = os.readlink(current)
+            todo = [part for part in target.split("/") if part] + todo
+            current = os.path.dirname(current) if not target.startswith("/") else "/"
+        elif not stat.S_ISDIR(info.st_mode):
+            return "%s is not a folder" % current
+        elif info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+            return "the folder %s is writable by %s (mode %o): they could swap what runs there" % (
+                current,
+                "others" if info.st_mode & 0o002 else "its group (gid %d)" % info.st_gid,
+                stat.S_IMODE(info.st_mode),
+            )
+        if not todo:
+            return None
+        current = os.path.normpath(os.path.join(current, todo.pop(0)))
+
+
 class TaskError(Exception):
     """A task call that failed: the message, and the result fields (``result``) so far."""
 
@@ -163,6 +300,7 @@ class TfTask(object):
         self.pid_file = base + ".pid"
         self.log_file = base + ".log"
         self.exit_file = base + ".exit"
+        self.heartbeat_file = base + ".heartbeat"
         self.marker = base
         self.marker_entry = ("%s=%s" % (MARKER_ENV, self.marker)).encode("utf-8")
         self.started_at = time.time()
@@ -296,6 +434,9 @@ class TfTask(object):
             return [], [], []
         terminated = list(pids)
         self.signal_all(loners, groups, signal.SIGTERM)
+        # A stopped process (SIGSTOP: a frozen task or supervisor) acts on its SIGTERM only
+        # once it runs again, else it would sit out the whole grace period.
+        self.signal_all(loners, groups, signal.SIGCONT)
         deadline = time.time() + self.params["grace_period"]
         while pids and time.time() < deadline:
             time.sleep(POLL)
@@ -339,6 +480,87 @@ class TfTask(object):
             "stopped_by": "tf_task",
             "note": "the supervisor was killed before it could record the exit status",
         }
+        # Into the room the supervisor reserved for its record (its supervisor.reservation),
+        # which a full disk still has.
+        tmp = supervisor.reservation(self.exit_file, pid)
+        data = json.dumps(record, sort_keys=True).encode("utf-8")
+        try:
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644), "wb") as handle:
+                handle.write(data)
+                handle.truncate(len(data))
+            os.rename(tmp, self.exit_file)
+        except (IOError, OSError) as error:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if error.errno in DISK_FULL:
+                self.warn(disk_full(self.run_dir, self.exit_file, error))
+            else:
+                self.warn("could not write %s: %s" % (self.exit_file, error))
+
+    def remove_stale_reservations(self):
+        """The exit records' reserved room (supervisor.reservation) of supervisors that died
+        without writing their record and without a stop that wrote it for them."""
+        prefix = os.path.basename(self.exit_file) + ".tmp."
+        try:
+            names = os.listdir(self.run_dir)
+        except OSError:
+            return
+        for name in names:
+            pid = name[len(prefix) :]
+            if name.startswith(prefix) and pid.isdigit() and not self.is_supervisor(int(pid)):
+                try:
+                    os.unlink(os.path.join(self.run_dir, name))
+                except OSError:
+                    pass
+
+    def full_disk_note(self):
+        """Why a task may have left no exit record or result: the run directory's disk, too full
+        for the room its supervisor reserves for the record (supervisor.NO_ROOM_EXIT) or for
+        the result; "" when the disk has room."""
+        free = free_bytes(self.run_dir)
+        if free is None or free >= 2 * supervisor.EXIT_RESERVE:
+            return ""
+        return "; the disk of run_dir %s is full (%d KB free on its file system): %s" % (
+            self.run_dir,
+            free // 1024,
+            _free_some_room(self.run_dir),
+        )
+
+    def program(self, pid):
+        """(pid, state) of the program that the supervisor pid runs, or (None, None) before it
+        started it or after it reaped it."""
+        for child in procfs.children(pid):
+            state = procfs.state(child)
+            if state is not None:
+                return child, state
+        return None, None
+
+    def record_for_silent_supervisor(self, pid, program, status, ended, why):
+        """Write the exit record that the supervisor pid did not write although its program
+        ended (status: the program's wait status, read from /proc while it is a zombie): the
+        program's own exit decides the task's outcome, not the stalled supervisor. The
+        supervisor, if it runs again, replaces it with its own (the same exit)."""
+        record = {
+            "schema": 1,
+            "supervisor_pid": pid,
+            "pid": program,
+            "rc": None,
+            "signal": None,
+            "signal_name": None,
+            "ended": ended,
+            "recorded_by": "tf_host_run",
+            "note": why,
+        }
+        if os.WIFSIGNALED(status):
+            record["signal"] = os.WTERMSIG(status)
+            try:
+                record["signal_name"] = signal.Signals(record["signal"]).name
+            except ValueError:
+                record["signal_name"] = "SIG%d" % record["signal"]
+        else:
+            record["rc"] = os.WEXITSTATUS(status)
         tmp = "%s.tmp.%d" % (self.exit_file, os.getpid())
         try:
             with open(tmp, "w") as handle:
@@ -346,6 +568,12 @@ class TfTask(object):
             os.rename(tmp, self.exit_file)
         except (IOError, OSError) as error:
             self.warn("could not write %s: %s" % (self.exit_file, error))
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            return None
+        return record
 
     def exit_fields(self, record):
         fields = dict(
@@ -366,6 +594,7 @@ class TfTask(object):
             else:
                 env[key] = str(value)
         env[MARKER_ENV] = self.marker
+        env[HEARTBEAT_ENV] = self.heartbeat_file
         if self.params["max_runtime"]:
             env["TF_TASK_SUPERVISOR_MAX_RUNTIME"] = str(self.params["max_runtime"])
             env["TF_TASK_SUPERVISOR_GRACE"] = str(self.params["grace_period"])
@@ -417,21 +646,7 @@ class TfTask(object):
     def start(self):
         params = self.params
         env = self.environment()
-        if not os.path.isdir(self.run_dir):
-            try:
-                os.makedirs(self.run_dir, 0o700)
-            except OSError as error:
-                if error.errno != errno.EEXIST:
-                    self.fail("cannot create run_dir %s: %s" % (self.run_dir, error))
-        # The supervisor script is written here and executed: a directory that someone else
-        # owns or may write to (a shared /tmp planted in advance) could swap it.
-        info = os.lstat(self.run_dir)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-            self.fail(
-                "run_dir %s is not a directory of this user that only it can write (owner "
-                "uid %d, mode %o); remove it or choose another run_dir"
-                % (self.run_dir, info.st_uid, stat.S_IMODE(info.st_mode))
-            )
+        run_dir_info = self.safe_run_dir()
         self.check_program(env)
         # Leftovers of an earlier start (a stale pid file; descendants that outlived it).
         leftovers = self.processes()[0]
@@ -451,17 +666,14 @@ class TfTask(object):
                 % (params["port"], params["ready_host"], self.name, " (listening pids: %s)" % owners if owners else "")
             )
         script = os.path.join(self.run_dir, SUPERVISOR_NAME)
-        if procfs.read(script) != SUPERVISOR_SOURCE:
-            tmp = "%s.tmp.%d" % (script, os.getpid())
-            with open(tmp, "w") as handle:
-                handle.write(SUPERVISOR_SOURCE)
-            os.rename(tmp, script)
-        for stale in (self.exit_file, self.pid_file):
+        self.write_supervisor(run_dir_info)
+        for stale in (self.exit_file, self.pid_file, self.heartbeat_file):
             if os.path.exists(stale):
                 os.unlink(stale)
+        self.remove_stale_reservations()
         if os.path.exists(self.log_file):
             os.rename(self.log_file, self.log_file + ".1")
-        log = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        log = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
         try:
             with open(os.devnull, "rb") as devnull:
                 process = subprocess.Popen(
@@ -479,16 +691,98 @@ class TfTask(object):
         finally:
             os.close(log)
         self.process = process
-        tmp = "%s.tmp.%d" % (self.pid_file, os.getpid())
-        with open(tmp, "w") as handle:
-            handle.write("%d\n" % process.pid)
-        os.rename(tmp, self.pid_file)
+        try:
+            write_replacing(self.pid_file, "%d\n" % process.pid)
+        except BaseException:
+            # A supervisor that no later call could find (a full disk refused its pid file)
+            # must not run on: its group (its own session's) goes with it.
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            process.wait()
+            raise
         self.result.update(changed=True, pid=process.pid, running=True, cmd=list(params["argv"]))
         if params["port"] is None:
             return self.done(ready=True, ready_after=self.elapsed())
         if not params["wait_ready"]:
             return self.done(ready=False)
         return self.wait_ready(process.pid, process)
+
+    def safe_run_dir(self):
+        """Create run_dir (one folder at a time) and check its whole path; its lstat.
+
+        The supervisor script is written here and then executed, often as root: a folder on
+        the path that someone else owns or may write to (another user's /tmp/dtfbench, made in
+        advance, or a runs/ of mode 777) could swap it. Checked again after creating, so a
+        folder someone else made in between is refused too (mkdir meets it as EEXIST).
+        """
+        uid = os.geteuid()
+        why = unsafe_dir_path(self.run_dir, uid)
+        if why is None and not os.path.isdir(self.run_dir):
+            parts = [part for part in self.run_dir.split("/") if part]
+            for depth in range(1, len(parts) + 1):
+                folder = "/" + "/".join(parts[:depth])
+                try:
+                    os.mkdir(folder, 0o700 if depth == len(parts) else 0o755)
+                except OSError as error:
+                    if error.errno != errno.EEXIST:
+                        self.fail("cannot create run_dir %s: %s" % (self.run_dir, error))
+            why = unsafe_dir_path(self.run_dir, uid)
+        if why is None:
+            info = os.lstat(self.run_dir)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o022:
+                why = "%s itself must be a folder (not a link) of this user (%s) that only it can write (mode %o)" % (
+                    self.run_dir,
+                    _user(uid),
+                    stat.S_IMODE(info.st_mode),
+                )
+        if why is not None:
+            self.fail(
+                "run_dir %s is unsafe: %s; remove or fix that (chown/chmod go-w), or choose a "
+                "run_dir (dtfbench_run_root) on a path that only this user and root can write" % (self.run_dir, why)
+            )
+        return info
+
+    def write_supervisor(self, checked):
+        """The supervisor script, written relative to the checked run_dir (``checked``: its lstat),
+        opened as a folder that is still that one, and never through a link (O_NOFOLLOW, O_EXCL):
+        a name swapped under it makes the write fail, not land elsewhere."""
+        run_dir_fd = os.open(self.run_dir, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_DIRECTORY", 0))
+        try:
+            opened = os.fstat(run_dir_fd)
+            if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino):
+                self.fail("run_dir %s was replaced while it was checked; run again" % self.run_dir)
+            self.write_supervisor_at(run_dir_fd)
+        finally:
+            os.close(run_dir_fd)
+
+    def write_supervisor_at(self, run_dir_fd):
+        try:
+            fd = os.open(SUPERVISOR_NAME, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=run_dir_fd)
+        except OSError:
+            current = None
+        else:
+            with os.fdopen(fd, "rb") as handle:
+                current = handle.read().decode("utf-8", "replace")
+        if current == SUPERVISOR_SOURCE:
+            return
+        tmp = "%s.tmp.%d" % (SUPERVISOR_NAME, os.getpid())
+        try:
+            os.unlink(tmp, dir_fd=run_dir_fd)  # left by a killed start of the same pid
+        except OSError:
+            pass
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        try:
+            with os.fdopen(os.open(tmp, flags, 0o600, dir_fd=run_dir_fd), "wb") as handle:
+                handle.write(SUPERVISOR_SOURCE.encode("utf-8"))
+            os.rename(tmp, SUPERVISOR_NAME, src_dir_fd=run_dir_fd, dst_dir_fd=run_dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=run_dir_fd)
+            except OSError:
+                pass
+            raise
 
     def ready(self):
         pid = self.read_pid()
@@ -513,19 +807,16 @@ class TfTask(object):
             if exited:
                 record = self.read_exit(pid) or {}
                 fields = self.exit_fields(record) if record else {}
-                how = (
-                    "was killed by %s" % record.get("signal_name")
-                    if record.get("signal")
-                    else "exited with rc %s" % record.get("rc")
-                    if record
-                    else "is gone"
-                )
+                how = supervisor.how_it_ended(record) if record else "is gone"
                 if record.get("error"):
                     how += " (%s)" % record["error"]
                 if not record:
                     how += _child_status(pid)
                 self.fail(
-                    self.with_tail("task %s %s before port %d was ready" % (self.name, how, params["port"])),
+                    self.with_tail(
+                        "task %s %s before port %d was ready%s"
+                        % (self.name, how, params["port"], "" if record else self.full_disk_note())
+                    ),
                     running=False,
                     ready=False,
                     log_tail=self.log_tail(),
@@ -581,7 +872,7 @@ class TfTask(object):
                 else:
                     msg = (
                         "task %s (pid %d) is gone without an exit status: it was killed with "
-                        "SIGKILL, or the host restarted" % (self.name, pid)
+                        "SIGKILL, or the host restarted%s" % (self.name, pid, self.full_disk_note())
                     )
                 if self.check_mode:
                     return self.done(msg="check mode: " + msg, log_tail=self.log_tail())
@@ -621,10 +912,7 @@ class TfTask(object):
             if problem:
                 self.warn(problem[1])
             return self.done(**fields)
-        if record.get("signal"):
-            how = "was killed by %s" % record.get("signal_name")
-        else:
-            how = "exited with rc %s" % record.get("rc")
+        how = supervisor.how_it_ended(record)
         if record.get("deadline_exceeded"):
             how += " after running past its max_runtime"
         if record.get("error"):
@@ -634,6 +922,8 @@ class TfTask(object):
             reason = result.get("reason") or result.get("error") or result.get("message")
         if reason:
             how += ": %s" % reason
+        elif result is None:
+            how += self.full_disk_note()  # a worker whose disk filled up could write no result
         self.fail(self.with_tail("task %s %s" % (self.name, how)), **fields)
 
     def finished_timeout(self, pid):
@@ -678,6 +968,8 @@ class TfTask(object):
         pids = self.processes(pid)[0]
         self.result.update(pid=pid, running=bool(pid))
         if not pids:
+            if not self.check_mode:
+                self.remove_stale_reservations()
             return self.done(terminated=[], killed=[], msg="task %s is not running" % self.name)
         if self.check_mode:
             return self.done(changed=True, terminated=[], killed=[], msg="check mode: would stop pids %s" % pids)
@@ -692,4 +984,9 @@ class TfTask(object):
         return self.done(changed=True, **fields)
 
     def run(self):
-        return getattr(self, self.params["state"])()
+        try:
+            return getattr(self, self.params["state"])()
+        except (IOError, OSError) as error:
+            if error.errno not in DISK_FULL:
+                raise
+            self.fail(disk_full(self.run_dir, None, error))

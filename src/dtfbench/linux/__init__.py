@@ -1,4 +1,5 @@
 """What dtfbench reads from and writes to a Linux host: the /proc process table, atomic files.
 
-Standard library only and Python 2.7/3.5-compatible: the task core uses it on old targets.
+Standard library only, for old targets' Python (the task core uses it; the oldest: pyproject.toml's
+[tool.dtfbench.oldest-python]).
 """

@@ -1,7 +1,7 @@
 """Atomic, change-aware file writes: a reader, or a writer killed half-way, never sees half a file.
 
-Standard library only, Python 3.5-compatible (no f-strings): the task core's targets may
-run an old Python.
+Standard library only, for old targets' Python (the task core uses it; the oldest: pyproject.toml's
+[tool.dtfbench.oldest-python]).
 """
 
 from __future__ import absolute_import, division, print_function

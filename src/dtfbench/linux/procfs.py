@@ -1,8 +1,8 @@
 """The /proc process table: pids, state, parent, group, command line, environment, listeners.
 
 Every reader returns None or an empty list when the process is gone or unreadable (a pid
-can end between two reads), never raises. Linux only; standard library only and Python
-2.7/3.5-compatible (the tf_task core uses it on the targets' Python).
+can end between two reads), never raises. Linux only; standard library only, for the task core's old targets (the oldest Python:
+pyproject.toml's [tool.dtfbench.oldest-python]).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -52,6 +52,26 @@ def parent(pid):
     """The parent pid, or None when the process is gone."""
     found = stat(pid)
     return found[1] if found else None
+
+
+def children(pid):
+    """The pids of a process's children (its main thread's), [] when gone or none."""
+    data = read("/proc/%d/task/%d/children" % (pid, pid))
+    if data is None:  # a kernel without CONFIG_PROC_CHILDREN: the whole table
+        return [child for child in pids() if parent(child) == pid]
+    return [int(part) for part in data.split()]
+
+
+def exit_status(pid):
+    """The wait status of a zombie (what its parent would get from waitpid), or None when the
+    process is gone, still runs, or the kernel does not show it (before Linux 3.5)."""
+    fields = stat_fields(pid)
+    if not fields or fields[0] != "Z" or len(fields) < 50:
+        return None
+    try:
+        return int(fields[49])  # field 52, exit_code
+    except ValueError:
+        return None
 
 
 def alive(pid):

@@ -1,6 +1,6 @@
 """Raw read throughput of a data directory: a dd-like sequential read of a few shards.
 
-    python -m dtfbench.read_throughput /mnt/local_ssd/imagenet [--files 4] [--max-mb 512]
+    python -m dtfbench read_throughput /mnt/local_ssd/imagenet [--files 4] [--max-mb 512]
 
 The later study explains real-data throughput with exactly this number: how fast one node
 can read its dataset before TensorFlow's input pipeline is involved. The shards are read
@@ -16,7 +16,6 @@ import argparse
 import json
 import mmap
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -89,7 +88,7 @@ def measure(data_dir: Path, pattern: str = "train-*", files: int = 4, max_bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="dtfbench read_throughput", description=__doc__.split("\n\n")[0])
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("--pattern", default="train-*")
     parser.add_argument("--files", type=int, default=4)
@@ -102,7 +101,3 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(json.dumps(result))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

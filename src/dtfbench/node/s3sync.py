@@ -1,6 +1,6 @@
 """Download an S3 prefix into a local directory: parallel, resumable, verified.
 
-    python -m dtfbench.s3sync s3://bucket/imagenet /mnt/local_ssd/imagenet [--workers 16] [--delete]
+    python -m dtfbench s3sync s3://bucket/imagenet /mnt/local_ssd/imagenet [--workers 16] [--delete]
 
 The dataset role's module (library/s3_dataset_sync.py) and the staging benchmark
 (benchmarks/staging.py) both run this engine. No TensorFlow, only botocore (which comes
@@ -19,15 +19,16 @@ How a sync goes:
    matches; otherwise it is downloaded again.
 3. Every download goes to a temporary file in the destination directory, named
    ``.<name>.dtfbench-partial`` (hidden: it never matches ``train-*``/``validation-*``),
-   is hashed while it streams, checked (size, and MD5 against the ETag when the ETag is
-   one; otherwise the object's own S3 checksum where it has one, validated by botocore)
-   and renamed onto its final name: a final name only ever holds a whole, checked file.
+   checked while it streams (size, and the object's own S3 checksum where it has one
+   botocore can check, e.g. CRC64NVME, CRC32C or CRC32, validated by botocore; otherwise
+   MD5 against the ETag when the ETag is one) and renamed onto its final name: a final
+   name only ever holds a whole, checked file.
    Temporary files left by a killed sync are removed by the next one.
 4. Each completed file is appended to a journal (one JSON line, flushed), so a sync killed
    halfway keeps what it finished; at the end the journal is folded into the manifest.
 5. Verification: every listed object has a local file of its size (and, for downloaded
-   files, the MD5 where the ETag is one). The report gives files/bytes downloaded,
-   skipped and deleted, seconds and MB/s.
+   files, S3's checksum or the MD5 as in 3; download_checks counts which). The report
+   gives files/bytes downloaded, skipped and deleted, seconds and MB/s.
 
 A lock file keeps two syncs from writing into the same directory at once.
 """
@@ -84,6 +85,9 @@ class Report:
     skipped_files: int = 0
     skipped_bytes: int = 0
     hashed_files: int = 0
+    # What checked each downloaded file's bytes, by name: an S3 checksum's algorithm
+    # (CRC64NVME, CRC32C, CRC32, ...), "MD5" (the ETag), or "size" (neither applies).
+    download_checks: dict = field(default_factory=dict)
     deleted: list = field(default_factory=list)
     partial_removed: list = field(default_factory=list)
     to_download: list = field(default_factory=list)
@@ -233,25 +237,39 @@ class Bandwidth:
 
 def download(
     client, bucket: str, obj: RemoteObject, dest: str, bandwidth: Bandwidth, verify_md5: bool = True
-) -> os.stat_result:
+) -> tuple[os.stat_result, str]:
     """GET one object into its partial file, check it, rename it onto its final name.
 
-    The object's directory must exist (the caller makes each one once, not once per file).
-    The MD5 is computed in the loop that writes the chunks: no second read of the file.
+    Returns the final file's stat and what checked its bytes (CONTENT_CHECKS' names). The
+    object's directory must exist (the caller makes each one once, not once per file).
+    S3's own checksum first: every GET asks for it (ChecksumMode), and where the object
+    has one botocore can check, botocore hashes the stream and fails the last read on a
+    mismatch, before the rename. Only without one is the MD5 computed (when the ETag is an
+    MD5), in the loop that writes the chunks: no byte is hashed twice, none read twice.
     """
+    from botocore.exceptions import FlexibleChecksumError
+
     final = os.path.join(dest, obj.name)
     tmp = partial_path(dest, obj.name)
-    digest = hashlib.md5(usedforsecurity=False) if (verify_md5 and obj.md5) else None
-    body = client.get_object(Bucket=bucket, Key=obj.key, **_checksum_request(digest is not None))["Body"]
+    response = client.get_object(Bucket=bucket, Key=obj.key, ChecksumMode="ENABLED")
+    body = response["Body"]
+    check = s3_checksum_checked(response)
+    digest = None
+    if check is None:
+        digest = hashlib.md5(usedforsecurity=False) if (verify_md5 and obj.md5) else None
+        check = "MD5" if digest is not None else "size"
     written = 0
     try:
         with open(tmp, "wb") as f:
-            while chunk := body.read(CHUNK):
-                bandwidth.take(len(chunk))
-                f.write(chunk)
-                if digest is not None:
-                    digest.update(chunk)
-                written += len(chunk)
+            try:
+                while chunk := body.read(CHUNK):
+                    bandwidth.take(len(chunk))
+                    f.write(chunk)
+                    if digest is not None:
+                        digest.update(chunk)
+                    written += len(chunk)
+            except FlexibleChecksumError as err:
+                raise SyncError(f"the bytes differ from the object's {check} checksum in S3 ({err})") from err
         if written != obj.size:
             raise SyncError(f"{obj.key}: got {written} bytes, the listing says {obj.size}")
         if digest is not None and digest.hexdigest() != obj.md5:
@@ -264,19 +282,26 @@ def download(
         except FileNotFoundError:
             pass
         raise
-    return os.stat(final)
+    return os.stat(final), check
 
 
-def _checksum_request(md5_checked: bool) -> dict:
-    """GetObject arguments for S3's own checksum: wanted only where our MD5 does not check the bytes.
+def s3_checksum_checked(response: dict) -> str | None:
+    """The algorithm of the S3 checksum botocore validates while this GET's body streams, or None.
 
-    With the client of client_config(), botocore validates a response checksum only when the
-    request asks for one. Objects with an MD5 ETag are checked by our MD5 (128 bits against a
-    CRC's 32): a CRC on top would only hash every byte a second time. The others (multipart
-    ETags, or verify_md5=False) ask for the checksum S3 stored with the object, if it has
-    one, and botocore fails the read when it does not match.
+    botocore wraps the body in a StreamingChecksumBody exactly when the response carries a
+    full-object checksum of an algorithm it can compute: CRC32 always, CRC32C and CRC64NVME
+    with awscrt installed, SHA-1/SHA-256. It does not for an object without one, nor for a
+    multipart object's composite checksum (a checksum of part checksums, "...-N"), nor for a
+    CRC32C/CRC64NVME one without awscrt: those fall back to the MD5 (or the size only).
     """
-    return {} if md5_checked else {"ChecksumMode": "ENABLED"}
+    from botocore.httpchecksum import StreamingChecksumBody
+
+    if not isinstance(response["Body"], StreamingChecksumBody):
+        return None
+    for key, value in response.items():
+        if key.startswith("Checksum") and key != "ChecksumType" and isinstance(value, str) and "-" not in value:
+            return key[len("Checksum") :]
+    return "S3 checksum"
 
 
 class _Lock:
@@ -502,13 +527,14 @@ def _download_all(pool, client, bucket, remote, dest, fetch, bandwidth, verify_m
     for future in as_completed(futures):
         name = futures[future]
         try:
-            st = future.result()
+            st, check = future.result()
         except Exception as err:  # noqa: BLE001 - collected, reported together below
             errors.append(f"{remote[name].key}: {err}")
             continue
         remember(name, st)
         report.downloaded_files += 1
         report.downloaded_bytes += st.st_size
+        report.download_checks[check] = report.download_checks.get(check, 0) + 1
     if errors:
         raise SyncError(f"{len(errors)} of {len(fetch)} downloads failed; a re-run resumes. First: {errors[0]}")
 
@@ -552,10 +578,8 @@ def client_config(workers: int):
     """One shared client's configuration for every worker thread.
 
     A connection per worker (botocore's default pool of 10 would cap them), standard retries,
-    and response checksums validated only where a request asks for one (_checksum_request).
-    botocore >= 1.36 otherwise computes a CRC32 of every GET whose object has one, on top of
-    our MD5: 0.12 s of CPU per 193 MB here, where the client shares 2 cores with the server.
-    Older botocore has no such option and validates only on request anyway.
+    and response checksums validated where a request asks for one: every GET of download()
+    does (ChecksumMode). Said explicitly for botocore >= 1.36, whose default also asks.
     """
     from botocore.config import Config
 
@@ -585,7 +609,7 @@ def make_client(workers: int, endpoint_url: str | None = None):
 
     botocore's own session, not boto3's: importing boto3 also imports s3transfer and
     multiprocessing, which the sync never uses (0.06-0.1 s of CPU in every
-    `python -m dtfbench.s3sync`, a re-sync with nothing to do included).
+    `python -m dtfbench s3sync`, a re-sync with nothing to do included).
     """
     import botocore.session
 
@@ -595,7 +619,7 @@ def make_client(workers: int, endpoint_url: str | None = None):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="dtfbench.s3sync", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="dtfbench s3sync", description=__doc__.split("\n")[0])
     parser.add_argument("source", help="s3://bucket/prefix")
     parser.add_argument("dest", help="local directory")
     parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
@@ -604,7 +628,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--verify-checksums", action="store_true", help="hash every local file, not only unvouched ones"
     )
-    parser.add_argument("--no-md5", action="store_true", help="do not hash downloads against MD5 ETags")
+    parser.add_argument(
+        "--no-md5", action="store_true", help="do not hash downloads without an S3 checksum against MD5 ETags"
+    )
     parser.add_argument("--max-bandwidth", type=int, default=0, help="bytes per second for all workers (0: unlimited)")
     parser.add_argument("--endpoint-url", default=None, help="default: AWS_ENDPOINT_URL or AWS")
     parser.add_argument("--dry-run", action="store_true")
@@ -623,11 +649,7 @@ def main(argv=None) -> int:
             check_mode=args.dry_run,
         )
     except SyncError as err:
-        print(f"dtfbench.s3sync: {err}", file=sys.stderr)
+        print(f"dtfbench s3sync: {err}", file=sys.stderr)
         return 2
     print(json.dumps(report.as_dict()))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The AWS cluster plan of provision-aws.yml / teardown-aws.yml: validated inputs -> what to create.
 
-``build_plan(params)`` takes the ``aws_cluster_plan`` options and returns the plan (names, tags,
+``plan_cluster(params)`` takes the ``aws_cluster_plan`` options and returns the plan (names, tags,
 instance type and count, node profile, network, security group rules, TF port ranges) or
 raises ``PlanError`` naming the input, the problem and the fix, before anything is created.
 Controller; standard library only (also shipped as ``ansible.module_utils.dtfbench.plan``).
@@ -20,6 +20,7 @@ from .ec2_types import (
     profiles_for_type,
     tf_devices_by_type,
 )
+from .errors import PlanError
 from .layout import DEFAULT_PS_PORT_BASE, DEFAULT_WORKER_PORT_BASE
 
 CLUSTER_TAG = "dtfbench-cluster"
@@ -59,10 +60,6 @@ REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d+$")
 AMI = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")
 SUBNET = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
 TAG_VALUE = re.compile(r"^[\w .:/=+@-]{1,256}$")
-
-
-class PlanError(ValueError):
-    """An input the role cannot provision; the message names it and the fix."""
 
 
 def _int(value, name, fix):
@@ -165,7 +162,7 @@ def _names(name, key_name):
     }
 
 
-def build_plan(params, now=None):
+def plan_cluster(params, now=None):
     """The validated plan of ``params`` (the module's options); PlanError on bad input."""
     state = params.get("state") or "present"
     if state == "expired":

@@ -34,7 +34,10 @@ MODEL_SPECS = {
 }
 
 # The launcher's modes (cluster jobs) and the workload's single-process baseline.
-VARIABLE_UPDATES = ("parameter_server", "distributed_replicated", "collective_all_reduce")
+# The modes that keep the variables on parameter servers, and the one that has none.
+PS_VARIABLE_UPDATES = ("parameter_server", "distributed_replicated")
+ALL_REDUCE = "collective_all_reduce"
+VARIABLE_UPDATES = (*PS_VARIABLE_UPDATES, ALL_REDUCE)
 LOCAL_VARIABLE_UPDATES = ("independent",)
 MODELS = tuple(MODEL_SPECS)
 DATA_CHOICES = ("synthetic", "real")

@@ -11,6 +11,7 @@ NVIDIA's tables). ``instance_store`` says whether the type has local NVMe instan
 disks (the dataset role formats and mounts them when asked).
 """
 
+import argparse
 from collections import namedtuple
 
 __all__ = [
@@ -230,7 +231,7 @@ def tf_devices_by_type():
 
 
 def markdown_table():
-    """The type table of docs/aws.md (``python -m dtfbench.ec2_types``)."""
+    """The type table of docs/aws.md (``python -m dtfbench ec2_types``)."""
     lines = [
         "| type | GPUs | GPU | GPU memory (GiB) | compute capability | vCPUs | instance-store NVMe | profiles |",
         "|---|---|---|---|---|---|---|---|",
@@ -253,5 +254,8 @@ def markdown_table():
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # pragma: no cover - docs helper
+def main(argv=None):
+    """``python -m dtfbench ec2_types``: print the type table (paste it into docs/aws.md)."""
+    argparse.ArgumentParser(prog="dtfbench ec2_types", description=main.__doc__).parse_args(argv)
     print(markdown_table())
+    return 0

@@ -5,7 +5,8 @@ of its inputs and imports only the standard library: Ansible ships this file to 
 ``ansible.module_utils.dtfbench.plan.layout`` (``module_utils/dtfbench/plan`` is a symbolic
 link to this folder), and Slurm batch scripts run a copy of this one file (roles/slurm_cluster's
 ``dtfbench_layout.py``) on the job's Python, which may lack dtfbench (a TF 1.1 module's 3.6):
-keep it one file, importing nothing of dtfbench, in Python 3.6 syntax.
+keep it one file, importing nothing of dtfbench, in the syntax of that Python (pyproject.toml's
+[tool.dtfbench.oldest-python]).
 
 Rules (in order):
 
@@ -395,7 +396,7 @@ def _task(host, job, task_index, port, visible, num_devices, device_type):
 
 
 # --------------------------------------------------------------------------------------------
-# Command line (the Slurm path): python -m dtfbench.layout
+# Command line (the Slurm path): python -m dtfbench layout
 
 
 def _split_outside_brackets(text):
@@ -447,7 +448,7 @@ def expand_nodelist(text):
 
 def _parser():
     parser = argparse.ArgumentParser(
-        prog="python -m dtfbench.layout",
+        prog="dtfbench layout",
         description="Compute the TensorFlow cluster layout (who runs where on which port) and "
         "print it as JSON (see docs/design.md).",
     )
@@ -550,7 +551,7 @@ def main(argv=None):
             worker_port_base=args.worker_port_base,
         )
     except LayoutError as error:
-        sys.stderr.write("dtfbench.layout: error: %s\n" % error)
+        sys.stderr.write("dtfbench layout: error: %s\n" % error)
         return 2
     if args.format == "json":
         sys.stdout.write(json.dumps(layout, indent=2, sort_keys=True) + "\n")

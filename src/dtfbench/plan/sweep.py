@@ -16,21 +16,19 @@ import itertools
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..results.store import StoreError, check_writable, completed_run_ids, recorded_run_ids, recorded_sweep_config
 from . import workloads
-from .catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
+from .catalog import ALL_REDUCE, DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
+from .errors import PlanError
 from .layout import LayoutError, compute_layout
-
-
-class PlanError(ValueError):
-    """A sweep request that cannot run, with the input, the problem and the fix."""
-
 
 # The sweep's axes, in the order runs are nested (the last varies fastest).
 AXES = ("gpus", "model", "batch_size", "variable_update", "num_ps", "data")
 # A sweep id names files, directories and Slurm jobs: keep it to safe characters.
+# A run's timeouts, in seconds: checked here, passed on by roles/benchmark.
+TIMEOUTS = ("step_timeout", "startup_timeout", "ready_timeout", "run_timeout")
 SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # What defines a run: a resumed sweep skips a run only if this same run was recorded ok.
 RUN_KEYS = (
@@ -87,6 +85,24 @@ def _ints(name: str, values: Iterable[Any], minimum: int) -> list[int]:
     return out
 
 
+def _timeouts(request: Mapping[str, Any]) -> dict[str, int]:
+    """The run's timeouts, whole seconds above 0, by the names the user gives (step_timeout, not
+    the role's benchmark_step_timeout): 0 or below would end every run at once, or never."""
+    timeouts = {}
+    for name in TIMEOUTS:
+        value = request.get(name)
+        if value is None or value == "":
+            continue
+        try:
+            number = int(str(value).strip("'\" "))
+        except ValueError:
+            raise PlanError(f"{name}={value!r} is not a whole number of seconds; give e.g. {name}=120") from None
+        if number <= 0:
+            raise PlanError(f"{name}={number}: a timeout must be above 0 seconds; give e.g. {name}=120")
+        timeouts[name] = number
+    return timeouts
+
+
 def _choices(name: str, values: Iterable[Any], allowed: Iterable[str]) -> list[str]:
     allowed = list(allowed)
     out = []
@@ -108,7 +124,7 @@ FULL_PS_SWEEP_UP_TO = 8
 def default_num_ps(num_workers: int, variable_update: str) -> list[int]:
     """The study's sweep: 1 to the number of workers, pruned for large counts (see
     FULL_PS_SWEEP_UP_TO); 0 for all-reduce, which has no PS."""
-    if variable_update == "collective_all_reduce":
+    if variable_update == ALL_REDUCE:
         return [0]
     if num_workers <= FULL_PS_SWEEP_UP_TO:
         return list(range(1, num_workers + 1))
@@ -147,15 +163,20 @@ def _config_text(config: Mapping[str, Any]) -> str:
     )
 
 
-def _check_resume(
-    request: Mapping[str, Any], sweep_id: str, config: Mapping[str, Any], runs: list[Mapping[str, Any]]
-) -> None:
-    """A resume (sweep_id of a recorded sweep) must ask for the recorded configuration, unless
-    sweep_extend. Sweeps recorded before configurations were: every recorded run must be one
-    of this plan's."""
-    if not request.get("results_db") or request.get("sweep_extend"):
-        return
-    recorded = recorded_sweep_config(request["results_db"], sweep_id)
+@dataclass(frozen=True)
+class Recorded:
+    """What the results store holds of one sweep. The caller reads it
+    (dtfbench.results.sweep_resume) and hands it to ``resume``: the plan never opens the store."""
+
+    config: dict[str, Any] | None = None  # the last configuration recorded for the sweep
+    run_ids: frozenset[str] = field(default_factory=frozenset)  # every recorded run, in any state
+    completed: frozenset[str] = field(default_factory=frozenset)  # the runs recorded ok
+
+
+def _check_resume(sweep_id: str, config: Mapping[str, Any], runs: list[Mapping[str, Any]], done: Recorded) -> None:
+    """A resume (sweep_id of a recorded sweep) must ask for the recorded configuration. Sweeps
+    recorded before configurations were: every recorded run must be one of this plan's."""
+    recorded = done.config
     if recorded is not None:
         if recorded == dict(config):
             return
@@ -164,11 +185,7 @@ def _check_resume(
         shown = f"recorded: {_config_text(recorded)}; asked now: {_config_text(config)}"
     else:
         digests = {run_digest(run) for run in runs}
-        stray = sorted(
-            run_id
-            for run_id in recorded_run_ids(request["results_db"], sweep_id)
-            if run_id.rsplit("-", 1)[-1] not in digests
-        )
+        stray = sorted(run_id for run_id in done.run_ids if run_id.rsplit("-", 1)[-1] not in digests)
         if not stray:
             return
         why = "some of its recorded runs are not in this one"
@@ -184,7 +201,7 @@ def _check_resume(
 
 
 def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) -> dict[str, Any]:
-    """num_ps=auto, num_ps_auto_keep, stop_below_efficiency, min_doubling_gain (dtfbench.adaptive_sweep),
+    """num_ps=auto, num_ps_auto_keep, stop_below_efficiency, min_doubling_gain (dtfbench adaptive_sweep),
     checked; num_ps_auto_keep is None unless num_ps=auto."""
     auto = [str(v).strip().lower() for v in num_ps] == ["auto"]
     if not auto and any(str(v).strip().lower() == "auto" for v in num_ps):
@@ -249,16 +266,14 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
 
     request keys: gpus, model, batch_size, variable_update, num_ps (None: the study's sweep),
     data (synthetic|real|both), repetitions, warmup_steps, steps, devices_per_worker,
-    ps_on_worker_nodes, sweep_id, data_dir (required for real data), results_db (runs of
-    this sweep already recorded there as ok are marked done: re-running a sweep resumes it),
-    workload (``ours`` or ``tf_cnn_benchmarks@<git ref>``, see dtfbench.plan.workloads), launcher
-    (``ssh`` or ``slurm``), sweep_extend (a resume may ask for another configuration than the
-    one recorded for sweep_id), tf_modules (a Slurm job's modules: a TensorFlow module of the
+    ps_on_worker_nodes, sweep_id, data_dir (required for real data), workload (``ours`` or ``tf_cnn_benchmarks@<git ref>``, see dtfbench.plan.workloads), launcher
+    (``ssh`` or ``slurm``), tf_modules (a Slurm job's modules: a TensorFlow module of the
     wrong major version for the workload is refused).
 
-    With results_db, the store is checked first (store.check_writable) and a resume must ask
-    for the sweep's recorded configuration. Repeated axis values are folded, with a note.
+    Every run is pending (``done`` false); ``resume`` marks those the store holds. Repeated
+    axis values are folded, with a note.
     """
+    _timeouts(request)
     try:
         workload = workloads.parse_workload(request.get("workload"))
         workloads.check_request(
@@ -329,6 +344,13 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         raise PlanError("the inventory has no TF nodes; add hosts to the tf_nodes group")
 
     runs: list[dict[str, Any]] = []
+    mixed_modes = ALL_REDUCE in updates and len(updates) > 1
+    if num_ps_given is not None and mixed_modes:
+        notes.append(
+            f"num_ps={','.join(map(str, num_ps_given))} applies to "
+            f"{', '.join(u for u in updates if u != ALL_REDUCE)}; {ALL_REDUCE} has no parameter "
+            "servers and runs with num_ps 0"
+        )
     for n_gpus, model, batch_size, update, data_kind in itertools.product(gpus, models, batch_sizes, updates, data):
         if n_gpus % devices_per_worker:
             raise PlanError(
@@ -337,13 +359,17 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             )
         num_workers = n_gpus // devices_per_worker
         ps_values = num_ps_given if num_ps_given is not None else default_num_ps(num_workers, update)
+        if num_ps_given is not None and mixed_modes:
+            # PS counts only where there are PSs: all-reduce runs once, with none; the PS
+            # modes take the counts above 0.
+            ps_values = [0] if update == ALL_REDUCE else [p for p in num_ps_given if p >= 1] or [0]
         for num_ps in ps_values:
-            if update == "collective_all_reduce" and num_ps:
+            if update == ALL_REDUCE and num_ps:
                 raise PlanError(
-                    f"num_ps={num_ps} with variable_update=collective_all_reduce: all-reduce "
+                    f"num_ps={num_ps} with variable_update={ALL_REDUCE}: all-reduce "
                     "has no parameter servers; use num_ps=0 or another variable_update"
                 )
-            if update != "collective_all_reduce" and num_ps < 1:
+            if update != ALL_REDUCE and num_ps < 1:
                 raise PlanError(
                     f"num_ps=0 with variable_update={update}: this mode keeps the variables "
                     "on parameter servers; give num_ps >= 1"
@@ -413,16 +439,6 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         workload=workload.label,
         **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
     )
-    if request.get("results_db"):
-        # The store must take the results before the first run trains (a run whose result
-        # cannot be written is lost); then a resume must be of the same sweep.
-        try:
-            check_writable(request["results_db"])
-        except StoreError as err:
-            raise PlanError(str(err)) from None
-        _check_resume(request, sweep_id, config, runs)
-    done = completed_run_ids(request["results_db"], sweep_id) if request.get("results_db") else set()
-    done_digests = {run_id.rsplit("-", 1)[-1] for run_id in done}
     width = len(str(len(runs)))
     for index, run in enumerate(runs, start=1):
         # The digest makes the id name the configuration, not only its position: resuming a
@@ -430,12 +446,12 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         digest = run_digest(run)
         run["index"] = index
         run["run_id"] = f"{sweep_id}-{index:0{width}d}-{digest}"
-        run["done"] = digest in done_digests
+        run["done"] = False
     return {
         "sweep_id": sweep_id,
         "runs": runs,
         "total_runs": len(runs),
-        "pending_runs": sum(1 for run in runs if not run["done"]),
+        "pending_runs": len(runs),
         "workload": workload.as_dict(),
         "sweep_config": config,
         "notes": notes,
@@ -445,6 +461,19 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         or adaptive["min_doubling_gain"] is not None
         else None,
     }
+
+
+def resume(plan: dict[str, Any], recorded: Recorded, extend: bool = False) -> dict[str, Any]:
+    """Mark the runs of `plan` that `recorded` holds as ok done, so a re-run of a sweep resumes
+    it. A resume must ask for the recorded configuration, unless `extend` (sweep_extend: add
+    this configuration to the sweep); PlanError otherwise."""
+    if not extend:
+        _check_resume(plan["sweep_id"], plan["sweep_config"], plan["runs"], recorded)
+    done_digests = {run_id.rsplit("-", 1)[-1] for run_id in recorded.completed}
+    for run in plan["runs"]:
+        run["done"] = run["run_id"].rsplit("-", 1)[-1] in done_digests
+    plan["pending_runs"] = sum(1 for run in plan["runs"] if not run["done"])
+    return plan
 
 
 # The options of the benchmark_plan action (library/benchmark_plan.py documents them).
@@ -472,10 +501,5 @@ ARGUMENT_SPEC = dict(
     workload=dict(type="str", default="ours"),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
     tf_modules=dict(type="list", elements="str", default=[]),
+    **{name: dict(type="raw") for name in TIMEOUTS},
 )
-
-
-def plan_from_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """build_plan for the benchmark_plan options: ``hosts`` and the sweep request."""
-    request = {k: v for k, v in params.items() if k != "hosts"}
-    return build_plan(request, params["hosts"])

@@ -2,7 +2,7 @@
 
 ``workload`` (a run-benchmark.yml variable) is one of
 
-* ``ours`` (the default): ``python -m dtfbench.train``, tf_cnn_benchmarks' semantics on TF 2.x;
+* ``ours`` (the default): ``python -m dtfbench train``, tf_cnn_benchmarks' semantics on TF 2.x;
 * ``tf_cnn_benchmarks@<git ref>``: ``scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py`` of
   tensorflow/benchmarks (or a mirror) at a branch, tag or commit, run through
   ``dtfbench.compat.tf_cnn_adapter`` on the nodes' own TensorFlow;
@@ -159,7 +159,7 @@ def parse_workload(value: Any) -> Workload:
     name, sep, ref = text.partition("@")
     if name not in (TF_CNN_BENCHMARKS, STUDY):
         raise WorkloadError(
-            f"workload={text!r} is unknown; use {OURS} (python -m dtfbench.train, the default), "
+            f"workload={text!r} is unknown; use {OURS} (python -m dtfbench train, the default), "
             f"{TF_CNN_BENCHMARKS}@<git ref> (the original script at a branch, tag or commit) or "
             f"{STUDY} (the study's own copy of it, for TF 1.1)"
         )
@@ -260,7 +260,7 @@ def check_tf_module(workload: Workload, modules: Iterable[Any]) -> None:
     on = f"the module {module} (TensorFlow {major}.{minor})"
     if workload.is_ours and major < 2:
         raise WorkloadError(
-            f"workload={workload.label} (python -m dtfbench.train, TensorFlow 2 code) cannot run on {on}: "
+            f"workload={workload.label} (python -m dtfbench train, TensorFlow 2 code) cannot run on {on}: "
             f"use workload={STUDY} (the study's program, for a TensorFlow 1.x module), or load a "
             f"TensorFlow 2 module (-e tf_module=TensorFlow/2.x... on system=daint, else slurm_cluster_modules)"
         )

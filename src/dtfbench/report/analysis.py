@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..results import store
+from ..results import network, store
 from . import reference as reference_data
 from . import stats
 
@@ -66,7 +66,24 @@ def load_rows(db: str | Path, sweep_id: str | None = None) -> list[dict[str, Any
         raise ReportError(str(err)) from None
     if not rows:
         raise ReportError(f"no runs in {db}" + (f" for sweep {sweep_id}" if sweep_id else ""))
+    attach_link_rates(rows, db)
     return rows
+
+
+def attach_link_rates(rows: list[dict[str, Any]], db: str | Path) -> None:
+    """Give every row its sweep's measured link and incast rates (GB/s, None where unknown) and,
+    where unknown, why (``link_why``): what the busiest NIC is compared with (report/bounds.py)."""
+    by_sweep: dict[str, network.Measured] = {}
+    for row in rows:
+        sweep_id = str(row.get("sweep_id"))
+        if sweep_id not in by_sweep:
+            by_sweep[sweep_id] = network.measured(db, sweep_id)
+        m = by_sweep[sweep_id]
+        row.update(
+            link_gb_s=m.link_gb_s if m.known else None,
+            incast_gb_s=m.incast_gb_s if m.known else None,
+            link_why=None if m.known else (m.why or "unknown"),
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -85,6 +102,8 @@ class Analysis:
     matcher: reference_data.Matcher | None
     ref_io: dict[tuple, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The best PS configuration beside all-reduce, per GPU count where both ran.
+    modes: list[dict[str, Any]] = field(default_factory=list)
 
     def groups(self) -> list[tuple]:
         """(system, workload, model, batch_size) in the order the best table lists them."""
@@ -107,7 +126,14 @@ def analyse(
     io_rows = stats.io_overhead_rows(best)
     mapping = dict(reference_data.DEFAULT_SYSTEM_MAP if system_map is None else system_map)
     analysis = Analysis(
-        rows=rows, summaries=summaries, best=best, io=io_rows, reference=reference, system_map=mapping, matcher=None
+        rows=rows,
+        summaries=summaries,
+        best=best,
+        io=io_rows,
+        reference=reference,
+        system_map=mapping,
+        matcher=None,
+        modes=stats.ps_or_all_reduce(summaries),
     )
     if reference == "published":
         ref_best = reference_data.published_best()

@@ -23,7 +23,7 @@ manifest and this one no longer makes are removed; nothing else in the folder is
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,12 +38,18 @@ from .tables import (
     _f,
     _md_table,
     _model_label,
+    _nic_in_out,
     best_tables,
     configuration_tables,
     failed_runs,
     failure_tables,
     io_table,
+    mode_verdict,
+    modes_table,
 )
+
+# Markdown after the report's own sections, from its rows and the store's path.
+Appendix = Callable[[Sequence[Mapping[str, Any]], str], str]
 
 DEFAULT_OUTPUT = "results/report"
 MANIFEST = "manifest.json"
@@ -127,7 +133,20 @@ def _index(
     if best_ok:
         md += ["", "## Best configuration per GPU count", ""]
         md += _md_table(
-            ["system", "model", "batch", "data", "GPUs", "PS", "variable update", "img/s", "speedup", "efficiency"],
+            [
+                "system",
+                "model",
+                "batch",
+                "data",
+                "GPUs",
+                "PS",
+                "variable update",
+                "img/s",
+                "speedup",
+                "efficiency",
+                "busiest NIC GB/s in/out",
+                "bound",
+            ],
             [
                 [
                     r["system"],
@@ -140,10 +159,26 @@ def _index(
                     _f(r["images_per_sec"]),
                     _f(r["speedup"]),
                     _f(r["efficiency"], ".4f"),
+                    _nic_in_out(r),
+                    r.get("bound") or "-",
                 ]
                 for r in best_ok
             ],
         )
+        md += [
+            "",
+            "What bounds each step, with the numbers behind it, and the step split into compute, transfer "
+            "and the rest: [configurations.md](configurations.md) and the step_split plots; the rules: docs/network.md.",
+        ]
+    if analysis.modes:
+        md += ["", "## PS or all-reduce", ""]
+        md += [
+            f"- {r['system']} ({_model_label(r)}, bs {r['batch_size']}), {r['data']}, {r['gpus']} GPUs: "
+            f"{mode_verdict(r)}; all-reduce {_f(r['all_reduce_images_per_sec'])} img/s, best PS "
+            f"({r['ps_num_ps']} PS, {r['ps_variable_update']}) {_f(r['ps_images_per_sec'])} img/s"
+            for r in analysis.modes
+        ]
+        md += ["", "The table per GPU count: [best_configurations.md](best_configurations.md)."]
     env_names = report_environment.labels(rows)
     md += ["", "## Environment", ""]
     md += [
@@ -152,7 +187,8 @@ def _index(
         for e in report_environment.environments(rows)
     ]
     md += [f"- Kept apart: {line}" for line in report_environment.splits(analysis.summaries, env_names)]
-    md.append("- Details: [environments.md](environments.md)")
+    md += [f"- {report_environment.network_line(s, m)}" for s, m in report_environment.networks(rows, db).items()]
+    md.append("- Details: [environments.md](environments.md), the network per host: [network.csv](network.csv)")
     md += ["", "## Plots", ""]
     if not plots:
         md.append("None written (no plot formats asked for, or no successful run).")
@@ -197,8 +233,12 @@ def build(
     system_map: Mapping[str, str] | None = None,
     db: str = "",
     sweep_id: str | None = None,
+    appendix: Appendix | None = None,
 ) -> BuildResult:
-    """Write the whole report for `rows` under `output`; see the module's docstring."""
+    """Write the whole report for `rows` under `output`; see the module's docstring.
+
+    `appendix(rows, db)`: Markdown the caller adds at the end of the index (the report command
+    passes the forecast's predicted section: dtfbench.forecast.report_section.markdown)."""
     output = Path(output)
     analysis = analyse(rows, reference, system_map)
     formats = tuple(dict.fromkeys(f for f in formats if f))
@@ -220,12 +260,21 @@ def build(
     config_csv, config_md = configuration_tables(analysis)
     fail_csv, fail_md = failure_tables(analysis)
     env_rows, env_md = report_environment.tables(analysis.rows, analysis.summaries)
-    outputs.update({"environments.md": env_md, "environments.csv": _csv(report_environment.CSV_COLUMNS, env_rows)})
+    measured = report_environment.networks(analysis.rows, db)
+    net_rows, net_md = report_environment.network_tables(measured)
+    outputs.update(
+        {
+            "environments.md": env_md + "\n" + net_md,
+            "environments.csv": _csv(report_environment.CSV_COLUMNS, env_rows),
+            "network.csv": _csv(report_environment.NETWORK_CSV_COLUMNS, net_rows),
+        }
+    )
     outputs.update(
         {
             "best_configurations.md": best_md,
             "best_configurations.csv": best_csv,
             "io_overhead.csv": io_table(analysis),
+            "ps_or_all_reduce.csv": modes_table(analysis),
             "configurations.md": config_md,
             "configurations.csv": config_csv,
             "failures.md": fail_md,
@@ -241,6 +290,10 @@ def build(
         ),
         ("best_configurations.csv", "the same, every column"),
         ("io_overhead.csv", "I/O overhead per system and GPU count"),
+        (
+            "ps_or_all_reduce.csv",
+            "per GPU count, the best PS configuration beside all-reduce, the difference and its 95% CI",
+        ),
         ("configurations.md", "every configuration: mean, 95% CI, min/max, runs ok/failed and why"),
         ("configurations.csv", "the same, every column"),
         (
@@ -249,6 +302,7 @@ def build(
             "type, ...) and the runs of each; the configurations they split",
         ),
         ("environments.csv", "the same, every column"),
+        ("network.csv", "each sweep's network as its link probe measured it, per host (GB/s, ms)"),
         ("failures.md", "every failed run and its reason"),
         ("failures.csv", "the same, every column"),
     ]
@@ -280,13 +334,9 @@ def build(
         + "\n"
     )
     outputs[INDEX] = _index(analysis, db, sweep_id, tables, plots_written, files)
-    # The scaling model beside the runs, and an adaptive sweep's decisions. forecast builds on
-    # report (stats), so this one use the other way is imported when called.
-    from ..forecast import report_section
-
-    model_md = report_section.markdown(rows, db)
-    if model_md:
-        outputs[INDEX] += "\n" + model_md
+    extra = appendix(rows, db) if appendix else ""
+    if extra:
+        outputs[INDEX] += "\n" + extra
 
     previous = _previous_files(output)
     changed = []

@@ -1,7 +1,7 @@
 """Reports from the results store: the table printed after a sweep, and the full report.
 
-    python -m dtfbench.report table --db results/results.sqlite [--sweep-id ID]
-    python -m dtfbench.report build --db results/results.sqlite --output results/report \\
+    python -m dtfbench report table --db results/results.sqlite [--sweep-id ID]
+    python -m dtfbench report build --db results/results.sqlite --output results/report \\
         [--sweep-id ID] [--reference {none,published}] [--formats png,svg] \\
         [--system-map OURS=REFERENCE ...]
 
@@ -11,12 +11,13 @@ What ``build`` writes: ``dtfbench.report.build``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..results import store
 from . import reference as reference_data
 from .analysis import REFERENCE_CHOICES, ReportError, load_rows, summarise
-from .build import DEFAULT_OUTPUT, build
+from .build import DEFAULT_OUTPUT, Appendix, build
 from .tables import failed_runs, format_table
 
 # ---------------------------------------------------------------------------------------
@@ -30,8 +31,22 @@ def _formats(text: str) -> list[str]:
     return [f.strip().lower() for f in text.split(",") if f.strip()]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dtfbench.report", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, appendix: Appendix | None = None) -> int:
+    """The command; `appendix(rows, db)`: Markdown after the table and at the end of the report's
+    index (`dtfbench report`, report/command.py, passes the forecast's predicted section)."""
+    try:
+        code = _main(argv, appendix)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+    except BrokenPipeError:
+        # `report table | head`: the reader has what it wanted. Quiet, as the Python docs
+        # advise: stdout to /dev/null, so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return code
+
+
+def _main(argv: list[str] | None, appendix: Appendix | None) -> int:
+    parser = argparse.ArgumentParser(prog="dtfbench report", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     table = sub.add_parser("table", help="print the per-configuration table")
     table.add_argument("--db", default=store.DEFAULT_DB)
@@ -66,11 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = load_rows(args.db, args.sweep_id)
         if args.command == "table":
             print(format_table(summarise(rows)))
-            from ..forecast import report_section  # predicted beside measured; what an adaptive sweep skipped
-
-            model_md = report_section.markdown(rows, str(args.db))
-            if model_md:
-                print("\n" + model_md.rstrip())
+            extra = appendix(rows, str(args.db)) if appendix else ""
+            if extra:
+                print("\n" + extra.rstrip())
             return 0
         try:
             system_map = reference_data.parse_system_map(args.system_map)
@@ -84,9 +97,10 @@ def main(argv: list[str] | None = None) -> int:
             system_map=system_map,
             db=str(args.db),
             sweep_id=args.sweep_id,
+            appendix=appendix,
         )
     except ReportError as err:
-        print(f"dtfbench.report: error: {err}", file=sys.stderr)
+        print(f"dtfbench report: error: {err}", file=sys.stderr)
         return 2
     best = result.analysis.best
     print(f"report: {result.index.resolve()}")
@@ -106,7 +120,3 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"report unchanged: {len(result.files)} files")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,7 @@
 A spec is a JSON-serialisable dict, the same one the report writes beside each plot as its
 sidecar (``<plot>.json``), so what a test reads there is what was drawn:
 
-    {"plot": "speedup", "kind": "line" | "bar", "title": ..., "x_label": ..., "y_label": ...,
+    {"plot": "speedup", "kind": "line" | "bar" | "stacked", "title": ..., "x_label": ..., "y_label": ...,
      "x_scale": "log2" | "category", "y_scale": "log2" (optional), "annotate": false,
      "series": [{"label": "daint synthetic", "source": "ours" | "published" | "ideal",
                  "system": ..., "data": ..., "style": 0,
@@ -11,7 +11,8 @@ sidecar (``<plot>.json``), so what a test reads there is what was drawn:
 
 Line plots put GPUs on a log2 axis (ticks at the GPU counts, as in the study's notebook),
 and the y axis too where the spec says so (speedup: the ideal is then the diagonal);
-bar plots group the series per x category. `low`/`high` (a 95% CI) become error bars;
+bar plots group the series per x category; stacked plots ("kind": "stacked") stack them in
+one bar per category, labelled with each point's ``bound``. `low`/`high` (a 95% CI) become error bars;
 published series are dashed (lines) or hatched (bars) in the colour of the matching series
 of ours; 'ideal' is a thin black dashed line. Output is deterministic for a given matplotlib
 (no dates in SVG, a fixed SVG id salt), so an unchanged report rewrites no file.
@@ -139,6 +140,40 @@ def _draw_bar(ax, spec: Mapping[str, Any]) -> None:
     ax.axhline(0, color="black", linewidth=0.8)
 
 
+def _draw_stacked(ax, spec: Mapping[str, Any]) -> None:
+    """One bar per x category, the series stacked in their order; each bar's label says its
+    bound (a point's ``bound``) under the category."""
+    categories = _xs(spec)
+    index = {c: i for i, c in enumerate(categories)}
+    bottoms = [0.0] * len(categories)
+    bounds: dict[Any, str] = {}
+    for series in spec["series"]:
+        points = [p for p in series["points"] if p.get("y") is not None]
+        if not points:
+            continue
+        pos = [index[p["x"]] for p in points]
+        heights = [float(p["y"]) for p in points]
+        style = int(series.get("style", 0))
+        ax.bar(
+            pos,
+            heights,
+            0.6,
+            bottom=[bottoms[i] for i in pos],
+            color=_colour(style),
+            edgecolor="black",
+            linewidth=0.5,
+            label=series["label"],
+            zorder=2,
+        )
+        for i, height in zip(pos, heights):
+            bottoms[i] += height
+        for p in points:
+            if p.get("bound"):
+                bounds[p["x"]] = str(p["bound"])
+    ax.set_xticks(range(len(categories)))
+    ax.set_xticklabels([f"{c}\n({bounds[c]})" if c in bounds else str(c) for c in categories])
+
+
 def render(spec: Mapping[str, Any], formats: tuple[str, ...] = FORMATS) -> dict[str, bytes]:
     """The plot of `spec` in each of `formats` ('png', 'svg'), as bytes."""
     unknown = [f for f in formats if f not in FORMATS]
@@ -155,6 +190,8 @@ def render(spec: Mapping[str, Any], formats: tuple[str, ...] = FORMATS) -> dict[
             _draw_line(ax, spec)
         elif spec["kind"] == "bar":
             _draw_bar(ax, spec)
+        elif spec["kind"] == "stacked":
+            _draw_stacked(ax, spec)
         else:
             raise ValueError(f"unknown plot kind {spec['kind']!r}")
         ax.set_title(spec.get("title", ""))

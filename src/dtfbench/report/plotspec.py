@@ -139,6 +139,10 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
                 },
             )
         )
+        specs += step_split_specs(group, slug, title)
+        specs += modes_specs(
+            [r for r in analysis.modes if _group_of(r) == (system, workload, model, batch_size)], slug, title
+        )
         for s in make("speedup", False):
             if s["source"] == "published":
                 if (s["system"], s["data"]) in seen_ref:
@@ -208,6 +212,92 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
                     "legend_title": "System",
                     "legend_loc": "upper left",
                     "series": [_series("ideal", "ideal", [{"x": x, "y": float(x)} for x in xs], 0)] + all_speedup,
+                },
+            )
+        )
+    return specs
+
+
+SPLIT_PARTS = (
+    ("compute_s", "compute (the 1-GPU step)"),
+    ("transfer_s", "transfer (busiest NIC bytes / measured link rate)"),
+    ("rest_s", "the rest"),
+)
+
+
+def modes_specs(rows: list[Mapping[str, Any]], slug: str, title: str) -> list[tuple[str, dict[str, Any]]]:
+    """Per GPU count, the best PS configuration's images/sec beside all-reduce's, each with its
+    95% CI (no plot when no count ran both)."""
+    if not rows:
+        return []
+    series = []
+    for style, (label, prefix) in enumerate((("best PS", "ps"), ("all-reduce", "all_reduce"))):
+        for data in dict.fromkeys(r["data"] for r in rows):
+            points = [
+                {
+                    "x": r["gpus"],
+                    "y": r[f"{prefix}_images_per_sec"],
+                    "low": r[f"{prefix}_ci_low"],
+                    "high": r[f"{prefix}_ci_high"],
+                }
+                for r in sorted(rows, key=lambda r: r["gpus"])
+                if r["data"] == data
+            ]
+            series.append(_series(f"{label} {data}", "ours", points, style, data=data, mode=label))
+    return [
+        (
+            f"ps_or_all_reduce-{slug}",
+            {
+                "plot": "ps_or_all_reduce",
+                "kind": "bar",
+                "x_scale": "category",
+                "title": f"PS or all-reduce: {title}",
+                "x_label": "Number of GPUs",
+                "y_label": "images/sec",
+                "legend_title": "Mode",
+                "legend_loc": "upper left",
+                "series": series,
+            },
+        )
+    ]
+
+
+def step_split_specs(group: list[Mapping[str, Any]], slug: str, title: str) -> list[tuple[str, dict[str, Any]]]:
+    """Per data kind, the best configuration's measured step per GPU count split into compute,
+    transfer and the rest (dtfbench.report.bounds); none where no GPU count has a compute part.
+    Without a measured link rate the transfer is unknown and the rest holds it (the legend says so)."""
+    specs = []
+    for data in dict.fromkeys(r["data"] for r in group):
+        rows = sorted(
+            (r for r in group if r["data"] == data and r.get("compute_s") is not None), key=lambda r: r["gpus"]
+        )
+        if not rows:
+            continue
+        known = any(r.get("transfer_s") is not None for r in rows)
+        series = []
+        for k, (key, label) in enumerate(SPLIT_PARTS):
+            if key == "transfer_s" and not known:
+                continue
+            if key == "rest_s" and not known:
+                label = "the rest (transfer included: no measured link rate)"
+            points = [
+                {"x": r["gpus"], "y": r.get(key) or 0.0, "bound": r.get("bound"), "step": r.get("step_time")}
+                for r in rows
+            ]
+            series.append(_series(label, "ours", points, k, part=key))
+        specs.append(
+            (
+                f"step_split-{slug}-{_slug(data)}",
+                {
+                    "plot": "step_split",
+                    "kind": "stacked",
+                    "x_scale": "category",
+                    "title": f"Where the step goes: {title}, {data}",
+                    "x_label": "Number of GPUs (bound)",
+                    "y_label": "seconds per step",
+                    "legend_title": "Part",
+                    "legend_loc": "upper left",
+                    "series": series,
                 },
             )
         )

@@ -31,7 +31,9 @@ from typing import Any
 
 from scipy import stats as scipy_stats
 
+from ..plan.catalog import ALL_REDUCE, PS_VARIABLE_UPDATES
 from ..results import environment_view
+from . import bounds
 
 # Every parameter of a run except its repetition. Only parameters the plan fixes before a run
 # starts: a failed run has no worker result, so fields taken from one (image_size,
@@ -56,6 +58,9 @@ CONFIG_KEYS = (
     "steps",
     "environment_key",
 )
+# A configuration's figures: the mean images/sec over its ok repetitions, its confidence
+# interval, spread and range (summarise); a best row and the tables carry them as they are.
+FIGURES = ("images_per_sec", "ci_low", "ci_high", "ci_half_width", "stddev", "images_per_sec_min", "images_per_sec_max")
 # The best configuration is chosen within each of these groups ...
 BEST_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus")
 # ... and speedup is taken against the 1-GPU best of the same of these.
@@ -172,7 +177,8 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
     succeeded, else 'failed'), images_per_sec (mean), ci_low, ci_high, ci_half_width,
     stddev, images_per_sec_min/max, images_per_sec_per_worker (mean), reasons (sorted,
     unique), failures (run_id, sweep_id, repetition, reason of each failed run), sweep_ids,
-    and speedup/efficiency against the best 1-GPU configuration (None without one).
+    speedup/efficiency against the best 1-GPU configuration (None without one), and the
+    busiest NIC, the step's split and what bounds it (``dtfbench.report.bounds.KEYS``).
     """
     rows = list(rows)
     environments = environment_view.configuration_keys(rows, _same_but_environment)
@@ -184,13 +190,20 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
     summaries = []
     for key, members in groups.items():
         ok = [r for r in members if _is_ok(r)]
-        bad = [r for r in members if not _is_ok(r)]
+        # A run is counted once: a failed attempt that a resume ran again (ok, or failed again)
+        # is not another run of the configuration (a resumed 3-run sweep is "3/3", not "3/4").
+        ok_ids = {r.get("run_id") for r in ok if r.get("run_id")}
+        last_failed: dict[Any, Mapping[str, Any]] = {}
+        for index, r in enumerate(members):
+            if not _is_ok(r) and not (r.get("run_id") and r.get("run_id") in ok_ids):
+                last_failed[r.get("run_id") or ("row", index)] = r
+        bad = list(last_failed.values())
         totals = [float(r["images_per_sec"]) for r in ok]
         per_worker = [float(v) for r in ok for v in (r.get("images_per_sec_per_worker") or [])]
         ci = mean_ci(totals, confidence)
         summary = dict(zip(CONFIG_KEYS, key))
         summary.update(
-            runs=len(members),
+            runs=len(ok) + len(bad),
             n_ok=len(ok),
             failed=len(bad),
             status="ok" if ok else "failed",
@@ -216,10 +229,12 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
             sweep_ids=sorted({str(r["sweep_id"]) for r in members if r.get("sweep_id") is not None}),
             # The TensorFlow the runs reported (the study's program on 1.1, ours on 2.x).
             tf_version=", ".join(sorted({str(r["tf_version"]) for r in members if r.get("tf_version")})) or None,
+            **bounds.measured(members, ok),
         )
         summaries.append(summary)
     environment_view.mark_splits(summaries, _same_but_environment)
     add_speedup(summaries)
+    bounds.add_bounds(summaries, BASELINE_KEYS)
     return summaries
 
 
@@ -273,19 +288,14 @@ def best_configurations(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str
                         "num_workers",
                         "devices_per_worker",
                         "ps_on_worker_nodes",
-                        "images_per_sec",
-                        "ci_low",
-                        "ci_high",
-                        "ci_half_width",
-                        "stddev",
-                        "images_per_sec_min",
-                        "images_per_sec_max",
+                        *FIGURES,
                         "runs",
                         "n_ok",
                         "failed",
                         "reasons",
                         "environment_key",
                         "environment_split",
+                        *bounds.KEYS,
                     )
                 },
             )
@@ -309,6 +319,7 @@ def best_configurations(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str
                 n_ok=0,
                 failed=row["failed_runs"],
                 reasons=sorted({r for s in members for r in s.get("reasons") or []}),
+                **dict.fromkeys(bounds.KEYS),
             )
         best_rows.append(row)
     order = {system: i for i, system in enumerate(dict.fromkeys(r["system"] for r in best_rows))}
@@ -410,6 +421,112 @@ def io_overhead_rows(best_rows: Iterable[Mapping[str, Any]], clamp_at_zero: bool
         )
         result.append(row)
     return result
+
+
+# ---------------------------------------------------------------------------------------
+# PS or all-reduce: the best parameter-server configuration beside all-reduce, per GPU count.
+# ---------------------------------------------------------------------------------------
+
+MODES_CSV = (
+    *BEST_KEYS,
+    "ps_num_ps",
+    "ps_variable_update",
+    "ps_images_per_sec",
+    "ps_ci_low",
+    "ps_ci_high",
+    "ps_n_ok",
+    "all_reduce_images_per_sec",
+    "all_reduce_ci_low",
+    "all_reduce_ci_high",
+    "all_reduce_n_ok",
+    "all_reduce_vs_ps_pct",
+    "all_reduce_vs_ps_ci_low_pct",
+    "all_reduce_vs_ps_ci_high_pct",
+    "winner",
+)
+
+
+def difference_ci(
+    a: Mapping[str, Any], b: Mapping[str, Any], confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """Welch's confidence interval of mean(a) - mean(b), from two summaries' mean, stddev and
+    n_ok (unequal variances, Welch-Satterthwaite degrees of freedom); None with fewer than
+    two successful repetitions on either side."""
+    n_a, n_b = int(a.get("n_ok") or 0), int(b.get("n_ok") or 0)
+    if n_a < 2 or n_b < 2 or a.get("stddev") is None or b.get("stddev") is None:
+        return None
+    diff = float(a["images_per_sec"]) - float(b["images_per_sec"])
+    var_a, var_b = float(a["stddev"]) ** 2 / n_a, float(b["stddev"]) ** 2 / n_b
+    se = math.sqrt(var_a + var_b)
+    if se == 0.0:
+        return diff, diff
+    df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    half = t_quantile(0.5 + confidence / 2.0, df) * se
+    return diff - half, diff + half
+
+
+def ps_or_all_reduce(summaries: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
+    """Per (system, workload, model, batch size, data, GPUs) where both kinds ran: the best
+    parameter-server configuration (the highest mean of parameter_server and
+    distributed_replicated, any PS count) beside collective_all_reduce, and which wins.
+
+    ``all_reduce_vs_ps_pct`` = (all-reduce - PS) / PS x 100, with Welch's confidence interval
+    of the difference in the same unit. ``winner`` is 'all-reduce' or 'PS' when the interval
+    excludes 0, 'neither' when it holds 0 (the repetitions cannot tell them apart), and the
+    higher mean followed by ' (no interval)' with fewer than two repetitions on a side.
+    """
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for s in summaries:
+        if s.get("status") == "ok" and s.get("images_per_sec") is not None:
+            groups.setdefault(_group_key(s, BEST_KEYS), []).append(s)
+    out = []
+    for key, members in groups.items():
+        ps = [s for s in members if s.get("variable_update") in PS_VARIABLE_UPDATES]
+        all_reduce = [s for s in members if s.get("variable_update") == ALL_REDUCE]
+        if not ps or not all_reduce:
+            continue
+        best_ps = max(ps, key=lambda s: s["images_per_sec"])
+        ring = max(all_reduce, key=lambda s: s["images_per_sec"])
+        ps_mean = float(best_ps["images_per_sec"])
+        interval = difference_ci(ring, best_ps, confidence)
+        row: dict[str, Any] = dict(zip(BEST_KEYS, key))
+        row.update(
+            ps_num_ps=best_ps.get("num_ps"),
+            ps_variable_update=best_ps.get("variable_update"),
+            ps_images_per_sec=ps_mean,
+            ps_ci_low=best_ps.get("ci_low"),
+            ps_ci_high=best_ps.get("ci_high"),
+            ps_n_ok=best_ps.get("n_ok"),
+            all_reduce_images_per_sec=ring["images_per_sec"],
+            all_reduce_ci_low=ring.get("ci_low"),
+            all_reduce_ci_high=ring.get("ci_high"),
+            all_reduce_n_ok=ring.get("n_ok"),
+            all_reduce_vs_ps_pct=relative_difference(ring["images_per_sec"], ps_mean),
+            all_reduce_vs_ps_ci_low_pct=None if interval is None else interval[0] / ps_mean * 100.0,
+            all_reduce_vs_ps_ci_high_pct=None if interval is None else interval[1] / ps_mean * 100.0,
+            confidence=confidence,
+        )
+        higher = "all-reduce" if ring["images_per_sec"] > ps_mean else "PS"
+        if interval is None:
+            row["winner"] = f"{higher} (no interval)"
+        elif interval[0] > 0:
+            row["winner"] = "all-reduce"
+        elif interval[1] < 0:
+            row["winner"] = "PS"
+        else:
+            row["winner"] = "neither"
+        out.append(row)
+    out.sort(
+        key=lambda r: (
+            str(r["system"]),
+            str(r["workload"]),
+            str(r["model"]),
+            _num(r["batch_size"]),
+            _data_rank(r["data"]),
+            _num(r["gpus"]),
+        )
+    )
+    return out
 
 
 def relative_difference(ours: float | None, reference: float | None) -> float | None:

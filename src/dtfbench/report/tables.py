@@ -10,9 +10,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from . import bounds, stats
 from . import environment as report_environment
 from . import reference as reference_data
-from . import stats
 from .analysis import CONFIG_KEYS, Analysis, _group_of
 
 # ---------------------------------------------------------------------------------------
@@ -20,7 +20,8 @@ from .analysis import CONFIG_KEYS, Analysis, _group_of
 # ---------------------------------------------------------------------------------------
 
 
-def _fmt(value: Any, spec: str) -> str:
+def _f(value: Any, spec: str = ".2f") -> str:
+    """A figure as the tables print it: `spec`, or "-" for none."""
     return "-" if value is None else format(value, spec)
 
 
@@ -47,6 +48,9 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
         "max",
         "speedup",
         "efficiency",
+        "nic GB/s in/out",
+        "in+out of link",
+        "bound",
     )
     lines = [header]
     for s in summaries:
@@ -57,17 +61,20 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
                 _model_label(s),
                 str(s["data"]),
                 str(s["gpus"]),
-                _fmt(s["num_workers"], "d"),
+                _f(s["num_workers"], "d"),
                 str(s["num_ps"]),
                 str(s["variable_update"]),
                 runs,
-                _fmt(s["images_per_sec_per_worker"], ".2f"),
-                _fmt(s["images_per_sec"], ".2f"),
-                _fmt(s.get("ci_half_width"), ".2f"),
-                _fmt(s["images_per_sec_min"], ".2f"),
-                _fmt(s["images_per_sec_max"], ".2f"),
-                _fmt(s["speedup"], ".2f"),
-                _fmt(s["efficiency"], ".4f"),
+                _f(s["images_per_sec_per_worker"], ".2f"),
+                _f(s["images_per_sec"], ".2f"),
+                _f(s.get("ci_half_width"), ".2f"),
+                _f(s["images_per_sec_min"], ".2f"),
+                _f(s["images_per_sec_max"], ".2f"),
+                _f(s["speedup"], ".2f"),
+                _f(s["efficiency"], ".4f"),
+                _nic_in_out(s),
+                _share(s.get("nic_share")),
+                str(s.get("bound") or "-"),
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -83,10 +90,28 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     ]
     if failures:
         text += ["", "failed runs:"] + failures
+    verdicts = [
+        f"  {s['gpus']} GPUs, {s['num_ps']} PS, {s['variable_update']}: {s['bound']}: {s['bound_why']}"
+        for s in summaries
+        if s.get("bound")
+    ]
+    if verdicts:
+        text += ["", "what bounds the step (docs/network.md):"] + verdicts
     split = report_environment.splits(summaries, report_environment.labels(summaries))
     if split:
         text += ["", "kept apart by their environment (the report's environments.md):"] + [f"  {s}" for s in split]
     return "\n".join(text)
+
+
+def _nic_in_out(row: Mapping[str, Any]) -> str:
+    """The busiest node's GB/s in and out, or '-' (unknown)."""
+    if row.get("nic_rx_gb_per_s") is None or row.get("nic_tx_gb_per_s") is None:
+        return "-"
+    return f"{row['nic_rx_gb_per_s']:.3g}/{row['nic_tx_gb_per_s']:.3g}"
+
+
+def _share(value: Any) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
 
 
 # ---------------------------------------------------------------------------------------
@@ -139,10 +164,6 @@ def _md_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]
     return lines
 
 
-def _f(value: Any, spec: str = ".2f") -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def _ci(low: Any, high: Any) -> str:
     return "-" if low is None or high is None else f"[{low:.2f}, {high:.2f}]"
 
@@ -187,13 +208,7 @@ BEST_CSV = (
     "variable_update",
     "num_workers",
     "devices_per_worker",
-    "images_per_sec",
-    "ci_low",
-    "ci_high",
-    "ci_half_width",
-    "stddev",
-    "images_per_sec_min",
-    "images_per_sec_max",
+    *stats.FIGURES,
     "n_ok",
     "failed_runs",
     "configurations",
@@ -202,6 +217,7 @@ BEST_CSV = (
     "efficiency",
     "io_overhead_pct",
     "reasons",
+    *bounds.KEYS,
 )
 BEST_REF_CSV = (
     "ref_system",
@@ -280,7 +296,17 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
         label = _ref_label(analysis, system)
         if label:
             md += [label, ""]
-        header = ["GPUs", "data", "PS", "variable update", "img/s", "95% CI", "n", "speedup", "efficiency"]
+        header = [
+            "GPUs",
+            "data",
+            "PS",
+            "variable update",
+            "img/s",
+            "95% CI",
+            "n",
+            "speedup",
+            "efficiency",
+        ]
         if matched:
             header += [
                 "published PS",
@@ -290,6 +316,7 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
                 "published efficiency",
                 "Δ efficiency",
             ]
+        header += ["busiest NIC GB/s in/out", "in+out of link", "bound"]
         body = []
         for r in group:
             failed = r["status"] != "ok"
@@ -313,6 +340,7 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
                     _f(r.get("ref_efficiency"), ".4f"),
                     _pct(r.get("diff_efficiency_pct")),
                 ]
+            line += [_nic_in_out(r), _share(r.get("nic_share")), r.get("bound") or "-"]
             body.append(line)
         md += _md_table(header, body)
         failed_groups = [r for r in group if r["status"] != "ok"]
@@ -321,6 +349,7 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
             md += [
                 f"- {r['gpus']} GPUs, {r['data']}: {'; '.join(r['reasons']) or stats.NO_REASON}" for r in failed_groups
             ]
+        md += _modes_section([r for r in analysis.modes if _group_of(r) == (system, workload, model, batch_size)])
         io_group = [r for r in analysis.io if _group_of(r) == (system, workload, model, batch_size)]
         if io_group:
             md += ["", "### I/O overhead", ""]
@@ -337,6 +366,60 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
                 body.append(line)
             md += _md_table(header, body)
     return csv_text, "\n".join(md) + "\n"
+
+
+def mode_verdict(row: Mapping[str, Any]) -> str:
+    """One line: which of the best PS configuration and all-reduce wins at this count, by how
+    much, with the confidence interval of the difference."""
+    diff = row["all_reduce_vs_ps_pct"]
+    low, high = row["all_reduce_vs_ps_ci_low_pct"], row["all_reduce_vs_ps_ci_high_pct"]
+    confidence = f"{row.get('confidence', stats.CONFIDENCE) * 100:.0f}%"
+    interval = (
+        "no interval: fewer than 2 repetitions on a side"
+        if low is None
+        else f"{confidence} CI {low:+.1f}% to {high:+.1f}%"
+    )
+    winner = row["winner"]
+    if winner == "neither":
+        return f"neither: all-reduce {diff:+.1f}% against the best PS configuration ({interval}, which holds 0)"
+    faster = "all-reduce" if diff > 0 else "the best PS configuration"
+    return f"{winner}: {faster} faster by {abs(diff):.1f}% ({interval})"
+
+
+def _modes_section(rows: list[Mapping[str, Any]]) -> list[str]:
+    """best_configurations.md's "PS or all-reduce" part of one group (nothing when no GPU
+    count ran both)."""
+    if not rows:
+        return []
+    md = [
+        "",
+        "### PS or all-reduce",
+        "",
+        "Per GPU count, the best parameter-server configuration (either PS mode, any PS count) beside "
+        "collective_all_reduce; the difference is (all-reduce - PS) / PS with Welch's confidence "
+        "interval of the difference of the two means.",
+        "",
+    ]
+    header = ["GPUs", "data", "best PS", "PS img/s", "PS 95% CI", "all-reduce img/s", "all-reduce 95% CI", "winner"]
+    body = [
+        [
+            r["gpus"],
+            r["data"],
+            f"{r['ps_num_ps']} PS, {r['ps_variable_update']}",
+            _f(r["ps_images_per_sec"]),
+            _ci(r["ps_ci_low"], r["ps_ci_high"]),
+            _f(r["all_reduce_images_per_sec"]),
+            _ci(r["all_reduce_ci_low"], r["all_reduce_ci_high"]),
+            mode_verdict(r),
+        ]
+        for r in rows
+    ]
+    return md + _md_table(header, body)
+
+
+def modes_table(analysis: Analysis) -> str:
+    """ps_or_all_reduce.csv: the best PS configuration beside all-reduce per GPU count."""
+    return _csv(stats.MODES_CSV, analysis.modes)
 
 
 IO_CSV = (
@@ -379,13 +462,7 @@ CONFIG_CSV = CONFIG_KEYS + (
     "n_ok",
     "failed",
     "status",
-    "images_per_sec",
-    "ci_low",
-    "ci_high",
-    "ci_half_width",
-    "stddev",
-    "images_per_sec_min",
-    "images_per_sec_max",
+    *stats.FIGURES,
     "images_per_sec_per_worker",
     "speedup",
     "efficiency",
@@ -393,6 +470,7 @@ CONFIG_CSV = CONFIG_KEYS + (
     "reasons",
     "sweep_ids",
     "environment_split",
+    *bounds.KEYS,
 )
 CONFIG_REF_CSV = (
     "ref_system",
@@ -489,7 +567,61 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
             line += ["; ".join(f"{n}× {reason}" for reason, n in _reason_counts(r["failures"])) or ""]
             body.append(line)
         md += _md_table(header, body)
+        md += _where_the_time_goes([r for r in group if r["status"] == "ok"])
     return csv_text, "\n".join(md) + "\n"
+
+
+def _where_the_time_goes(group: list[Mapping[str, Any]]) -> list[str]:
+    """The verdict of each configuration with the numbers behind it (docs/network.md)."""
+    if not group:
+        return []
+    md = [
+        "",
+        "### What bounds the step",
+        "",
+        "The measured step split into compute (the 1-GPU step), transfer (the busiest NIC's bytes per "
+        "step, in and out, over the measured link rate) and the rest; the busiest node's NIC over the "
+        "workers' measured window, and its share (in + out) of the measured link rate. '-' is unknown.",
+        "",
+    ]
+    header = [
+        "data",
+        "GPUs",
+        "PS",
+        "variable update",
+        "step s",
+        "compute s",
+        "transfer s",
+        "rest s",
+        "busiest node",
+        "in GB/s",
+        "out GB/s",
+        "link GB/s",
+        "in+out of link",
+        "bound",
+        "why",
+    ]
+    body = [
+        [
+            r["data"],
+            r["gpus"],
+            r["num_ps"],
+            r["variable_update"],
+            _f(r.get("step_time"), ".4f"),
+            _f(r.get("compute_s"), ".4f"),
+            _f(r.get("transfer_s"), ".4f"),
+            _f(r.get("rest_s"), ".4f"),
+            r.get("nic_busiest_host") or "-",
+            _f(r.get("nic_rx_gb_per_s"), ".4f"),
+            _f(r.get("nic_tx_gb_per_s"), ".4f"),
+            _f(r.get("link_gb_s"), ".4f"),
+            _share(r.get("nic_share")),
+            r.get("bound") or "-",
+            (r.get("bound_why") or "") + (f" (NIC: {r['nic_unknown']})" if r.get("nic_unknown") else ""),
+        ]
+        for r in group
+    ]
+    return md + _md_table(header, body)
 
 
 def _reason_counts(failures: Iterable[Mapping[str, Any]]) -> list[tuple[str, int]]:
@@ -499,23 +631,8 @@ def _reason_counts(failures: Iterable[Mapping[str, Any]]) -> list[tuple[str, int
     return sorted(counts.items())
 
 
-FAILURE_CSV = (
-    "sweep_id",
-    "run_id",
-    "system",
-    "workload",
-    "model",
-    "batch_size",
-    "data",
-    "gpus",
-    "num_workers",
-    "num_ps",
-    "variable_update",
-    "repetition",
-    "started_at",
-    "finished_at",
-    "reason",
-)
+# A failed run: its sweep and id, its configuration (stats.CONFIG_KEYS), which repetition, when, why.
+FAILURE_CSV = ("sweep_id", "run_id") + CONFIG_KEYS + ("repetition", "started_at", "finished_at", "reason")
 
 
 def failed_runs(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -1,1 +1,2 @@
-"""The results store (SQLite) and the recording of one finished run. Controller; stdlib only."""
+"""The results store (SQLite), the recording of one finished run, and a sweep planned against
+the store (sweep_resume). Controller; stdlib only."""

@@ -24,8 +24,9 @@ from ..node import nvidia_smi
 
 UNKNOWN = "unknown"
 MATTERS = ("instance_type", "gpu_model", "gpu_driver", "tf_version", "tf_build")
-# Compared between a sweep's hosts besides MATTERS (memory differs by a few MB on equal nodes).
-HOST_FIELDS = MATTERS + (
+# Compared between a sweep's hosts besides MATTERS (memory differs by a few MB on equal nodes);
+# the report's environments table shows them too.
+DETAILS = (
     "gpu_count",
     "gpu_clocks",
     "gpu_power_limit",
@@ -37,6 +38,7 @@ HOST_FIELDS = MATTERS + (
     "kernel",
     "python",
 )
+HOST_FIELDS = MATTERS + DETAILS
 # Set per task by the launcher (a worker's own GPUs): never a difference between hosts.
 PER_TASK_ENV = ("CUDA_VISIBLE_DEVICES",)
 

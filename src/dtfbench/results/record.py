@@ -1,17 +1,20 @@
 """Turn one finished run, as the playbook saw it, into one row of the results store.
 
-The playbook hands over (as JSON on stdin of ``python -m dtfbench.record``):
+The playbook hands over (as JSON on stdin of ``python -m dtfbench record``):
 
     {"run": <the plan's run>, "sweep_id": ..., "system": ..., "results_db": ...,
      "git_revision": ..., "started_at": ..., "finished_at": ...,
      "layout": <tf_cluster_spec's result>,
      "hosts": {"<host>": {"failure": "" | "why", "failed_at": <epoch s> | null,
                           "workers": [<tf_task finished results>]}},
-     "data_read": {"<host>": <dtfbench.read_throughput's JSON>},   (real-data runs only)
+     "data_read": {"<host>": <dtfbench read_throughput's JSON>},   (real-data runs only)
      "workload": {"name": "ours" | "tf_cnn_benchmarks", "ref": <git ref> | null,
                   "commit": <the commit the ref resolved to> | null},
      "interrupted": <why the controller left the run unfinished>,   (an interrupted run only)
      "instance_types": {"<host>": <the inventory's instance_type> | ""}}
+
+Each host's entry may carry ``"nic": {"<host>": <NIC figures>}`` (dtfbench.launch.nic_sampler's
+host_figures; the SSH launcher's hosts their own, the Slurm launcher's login node every node's).
 
 A run is 'ok' only when every worker of the layout returned an 'ok' JSON result; otherwise it
 is 'failed' with the first reason found (the hosts' failures, the earliest first since it is
@@ -21,6 +24,7 @@ list it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sqlite3
 import statistics
@@ -29,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..contract.outcomes import PEER_LOST
 from . import run_environment, store
 
 
@@ -42,9 +47,6 @@ def _worker_results(hosts: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
     return found
 
 
-# How a worker's failure says that it lost a peer (workload/reporting.py writes it): by its own
-# words a consequence of another failure.
-PEER_LOST = "(a peer died, is unreachable, or exceeded --step_timeout)"
 # Two tasks that end together are seen by two supervisors (on two hosts, on a loaded machine)
 # in either order: a PS killed at t and the worker that lost it at t + 10 ms can be recorded
 # the other way round. Within this many seconds, a failure that is not a lost peer is the cause.
@@ -79,7 +81,7 @@ def _host_failures(hosts: Mapping[str, Any]) -> str | None:
 
 
 def _failure_reason(payload: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) -> str | None:
-    # A run the controller left unfinished (dtfbench.interrupt records it): that is the reason.
+    # A run the controller left unfinished (dtfbench interrupt records it): that is the reason.
     if payload.get("interrupted"):
         return f"interrupted: {payload['interrupted']}"
     host_reason = _host_failures(payload.get("hosts", {}))
@@ -130,6 +132,32 @@ def _workload(payload: Mapping[str, Any]) -> dict[str, Any]:
         "workload": str(workload["name"]),
         "workload_ref": workload.get("ref") or None,
         "workload_commit": workload.get("commit") or None,
+    }
+
+
+GB = 1e9
+
+
+def _nic(hosts: Mapping[str, Any]) -> dict[str, Any]:
+    """Every host's NIC figures, and the busiest host's: the one whose NIC moved the most bytes
+    a second, in and out together, over the measured window."""
+    figures: dict[str, Any] = {}
+    for host in hosts.values():
+        if isinstance(host, Mapping) and isinstance(host.get("nic"), Mapping):
+            figures.update(host["nic"])
+    measured = {
+        name: f
+        for name, f in figures.items()
+        if isinstance(f, Mapping) and f.get("status") == "ok" and f.get("rx_bytes_per_s") is not None
+    }
+    if not measured:
+        return {"nic": figures or None, "nic_busiest_host": None, "nic_rx_gb_per_s": None, "nic_tx_gb_per_s": None}
+    name = max(sorted(measured), key=lambda n: measured[n]["rx_bytes_per_s"] + measured[n]["tx_bytes_per_s"])
+    return {
+        "nic": figures,
+        "nic_busiest_host": name,
+        "nic_rx_gb_per_s": float(measured[name]["rx_bytes_per_s"]) / GB,
+        "nic_tx_gb_per_s": float(measured[name]["tx_bytes_per_s"]) / GB,
     }
 
 
@@ -194,15 +222,20 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         **_data_read(payload.get("data_read")),
         **_workload(payload),
         **run_environment.columns(payload.get("hosts", {}), payload.get("instance_types")),
+        **_nic(payload.get("hosts", {})),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(
+        prog="dtfbench record",
+        description="Record one finished run (the playbook's JSON on stdin) in the results store.",
+    ).parse_args(argv)
     try:
         payload = json.loads(sys.stdin.read())
         record = build_record(payload)
     except (json.JSONDecodeError, KeyError, TypeError, store.StoreError) as err:
-        print(f"dtfbench.record: error: cannot record the run: {err!r}", file=sys.stderr)
+        print(f"dtfbench record: error: cannot record the run: {err!r}", file=sys.stderr)
         return 2
     db = payload.get("results_db") or store.DEFAULT_DB
     # The run's record goes to a file first, while the disk may still have room, and is
@@ -215,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     except (store.StoreError, sqlite3.IntegrityError) as err:  # the record itself is refused
         if kept is not None:
             kept.unlink(missing_ok=True)
-        print(f"dtfbench.record: error: cannot record the run: {err!r}", file=sys.stderr)
+        print(f"dtfbench record: error: cannot record the run: {err!r}", file=sys.stderr)
         return 2
     except (sqlite3.Error, OSError) as err:
         if conn is not None:
@@ -244,14 +277,10 @@ def _unrecorded(record: Mapping[str, Any], db: str, sweep_id: str | None, err: B
     if kept is None:  # not even a file: the record goes to the log, whole
         where = f"its record follows (no file could be written): {json.dumps(record, sort_keys=True)}"
     else:
-        where = f"its result is kept in {kept} (add it later: python -m dtfbench.store add --db {db} --file {kept})"
+        where = f"its result is kept in {kept} (add it later: python -m dtfbench store add --db {db} --file {kept})"
     print(
-        f"dtfbench.record: error: run {record['run_id']} finished but was not recorded: {problem}; {where}; "
+        f"dtfbench record: error: run {record['run_id']} finished but was not recorded: {problem}; {where}; "
         f"the sweep stops here (resume it with -e sweep_id={sweep_id})",
         file=sys.stderr,
     )
     return 3
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

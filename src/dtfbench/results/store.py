@@ -10,8 +10,8 @@ error names the variable or option and the path.
 
 Command line (used by the playbooks on the controller)::
 
-    python -m dtfbench.store add --db results/results.sqlite < run.json
-    python -m dtfbench.store export --db results/results.sqlite --format csv
+    python -m dtfbench store add --db results/results.sqlite < run.json
+    python -m dtfbench store export --db results/results.sqlite --format csv
 """
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ from typing import Any
 DEFAULT_DB = "results/results.sqlite"
 # 2: gpu_util_mean, gpu_util_max. 3: data_read_mb_per_s, data_read. 4: workload,
 # workload_ref, workload_commit. 5: environment, environment_key. 6: the sweep_steps table (what an
-# adaptive sweep ran or skipped at each GPU count, dtfbench.sweep_steps). A store of an older version
+# adaptive sweep ran or skipped at each GPU count, dtfbench.sweep_steps). 7: the network_probes table (what
+# each sweep's link probe measured, dtfbench.results.network). A store of an older version
 # gets the new columns and tables when it is opened (NULL in its old rows); every column added later
-# must be nullable for that.
-SCHEMA_VERSION = 6
+# must be nullable for that. 8: nic, nic_busiest_host, nic_rx_gb_per_s, nic_tx_gb_per_s (the NIC
+# sampler's figures per run, docs/network.md).
+SCHEMA_VERSION = 8
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -77,10 +79,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("gpu_util_mean", "REAL"),
     ("gpu_util_max", "REAL"),
     # Real-data runs: the raw read rate of the data directory, the slowest node's (it bounds
-    # the run), and every node's measurement (JSON {host: dtfbench.read_throughput's result}).
+    # the run), and every node's measurement (JSON {host: dtfbench read_throughput's result}).
     ("data_read_mb_per_s", "REAL"),
     ("data_read", "TEXT"),
-    # What the run measured: 'ours' (python -m dtfbench.train) or 'tf_cnn_benchmarks' with the
+    # What the run measured: 'ours' (python -m dtfbench train) or 'tf_cnn_benchmarks' with the
     # git ref asked for and the commit it resolved to (NULL for ours; NULL in rows recorded
     # before schema 4, which were all ours).
     ("workload", "TEXT"),
@@ -91,10 +93,26 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     # runs whose keys differ are never one configuration. NULL before schema 5: unknown.
     ("environment", "TEXT"),
     ("environment_key", "TEXT"),
+    # The bytes in and out of each host's TF interface over the workers' measured window
+    # (dtfbench.launch.nic_sampler): {host: figures or {status: unknown, reason}}, and the busiest
+    # host's (the most bytes a second, in and out together) name and rates in GB/s (1e9 bytes/s). NULL
+    # before schema 8, or where no host could be measured.
+    ("nic", "TEXT"),
+    ("nic_busiest_host", "TEXT"),
+    ("nic_rx_gb_per_s", "REAL"),
+    ("nic_tx_gb_per_s", "REAL"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data", "repetition", "status")
-JSON_COLUMNS = ("hosts", "images_per_sec_per_worker", "cluster_spec", "worker_results", "data_read", "environment")
+JSON_COLUMNS = (
+    "hosts",
+    "images_per_sec_per_worker",
+    "cluster_spec",
+    "worker_results",
+    "data_read",
+    "environment",
+    "nic",
+)
 
 
 # Schema 6: one row per decision of an adaptive sweep (dtfbench.sweep_steps reads and writes it).
@@ -102,6 +120,15 @@ SWEEP_STEPS_TABLE = (
     "CREATE TABLE IF NOT EXISTS sweep_steps (sweep_id TEXT NOT NULL, gpus INTEGER NOT NULL, "
     "action TEXT NOT NULL CHECK (action IN ('full', 'narrowed', 'stopped')), reason TEXT NOT NULL, "
     "detail TEXT NOT NULL, recorded_at TEXT)"
+)
+
+
+# Schema 7: one row per link probe of a sweep (dtfbench.results.network reads and writes it; rates
+# in GB/s, 10^9 bytes/s; NULL: unknown, the document says why).
+NETWORK_PROBES_TABLE = (
+    "CREATE TABLE IF NOT EXISTS network_probes (sweep_id TEXT NOT NULL, probed_at TEXT, "
+    "status TEXT NOT NULL CHECK (status IN ('ok', 'unknown')), link_gb_s REAL, incast_gb_s REAL, rtt_ms REAL, "
+    "document TEXT NOT NULL)"
 )
 
 
@@ -282,7 +309,7 @@ def check_writable(db_path: str | Path, where: str | None = None, need: int = MI
 
 def save_unrecorded(record: Mapping[str, Any], db_path: str | Path) -> Path | None:
     """Keep a run for the store: its record as JSON beside the store (or, where
-    that fails too, in the temporary folder), ready for ``python -m dtfbench.store add --file``.
+    that fails too, in the temporary folder), ready for ``python -m dtfbench store add --file``.
     None when no file could be written."""
     path = Path(db_path)
     name = f"{path.name}.unrecorded-{record.get('run_id', 'run')}.json"
@@ -331,6 +358,8 @@ def connect(db_path: str | Path) -> sqlite3.Connection:
             )
             # Schema 6: an adaptive sweep's decisions per GPU count (num_ps=auto, stop_below_efficiency).
             conn.execute(SWEEP_STEPS_TABLE)
+            # Schema 7: each sweep's link probe (dtfbench.results.network).
+            conn.execute(NETWORK_PROBES_TABLE)
             # A store made by an older version lacks the newer columns: add them (appending a
             # nullable column rewrites no row, so the append-only history stays as it was).
             present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
@@ -462,7 +491,7 @@ def export(rows: list[dict[str, Any]], fmt: str, out) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dtfbench.store", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="dtfbench store", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     add = sub.add_parser("add", help="append one run record (JSON on stdin or --file)")
     add.add_argument("--db", default=DEFAULT_DB)
@@ -480,15 +509,15 @@ def main(argv: list[str] | None = None) -> int:
             conn = connect(args.db)
             row_id = add_run(conn, record)
         except (json.JSONDecodeError, StoreError, sqlite3.IntegrityError) as err:
-            print(f"dtfbench.store: error: {err}", file=sys.stderr)
+            print(f"dtfbench store: error: {err}", file=sys.stderr)
             return 2
         except (sqlite3.Error, OSError) as err:
-            print(f"dtfbench.store: error: {describe_error(f'--db {args.db}', Path(args.db), err)}", file=sys.stderr)
+            print(f"dtfbench store: error: {describe_error(f'--db {args.db}', Path(args.db), err)}", file=sys.stderr)
             return 2
         print(json.dumps({"id": row_id, "run_id": record["run_id"], "db": str(args.db)}))
         return 0
     # A reader: read-only, one line naming the file and the problem (exit 2), the same
-    # answers as `python -m dtfbench.report table` (no store, not a store, no runs).
+    # answers as `python -m dtfbench report table` (no store, not a store, no runs).
     try:
         conn = open_readonly(args.db)
         try:
@@ -500,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         if not rows:
             raise StoreError(f"no runs in {args.db}")
     except StoreError as err:
-        print(f"dtfbench.store: error: {err}", file=sys.stderr)
+        print(f"dtfbench store: error: {err}", file=sys.stderr)
         return 2
     if args.output:
         tmp = Path(args.output + ".tmp")
@@ -510,7 +539,3 @@ def main(argv: list[str] | None = None) -> int:
     else:
         export(rows, args.format, sys.stdout)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The benchmark workload (``python -m dtfbench.train``): TensorFlow, on the nodes.
+"""The benchmark workload (``python -m dtfbench train``): TensorFlow, on the nodes.
 
 Flags and cluster checks are pure Python and run before TensorFlow is imported. Imports:
 the standard library, numpy, TensorFlow/keras, this package, ``plan.catalog`` and

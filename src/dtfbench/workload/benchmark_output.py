@@ -140,6 +140,7 @@ def build_result(
     measured_cpu_seconds=None,
     gpu_utilization=None,
     environment=None,
+    measured_window=None,
 ):
     """The result dict of docs/design.md (schema 1) plus ``samples``, ``reason``, ``final_loss``.
 
@@ -150,6 +151,8 @@ def build_result(
     gpu_utilization is nvidia-smi's utilization.gpu sampled during the measured steps
     (dtfbench.node.nvidia_smi.summarise: mean/max per GPU and over them), None without GPUs.
     environment is the node's document (dtfbench.compat.environment.collect), None where not collected.
+    measured_window is (start, end) of the measured steps in epoch seconds (time.time(), this
+    host's clock): the span over which every host's NIC bytes are taken (docs/network.md).
     """
     measured = len(step_times)
     rate = None
@@ -181,6 +184,9 @@ def build_result(
         "cpu_time": {"measured": measured_cpu_seconds, "unit": "s"},
         "gpu_utilization": gpu_utilization,
         "environment": environment,
+        "measured_window": (
+            {"start": measured_window[0], "end": measured_window[1], "clock": "epoch"} if measured_window else None
+        ),
     }
     result["samples"] = samples(result)
     return result

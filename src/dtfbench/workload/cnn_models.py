@@ -8,6 +8,9 @@ tests/workload/test_cnn_models_match.py builds both and compares. Other image si
 the flattened size and Inception's last pool follow the feature map instead of being fixed.
 
 trivial and small_cnn are this project's own test models, not tf_cnn_benchmarks'.
+
+``weight_decay_loss`` is tf_cnn_benchmarks' L2 term of the loss, the same in every
+``--variable_update``.
 """
 
 from dataclasses import dataclass
@@ -219,3 +222,24 @@ def _inception3(cnn):
     height, width = cnn.spatial_size()  # 8 x 8 at 299 x 299, as tf_cnn_benchmarks' apool(8, 8)
     cnn.apool(height, width, 1, 1, "VALID")
     cnn.flatten()
+
+
+def decayed_variables(variables):
+    """The variables the weight decay applies to: all but batch norm's (tf_cnn_benchmarks'
+    Model.filter_l2_loss_vars drops every variable with ``batchnorm`` in its name)."""
+    return [v for v in variables if "batchnorm" not in v.name]
+
+
+def weight_decay_loss(tf, variables, weight_decay):
+    """``weight_decay * sum(l2_loss(v))`` over ``decayed_variables``; None when there is none.
+
+    tf_cnn_benchmarks adds this (``--weight_decay``, default 4e-5) to the loss it differentiates
+    and reports (``total_loss``). It computes it on one tower and multiplies it by the towers,
+    so that their averaged gradients decay each variable by ``weight_decay`` once per step:
+    callers scale it the same way for their towers and replicas.
+    """
+    decayed = decayed_variables(variables)
+    if not weight_decay or not decayed:
+        return None
+    with tf.name_scope("l2_loss"):
+        return weight_decay * tf.math.add_n([tf.nn.l2_loss(v) for v in decayed])

@@ -1,6 +1,12 @@
 """collective_all_reduce: tf.distribute.MultiWorkerMirroredStrategy, no parameter servers.
 
-Every worker holds all variables; gradients are summed with collective all-reduce. TF_CONFIG
+Every worker holds all variables; gradients are summed with collective all-reduce. The network
+is the PS modes' (cnn_models, tf_cnn_benchmarks' layers and variable names, under the scope
+``v``), its variables made by the strategy (mirrored on every replica); the loss is theirs too:
+cross-entropy plus the weight decay. Batch norm's moving averages are per replica
+(synchronised on read), as tf_cnn_benchmarks' all-reduce modes keep them on each device:
+only gradients cross the network. The optimizer is the PS modes' tf.compat.v1 one, whose
+apply_gradients sums the replicas' gradients with the strategy's all-reduce. TF_CONFIG
 is built from --worker_hosts/--task_index. Collectives get CommunicationOptions(timeout_seconds=
 --step_timeout) so a dead peer ends the run with an error instead of a hang; strategy start-up
 (which waits for every worker) is bounded by the watchdog with --startup_timeout.
@@ -12,16 +18,18 @@ import time
 
 from . import benchmark_output as out
 from . import data
+from .cnn_models import build_network, weight_decay_loss
 from .errors import RunFailure
 from .flags import tfrecord_files
 from .graph_worker import watchdog_bound
 from .liveness import port_open
-from .models import build_model
 from .reporting import describe_tf_error
+from .variable_update import make_optimizer
 
 # The coordination service lives in worker 0 (MultiWorkerMirroredStrategy's default leader).
 LEADER_TASK = 0
 LEADER_GRACE_SECS = 10.0
+VARIABLES_LOG_PREFIX = "model variables: "  # one log line: [[name, shape, trainable]] in creation order
 
 
 def tf_config(cluster):
@@ -31,10 +39,49 @@ def tf_config(cluster):
     }
 
 
-def _optimizer(keras, config):
-    if config.optimizer == "momentum":
-        return keras.optimizers.SGD(config.learning_rate, momentum=config.momentum)
-    return keras.optimizers.SGD(config.learning_rate)
+def network_template(tf, config):
+    """cnn_models' network as a callable ``(images, phase_train) -> Network``.
+
+    Its variables are made on the first call (under the strategy's scope: mirrored) and
+    reused on every later one, named as the PS modes name theirs (``v/cg/conv0/conv2d/kernel``).
+    """
+
+    def per_replica_moving_stats(getter, name, *args, **kwargs):
+        if kwargs.get("trainable") is False:
+            kwargs["synchronization"] = tf.VariableSynchronization.ON_READ
+            kwargs["aggregation"] = tf.VariableAggregation.MEAN
+        return getter(name, *args, **kwargs)
+
+    def forward(images, phase_train):
+        return build_network(tf, config.model, images, config.num_classes, config.data_format, phase_train)
+
+    return tf.compat.v1.make_template("v", forward, custom_getter_=per_replica_moving_stats)
+
+
+def build_variables(tf, config, network):
+    """Make the network's variables once, outside any step: a forward pass of one image.
+
+    Returns them in creation order (the template lists its own by name).
+    """
+    created = []
+
+    def record(next_creator, **kwargs):
+        created.append(next_creator(**kwargs))
+        return created[-1]
+
+    with tf.variable_creator_scope(record):
+        network(tf.zeros([1, *_image_shape(config)], tf.float32), False)  # phase_train=False: no update
+    return created
+
+
+def variable_rows(variables):
+    """[[name, shape, trainable]] as the worker logs them (the PS modes' names, ``v/cg/...``)."""
+    return [[v.name.split(":")[0], v.shape.as_list(), bool(v.trainable)] for v in variables]
+
+
+def _image_shape(config):
+    size = config.image_size
+    return [3, size, size] if config.data_format == "NCHW" else [size, size, 3]
 
 
 def _inputs(tf, strategy, config, cluster):
@@ -73,8 +120,6 @@ def _inputs(tf, strategy, config, cluster):
 
 
 def run(tf, config, cluster, report, watchdog):
-    import keras
-
     started = time.monotonic()
     watchdog.arm(config.startup_timeout + 60, "starting the collective strategy (waiting for every worker)")
     os.environ["TF_CONFIG"] = json.dumps(tf_config(cluster))
@@ -99,19 +144,19 @@ def run(tf, config, cluster, report, watchdog):
     global_batch = config.batch_size * replicas
 
     with strategy.scope():
-        model = build_model(config.model, config.image_size, config.num_classes, config.data_format)
-        optimizer = _optimizer(keras, config)
-        optimizer.build(model.trainable_variables)
+        network = network_template(tf, config)
+        variables = build_variables(tf, config, network)
+        optimizer = make_optimizer(tf, config)
+    params = [v for v in variables if v.trainable]
+    report.log(VARIABLES_LOG_PREFIX + json.dumps(variable_rows(variables)))
     next_batch = _inputs(tf, strategy, config, cluster)
 
     def replica_step(images, labels):
         with tf.GradientTape() as tape:
-            logits = model(images, training=True)
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-            # Mean over the global batch: the optimizer sums the replicas' gradients.
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            logits = network(images, True).logits
+            loss = replica_loss(tf, config, logits, labels, params, global_batch)
+        grads = tape.gradient(loss, params)
+        optimizer.apply_gradients(list(zip(grads, params)))
         return loss
 
     @tf.function
@@ -138,6 +183,21 @@ def run(tf, config, cluster, report, watchdog):
     _finish_together(tf, cluster, config)
     watchdog.disarm()
     return report.succeed()
+
+
+def replica_loss(tf, config, logits, labels, params, global_batch):
+    """One replica's share of the step's loss; the replicas' shares sum to the PS modes' loss.
+
+    The cross-entropy's mean over the global batch, and the weight decay over the replicas:
+    the optimizer sums the replicas' gradients, so each variable decays by --weight_decay
+    once per step and the summed loss is tf_cnn_benchmarks' total loss.
+    """
+    per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+    decay = weight_decay_loss(tf, params, config.weight_decay)
+    if decay is not None:
+        loss += tf.nn.scale_regularization_loss(decay)
+    return loss
 
 
 def _finish_together(tf, cluster, config):

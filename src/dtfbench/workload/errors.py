@@ -1,4 +1,4 @@
-"""The two ways a workload run ends badly, mapped to exit codes by ``dtfbench.train``.
+"""The two ways a workload run ends badly, mapped to exit codes by ``dtfbench train``.
 
 - ``UsageError``: the command line (or TF_CONFIG) is wrong; exit 2, before any server starts.
 - ``RunFailure``: the run started but could not finish (a peer died, a step or the start-up
@@ -7,7 +7,7 @@
 
 USAGE_EXIT_CODE = 2
 FAILURE_EXIT_CODE = 1
-PROG = "dtfbench.train"
+PROG = "dtfbench train"
 
 
 class UsageError(Exception):

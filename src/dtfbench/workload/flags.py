@@ -1,4 +1,4 @@
-"""The command line of ``python -m dtfbench.train`` (tf_cnn_benchmarks' flags) and its checks.
+"""The command line of ``python -m dtfbench train`` (tf_cnn_benchmarks' flags) and its checks.
 
 Everything here is pure Python: bad input is reported (one stderr line, exit 2) before
 TensorFlow is imported and before any server starts. The checks that need to know which
@@ -87,6 +87,12 @@ def build_parser():
     add("--optimizer", default="sgd", choices=("sgd", "momentum"))
     add("--learning_rate", type=float, default=0.005)
     add("--momentum", type=float, default=0.9, help="momentum of --optimizer momentum")
+    add(
+        "--weight_decay",
+        type=float,
+        default=4e-5,
+        help="L2 weight decay added to the loss, batch-norm variables excepted (tf_cnn_benchmarks'); 0: none",
+    )
     # Measurement.
     add("--num_warmup_batches", type=int, default=10, help="unmeasured steps before the measured ones")
     add("--num_batches", type=int, default=100, help="measured steps")
@@ -145,6 +151,7 @@ class Config:
     optimizer: str
     learning_rate: float
     momentum: float
+    weight_decay: float
     num_warmup_batches: int
     num_batches: int
     display_every: int
@@ -216,6 +223,7 @@ def _check_numbers(args):
         "--image_size": args.image_size,
         "--ps_idle_timeout": args.ps_idle_timeout,
         "--gpu_sample_interval": args.gpu_sample_interval,
+        "--weight_decay": args.weight_decay,
     }
     for flag, value in non_negative.items():
         if value < 0:
@@ -284,7 +292,7 @@ def check_data_dir(data_dir):
     if not tfrecord_files(data_dir):
         raise UsageError(
             f"--data_dir {data_dir}: no TFRecord files named {TFRECORD_PATTERN}; generate some with"
-            " `python -m dtfbench.tfrecords --output_dir DIR` or leave --data_dir empty for synthetic data"
+            " `python -m dtfbench tfrecords --output_dir DIR` or leave --data_dir empty for synthetic data"
         )
 
 

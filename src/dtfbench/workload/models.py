@@ -1,10 +1,9 @@
 """Keras 3 models for ``--model`` (weights=None: nothing is downloaded).
 
-Used by ``collective_all_reduce`` (eager, tf.distribute) and by the Keras baseline of
-benchmarks/workload_vs_keras.py. The graph-mode modes (parameter_server,
-distributed_replicated, independent) build tf_cnn_benchmarks' networks from cnn_models
-instead: keras.applications' ResNet50 is not tf_cnn_benchmarks' (conv biases), and Keras 3's
-unfused batch norm cost a third of a step (docs/workload_speed.md).
+Used only by the Keras baseline of benchmarks/workload_vs_keras.py (a second opinion on the
+workload's speed). Every ``--variable_update`` builds tf_cnn_benchmarks' networks from
+cnn_models instead: keras.applications' ResNet50 is not tf_cnn_benchmarks' (conv biases), and
+Keras 3's unfused batch norm cost a third of a step (docs/workload_speed.md).
 
 Every builder returns a keras.Model mapping images (NHWC or NCHW, float32) to logits
 (no softmax: the loss is softmax cross-entropy on logits, as in tf_cnn_benchmarks).
@@ -102,8 +101,3 @@ def _small_cnn(keras, shape, num_classes):
         ],
         name="small_cnn",
     )
-
-
-def tf_variables(keras_variables):
-    """keras.Variable -> the tf.Variable behind it (what tf.compat.v1 optimizers accept)."""
-    return [getattr(v, "value", v) for v in keras_variables]

@@ -10,23 +10,36 @@ import sys
 import threading
 import time
 
-from ..results.record import PEER_LOST
+from ..contract.outcomes import PEER_LOST
 from . import benchmark_output as out
 from .errors import FAILURE_EXIT_CODE, error_line
 
 _TASK_RE = re.compile(r"/job:(ps|worker)/replica:\d+/task:(\d+)")
 _ADDR_RE = re.compile(r"ipv[46]:(\[?[\w.:\-]+?\]?):(\d+)")
+# TF's allocation failure: 'OOM when allocating tensor with shape[…] and type float on
+# /job:worker/replica:0/task:0/device:CPU:0 by allocator cpu'.
+_OOM_RE = re.compile(r"OOM when allocating tensor.*? on (/job:(\w+)/replica:\d+/task:(\d+)/device:[\w:]+)")
+
+
+def say(line, stream):
+    """One line to the log (stdout or stderr). A line the log cannot take (its disk is full) is
+    dropped: the run goes on, and a worker's result is its --result_file; raising here would
+    turn a finished measurement into a failed run, or leave TF's threads holding the process."""
+    try:
+        print(line, file=stream, flush=True)
+    except OSError:
+        pass
 
 
 class RunReport:
-    def __init__(self, config, cluster, process_start):
+    def __init__(self, config, cluster):
         self.config = config
         self.cluster = cluster
-        self.process_start = process_start
         self.wall_time = {"import": None, "session_ready": None, "run": None}
         self.step_times = []
         self.measured_seconds = None
         self.measured_cpu_seconds = None
+        self.measured_window = None  # (start, end), time.time(): the NIC bytes' window
         self.final_loss = None
         self.devices = []
         self.tf_version = None
@@ -53,11 +66,11 @@ class RunReport:
         return f"{self.cluster.job_name} {self.cluster.task_index}"
 
     def emit(self, line=""):
-        print(line, flush=True)
+        say(line, sys.stdout)
 
     def log(self, message):
         # Progress notes go to stderr so stdout stays tf_cnn_benchmarks' lines + the result.
-        print(f"[dtfbench {self.label}] {message}", file=sys.stderr, flush=True)
+        say(f"[dtfbench {self.label}] {message}", sys.stderr)
 
     def start_gpu_sampling(self):
         """Sample this worker's GPUs (nvidia-smi) until stop_gpu_sampling; nothing on CPU-only nodes."""
@@ -80,13 +93,15 @@ class RunReport:
         steps (--num_warmup_batches) run unmeasured. Each of the --num_batches measured steps
         is timed alone (perf_counter around the step call and nothing else), with a step line
         every --display_every steps; the measured window's wall and CPU seconds and the GPU
-        sampling span exactly the measured steps.
+        sampling span exactly the measured steps; the measured window (wall clock) is where
+        every host's NIC bytes are taken (docs/network.md).
         """
         config = self.config
         for n in range(config.num_warmup_batches):
             step(f"warm-up step {n + 1}")
         self.emit(out.step_header())
         self.start_gpu_sampling()
+        window_start = time.time()
         measured_start = time.perf_counter()
         cpu_start = time.process_time()
         for n in range(1, config.num_batches + 1):
@@ -97,6 +112,7 @@ class RunReport:
             if out.should_display(n, config.display_every):
                 self.emit(out.step_line(n, self.images_per_step, self.step_times, self.final_loss))
         self.measured_seconds = time.perf_counter() - measured_start
+        self.measured_window = (window_start, time.time())
         self.measured_cpu_seconds = time.process_time() - cpu_start
         self.stop_gpu_sampling()
 
@@ -118,6 +134,7 @@ class RunReport:
             measured_cpu_seconds=self.measured_cpu_seconds,
             gpu_utilization=self.gpu_utilization,
             environment=self.environment,
+            measured_window=self.measured_window,
         )
 
     def succeed(self):
@@ -141,21 +158,18 @@ class RunReport:
                 return FAILURE_EXIT_CODE
             self._finished = True
             self.stop_gpu_sampling(wait=False)
-            print(error_line(f"{self.label}: {reason}"), file=sys.stderr, flush=True)
+            say(error_line(f"{self.label}: {reason}"), sys.stderr)
             if self.is_worker:
                 try:
                     self._publish(self.result(status="failed", reason=reason))
                 except Exception as exc:  # reporting must not mask the failure
-                    print(error_line(f"{self.label}: could not write the result: {exc}"), file=sys.stderr, flush=True)
+                    say(error_line(f"{self.label}: could not write the result: {exc}"), sys.stderr)
             return FAILURE_EXIT_CODE
 
     def _publish(self, result):
         self.emit(out.result_line(result))
         if self.config.result_file:
             out.write_result_atomically(self.config.result_file, result)
-
-    def since_start(self):
-        return time.monotonic() - self.process_start
 
 
 def describe_peer(message, cluster):
@@ -178,6 +192,27 @@ def describe_tf_error(exc, cluster, during):
     """One line: what we were doing, which peer (if known), the TF error type and message."""
     message = str(getattr(exc, "message", None) or exc)
     first = " ".join(message.split())[:300]
+    if type(exc).__name__ == "ResourceExhaustedError" or "OOM when allocating" in message:
+        return describe_out_of_memory(exc, cluster, during, " ".join(message.split()))
     peer = describe_peer(message, cluster)
     where = f" with {peer}" if peer else ""
     return f"{during} failed{where}: {type(exc).__name__}: {first} {PEER_LOST}"
+
+
+def describe_out_of_memory(exc, cluster, during, message):
+    """TF's allocation failure, first in the line and as this task's own failure (or, when the
+    allocation was on a peer's device, that peer's): not a lost peer."""
+    own = (cluster.job_name or "worker", cluster.task_index)
+    who = f"{own[0]} {own[1]}"
+    found = _OOM_RE.search(message)
+    if found and found.group(2) in ("ps", "worker") and (found.group(2), int(found.group(3))) != own:
+        address = cluster.address_of(found.group(2), int(found.group(3)))
+        who = f"{found.group(2)} {found.group(3)}" + (f" ({address})" if address else "")
+    where = f" on {found.group(1)}" if found else ""
+    # TF's sentence itself (its message may start with the graph's traceback), else the start.
+    sentence = re.search(r"OOM when allocating tensor.*?(?:by allocator \S+|$)", message)
+    text = sentence.group(0)[:300] if sentence else message[:300]
+    return (
+        f"out of memory: {who} could not allocate a tensor{where} in {during} "
+        f"({type(exc).__name__}: {text}); lower batch_size or use a node with more memory"
+    )

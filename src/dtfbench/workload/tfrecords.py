@@ -1,10 +1,10 @@
 """Generate a small ImageNet-format TFRecord set of real JPEGs.
 
-    python -m dtfbench.tfrecords --output_dir D --shards 4 --images_per_shard 64 [--image_size 64]
+    python -m dtfbench tfrecords --output_dir D --shards 4 --images_per_shard 64 [--image_size 64]
 
 Files are named like ImageNet's build_imagenet_data.py output (train-00000-of-00004, and
 validation-* with --validation_shards), with the same feature keys, so the real-data path
-of ``dtfbench.train`` reads them the way it reads ImageNet. The pictures are smooth colour
+of ``dtfbench train`` reads them the way it reads ImageNet. The pictures are smooth colour
 gradients plus noise, encoded as real JPEGs of slightly varying sizes.
 """
 
@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-PROG = "dtfbench.tfrecords"
+PROG = "dtfbench tfrecords"
 NUM_LABELS = 1000  # ImageNet: labels 1..1000 (0 is background)
 
 
@@ -113,7 +113,3 @@ def main(argv=None):
     for path in paths:
         print(path)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

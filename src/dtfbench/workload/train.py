@@ -1,4 +1,4 @@
-"""``python -m dtfbench.train``: the benchmark workload (tf_cnn_benchmarks semantics on TF 2.x).
+"""``python -m dtfbench train``: the benchmark workload (tf_cnn_benchmarks semantics on TF 2.x).
 
 Order matters: flags are validated first (bad input -> one line, exit 2, TensorFlow never
 imported), then TF is imported, the device checks run (still before any server), and only
@@ -19,9 +19,13 @@ from .errors import USAGE_EXIT_CODE, RunFailure, UsageError, error_line
 
 def _end_process(code):
     # TF keeps gRPC servers and runner threads alive that a normal interpreter exit can wait
-    # on forever; the result is already printed and written, so leave at once.
-    sys.stdout.flush()
-    sys.stderr.flush()
+    # on forever; the result is already printed and written, so leave at once (also when the
+    # log's disk is full and its last lines cannot be flushed).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass
     os._exit(code)
 
 
@@ -44,10 +48,18 @@ def main(argv=None):
     import tensorflow as tf
 
     from . import collective, graph_worker, ps_task
-    from .liveness import Watchdog
+    from .liveness import HEARTBEAT_ENV, Watchdog
     from .reporting import RunReport
 
-    report = RunReport(config, cluster, process_start)
+    report = RunReport(config, cluster)
+
+    def on_expire(what, seconds):
+        _end_process(report.fail(f"{what} did not finish within {seconds:g} s; a peer is dead, stuck or unreachable"))
+
+    # From here on, the heartbeat tells the launcher that this process still runs (it beats
+    # from the watchdog's thread; `import tensorflow` above may hold the interpreter for
+    # seconds at a time on a busy host, so it starts after it).
+    watchdog = Watchdog(on_expire, heartbeat=os.environ.get(HEARTBEAT_ENV))
     # Before check_devices resolves auto: a worker asked to run on GPUs that TF cannot see
     # still gets its GPUs sampled (idle GPUs explain a slow run).
     report.requested_device = config.device
@@ -64,11 +76,6 @@ def main(argv=None):
         print(error_line(exc), file=sys.stderr, flush=True)
         _end_process(USAGE_EXIT_CODE)
     report.config = config
-
-    def on_expire(what, seconds):
-        _end_process(report.fail(f"{what} did not finish within {seconds:g} s; a peer is dead, stuck or unreachable"))
-
-    watchdog = Watchdog(on_expire)
     try:
         if cluster.job_name == "ps":
             code = ps_task.run(tf, config, cluster, report)
@@ -81,10 +88,9 @@ def main(argv=None):
     except KeyboardInterrupt:
         code = 128 + 2  # Ctrl-C: leave at once, like SIGTERM does
     except Exception as exc:  # a bug or an unexpected TF error: still one clear line and a result
-        traceback.print_exc()
+        try:
+            traceback.print_exc()
+        except OSError:
+            pass  # the log's disk is full: the line below tries the result file still
         code = report.fail(f"unexpected {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
     _end_process(code)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

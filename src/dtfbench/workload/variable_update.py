@@ -18,7 +18,7 @@ one gradient per worker per step; async applies each worker's gradient as it com
 
 from dataclasses import dataclass, field
 
-from .cnn_models import build_network
+from .cnn_models import build_network, weight_decay_loss
 
 
 @dataclass
@@ -49,8 +49,12 @@ def _trainable_under(tf, scope):
     return tf.compat.v1.trainable_variables(scope=f"^{scope}/")
 
 
-def tower_forward(tf, config, images, labels, device, index, scope, reuse=False):
+def tower_forward(tf, config, images, labels, device, index, num_towers, scope, reuse=False):
     """Loss and gradients of one tower, built on ``device`` (a device string or a device setter).
+
+    The loss is tf_cnn_benchmarks' total loss: the cross-entropy, and on the last tower the
+    weight decay times the towers (the towers' averaged gradients then decay each variable
+    by --weight_decay once, as tf_cnn_benchmarks' do).
 
     The network's variables are made (or, with ``reuse``, found) under ``scope``. They are
     reference variables, as tf_cnn_benchmarks' (use_resource_vars=False): applying SGD to a
@@ -61,6 +65,9 @@ def tower_forward(tf, config, images, labels, device, index, scope, reuse=False)
         network = build_network(tf, config.model, images, config.num_classes, config.data_format)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=network.logits))
         params = _trainable_under(tf, scope)
+        decay = weight_decay_loss(tf, params, config.weight_decay) if index == num_towers - 1 else None
+        if decay is not None:
+            loss += num_towers * decay
         grads = tf.compat.v1.gradients(loss, params, colocate_gradients_with_ops=True)
     return Tower(str(device), loss, grads, params, network.update_ops)
 
@@ -98,7 +105,7 @@ def build_parameter_server(tf, config, device_setter, towers_inputs, global_step
     ``device_setter(tower_device)`` places variables on the PSs and the other ops on the tower.
     """
     towers = [
-        tower_forward(tf, config, images, labels, device_setter(device), k, "v", reuse=k > 0)
+        tower_forward(tf, config, images, labels, device_setter(device), k, len(towers_inputs), "v", reuse=k > 0)
         for k, (device, images, labels) in enumerate(towers_inputs)
     ]
     params = towers[0].params
@@ -119,7 +126,7 @@ def build_distributed_replicated(
     """distributed_replicated: local copies per tower, one aggregated update per worker."""
     towers = []
     for k, (device, images, labels) in enumerate(towers_inputs):
-        towers.append(tower_forward(tf, config, images, labels, device, k, f"v{k}"))
+        towers.append(tower_forward(tf, config, images, labels, device, k, len(towers_inputs), f"v{k}"))
         _check_grads(towers[-1].grads, towers[-1].params)
     # The global copy: the same network's variables on the PSs (its forward ops never run).
     first_device, first_images, _ = towers_inputs[0]
@@ -152,11 +159,15 @@ def _refresh_local_copies(tf, global_params, towers, local_parameter_device, aft
 
 
 def build_independent(tf, config, towers_inputs, global_step):
-    """independent: each tower trains its own copy; nothing is shared (local baseline)."""
+    """independent: each tower trains its own copy; nothing is shared (local baseline).
+
+    The weight decay is on the last tower only, times the towers, as tf_cnn_benchmarks builds
+    it in every mode (op for op the same work, though here no gradients are averaged).
+    """
     towers = []
     applies = []
     for k, (device, images, labels) in enumerate(towers_inputs):
-        tower = tower_forward(tf, config, images, labels, device, k, f"v{k}")
+        tower = tower_forward(tf, config, images, labels, device, k, len(towers_inputs), f"v{k}")
         _check_grads(tower.grads, tower.params)
         towers.append(tower)
         with tf.device(device):

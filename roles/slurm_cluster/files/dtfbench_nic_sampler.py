@@ -1,0 +1,1 @@
+../../../src/dtfbench/launch/nic_sampler.py

@@ -1,0 +1,69 @@
+"""``python -m dtfbench <command> [args]`` (or the ``dtfbench`` console script): every command.
+
+The roles and playbooks call ``{{ ansible_playbook_python }} -m dtfbench <command>`` (or the
+nodes' virtualenv Python), so the interpreter that runs a command is always the one named.
+
+Each command is the ``main(argv)`` of one module, imported only once it is chosen: the
+workload (``train``) runs on nodes without the report's matplotlib/scipy or Ansible, and
+``record`` runs on the controller without TensorFlow. ``dtfbench <command> --help`` is the
+command's own help.
+"""
+
+import importlib
+import sys
+
+# name: (module whose main(argv) runs it, one line for `dtfbench --help`)
+COMMANDS = {
+    "train": ("dtfbench.workload.train", "the benchmark workload: one TF task (tf_cnn_benchmarks semantics on TF 2.x)"),
+    "layout": ("dtfbench.plan.layout", "the cluster layout (who runs where on which port) as JSON"),
+    "record": ("dtfbench.results.record", "record one finished run in the results store (JSON on stdin)"),
+    "store": ("dtfbench.results.store", "inspect, check, add to and export the results store"),
+    "netprobe": ("dtfbench.results.netprobe", "store and show what a sweep's link probe measured"),
+    "report": ("dtfbench.report.command", "the table of a sweep, or the full report (tables, plots, index)"),
+    "forecast": ("dtfbench.forecast.predict", "predicted scaling, the best PS count and a sweep's cost"),
+    "adaptive_sweep": ("dtfbench.forecast.adaptive", "the next step of a num_ps=auto / stop_below_efficiency sweep"),
+    "scaling_validation": ("dtfbench.forecast.validation", "the scaling model against the study's published tables"),
+    "narrowing_validation": ("dtfbench.forecast.narrowing", "num_ps=auto against the study's published tables"),
+    "interrupt": ("dtfbench.launch.interrupt", "the controller's watchdog for an ended ansible-playbook"),
+    "s3sync": ("dtfbench.node.s3sync", "download an S3 prefix into a local directory (resumable, verified)"),
+    "read_throughput": ("dtfbench.node.read_throughput", "raw read throughput of a data directory"),
+    "tfrecords": ("dtfbench.workload.tfrecords", "generate a small ImageNet-format TFRecord set"),
+    "ec2_types": ("dtfbench.plan.ec2_types", "the EC2 GPU instance types as the markdown table of docs/aws.md"),
+}
+
+USAGE = "usage: python -m dtfbench <command> [args]   (or: dtfbench <command> [args])"
+
+
+def overview():
+    """The top-level help: the usage and every command with its line."""
+    width = max(len(name) for name in COMMANDS)
+    lines = [USAGE, "", "commands:"]
+    lines += ["  %-*s  %s" % (width, name, line) for name, (_, line) in COMMANDS.items()]
+    lines += ["", "`dtfbench <command> --help` shows the options of one command."]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        print(overview(), file=sys.stderr)
+        print("dtfbench: error: no command given", file=sys.stderr)
+        return 2
+    name, args = argv[0], argv[1:]
+    if name in ("-h", "--help", "help"):
+        print(overview())
+        return 0
+    if name not in COMMANDS:
+        print(USAGE, file=sys.stderr)
+        print(
+            "dtfbench: error: unknown command %r; the commands are: %s (`dtfbench --help` says what each does)"
+            % (name, ", ".join(COMMANDS)),
+            file=sys.stderr,
+        )
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return module.main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

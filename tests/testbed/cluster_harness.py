@@ -1,0 +1,1 @@
+../harness/cluster_harness.py
