@@ -152,10 +152,17 @@ class CallbackModule(CallbackBase):
         previous = signal.getsignal(signum)
 
         def handler(number, frame):
-            if os.getpid() == self.pid and not self.state.get("signal"):
+            if os.getpid() != self.pid:
+                # A worker Ansible has just forked and that has not yet put in its own handler
+                # (WorkerProcess._term): Ansible's controller handler would assert here ("can
+                # only test a child process"). Die by the signal, as that worker would.
+                signal.signal(number, signal.SIG_DFL)
+                os.kill(os.getpid(), number)
+                return
+            if not self.state.get("signal"):
                 self.state["signal"] = signal.Signals(number).name
                 self.save()
-            if os.getpid() == self.pid and self.state.get("sweep_recorded") and not self.state.get("run"):
+            if self.state.get("sweep_recorded") and not self.state.get("run"):
                 # Every run is recorded (the summary): nothing needs Ansible's orderly stop.
                 # Its handler raises KeyboardInterrupt wherever the main thread is, and a fork
                 # hook or a lock's release swallows it with a traceback ("Exception ignored in

@@ -100,3 +100,34 @@ def test_the_benchmark_roles_record_task_ends_the_run_for_the_watchdog(plugin):
     assert plugin.state["run"] == dict(run_id="r1")
     plugin.seen(result("ansible.builtin.command", "localhost", dict(cmd=argv)))
     assert plugin.state["run"] is None and on_disk(plugin)["run"] is None
+
+
+def test_a_signal_in_a_just_forked_worker_ends_it_by_the_signal_without_a_traceback(plugin, tmp_path):
+    """Ctrl-C reaches the whole process group, workers Ansible has just forked included, before
+    a worker puts in its own handler. The controller's handler asserts in a child ("can only
+    test a child process", as TaskQueueManager._signal_handler does); the wrapper must never
+    call it there, nor write the controller's state."""
+    parent = os.getpid()
+
+    def controller_only(number, frame):
+        assert os.getpid() == parent, "can only test a child process"
+
+    previous = signal.signal(signal.SIGUSR1, controller_only)
+    stderr = tmp_path / "child.err"
+    try:
+        plugin.wrap(signal.SIGUSR1)
+        before = plugin.state_file.read_bytes()
+        child = os.fork()
+        if child == 0:  # the worker: stderr to a file, then the signal
+            try:
+                fd = os.open(stderr, os.O_WRONLY | os.O_CREAT)
+                os.dup2(fd, 2)
+                os.kill(os.getpid(), signal.SIGUSR1)
+            finally:
+                os._exit(3)  # reached only if the signal did not end it
+        _, status = os.waitpid(child, 0)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGUSR1, status
+    assert stderr.read_text() == ""
+    assert plugin.state_file.read_bytes() == before
