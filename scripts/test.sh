@@ -3,10 +3,26 @@
 # module included), ansible-lint's production profile offline, ruff (lint and format check of
 # the Python), and every role's molecule scenario. Each stage runs even if an earlier one
 # failed; the exit status says if any did.
-# Arguments go to pytest (e.g. scripts/test.sh -k layout).
+#
+# Two lanes run at once. One pytest alone leaves one of the machine's two cores idle much of
+# the time (process starts, ssh, TF's imports, waits on tasks):
+#   tests  pytest of the folders that start TensorFlow tasks, test beds or the Slurm test
+#          cluster (HEAVY below), one test after another, as before;
+#   checks pytest of the folders that do not (LIGHT), then ansible-lint, ruff and molecule.
+# They share no port (molecule's TF runs take ports of their own), no network-namespace range
+# (each test bed and Slurm test cluster claims a free one), no directory (each pytest has its
+# own --basetemp). The checks lane's output follows the tests lane's, whole.
+#
+# Arguments go to one pytest of every folder, and the stages then run one after another
+# (e.g. scripts/test.sh -k layout). PYTEST_ADDOPTS reaches both lanes' pytest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
+
+# The integration tests last: their timing-sensitive ones (the shaped network, the interrupts)
+# then run mostly after the checks lane has ended.
+HEAVY=(tests/workload tests/modules tests/nodes tests/testbed tests/slurm tests/integration)
+LIGHT=(tests/unit tests/aws)
 
 failed=()
 stage() {
@@ -27,12 +43,56 @@ pytest_stage() {
   return $rc
 }
 
+# A folder of tests in neither lane would never run: refuse before anything starts.
+lanes_cover_every_folder() {
+  local folder missing=()
+  for folder in tests/*/; do
+    folder=${folder%/}
+    compgen -G "$folder/test_*.py" >/dev/null || continue
+    [[ " ${HEAVY[*]} ${LIGHT[*]} " == *" $folder "* ]] || missing+=("$folder")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "scripts/test.sh: ${missing[*]} in neither HEAVY nor LIGHT: add each to one of them" >&2
+  return 1
+}
+
+checks() {
+  stage ansible-lint scripts/lint.sh
+  stage ruff scripts/ruff.sh
+  stage molecule scripts/molecule.sh
+}
+
+[ $# -gt 0 ] || lanes_cover_every_folder || exit 2
+
 # Debian packages the tests use (sshd for the test bed, Slurm and munge): installed when missing.
 stage test-deps scripts/test-deps.sh
-stage pytest pytest_stage "$@"
-stage ansible-lint scripts/lint.sh
-stage ruff scripts/ruff.sh
-stage molecule scripts/molecule.sh
+
+if [ $# -gt 0 ]; then
+  stage pytest pytest_stage "$@"
+  checks
+else
+  work=$(mktemp -d /tmp/dtfbench-test.XXXXXX)
+  (
+    failed=()
+    stage "pytest (${LIGHT[*]})" pytest_stage --basetemp="$work/light" "${LIGHT[@]}"
+    checks
+    printf '%s\n' "${failed[@]}" > "$work/checks.failed"
+  ) > "$work/checks.log" 2>&1 &
+  checks_lane=$!
+  stage "pytest (${HEAVY[*]})" pytest_stage --basetemp="$work/heavy" "${HEAVY[@]}"
+  wait "$checks_lane"
+  printf '\n===== the checks lane, run beside the tests above =====\n'
+  cat "$work/checks.log"
+  if [ -f "$work/checks.failed" ]; then
+    while read -r name; do
+      [ -n "$name" ] && failed+=("$name")
+    done < "$work/checks.failed"
+  else
+    failed+=("the checks lane (it ended before its last stage)")
+  fi
+  # The tests' files stay for a look when anything failed.
+  [ ${#failed[@]} -gt 0 ] && echo "the tests' files: $work" || rm -rf "$work"
+fi
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf '\nFAILED stages: %s\n' "${failed[*]}"
