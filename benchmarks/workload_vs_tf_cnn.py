@@ -1,7 +1,7 @@
 """P4: our workload against tf_cnn_benchmarks, on the same CPU, model, batch and threads, in one run.
 
     PYTHONPATH=src python benchmarks/workload_vs_tf_cnn.py [--models resnet50 inception3 vgg16 alexnet]
-        [--setups single ps1w2] [--legs ours tf_cnn tf_cnn_study] [--lock /tmp/dtfbench-heavy.lock]
+        [--setups single ps1w2 ar2] [--legs ours tf_cnn tf_cnn_study] [--lock /tmp/dtfbench-heavy.lock]
 
 Legs (programs), each in fresh processes:
 
@@ -12,7 +12,10 @@ Legs (programs), each in fresh processes:
   e-bug/distributed-tensorflow-benchmarks at --study_commit, on TF 1.1 (scripts/tf1-venv.sh).
 
 Setups: ``single`` (one process: ours --variable_update independent, tf_cnn_benchmarks' local
-parameter_server) and ``ps1w2`` (1 PS + 2 workers on 127.0.0.1, parameter_server, synchronous).
+parameter_server), ``ps1w2`` (1 PS + 2 workers on 127.0.0.1, parameter_server, synchronous) and
+``ar2`` (2 workers on 127.0.0.1, collective_all_reduce: ours through MultiWorkerMirroredStrategy,
+tf_cnn_benchmarks' graph-mode collective ops with --all_reduce_spec=collective). The study's
+program (TF 1.1) has no all-reduce mode: its leg runs the other two setups only.
 All: --device cpu, NHWC, batch --batch_size per worker, the model's default image size, synthetic
 data, SGD, --num_intra_threads/--num_inter_threads passed to all (0: TF chooses; the study's
 program defaults to 1 intra-op thread, so it is always passed).
@@ -55,7 +58,9 @@ BUNDLES = {
 }
 SCRIPT_DIRS = {"tf_cnn": "scripts/tf_cnn_benchmarks", "tf_cnn_study": "google-benchmarks/tf_cnn_benchmarks"}
 LEGS = ("ours", "tf_cnn", "tf_cnn_study")
-SETUPS = ("single", "ps1w2")
+SETUPS = ("single", "ps1w2", "ar2")
+# The setups each leg can run: TF 1.1's tf_cnn_benchmarks predates collective_all_reduce.
+LEG_SETUPS = {"ours": SETUPS, "tf_cnn": SETUPS, "tf_cnn_study": ("single", "ps1w2")}
 STEP_LINE = re.compile(r"^\s*(\d+)\s+images/sec: ([\d.]+)")
 GOAL = 1.0
 
@@ -63,7 +68,7 @@ GOAL = 1.0
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="+", default=["resnet50", "inception3", "vgg16", "alexnet"])
-    p.add_argument("--setups", nargs="+", default=list(SETUPS), choices=SETUPS)
+    p.add_argument("--setups", nargs="+", default=["single", "ps1w2"], choices=SETUPS)
     p.add_argument("--legs", nargs="+", default=list(LEGS), choices=LEGS)
     p.add_argument(
         "--study_models",
@@ -172,6 +177,15 @@ class Programs:
         argv = [*program, *self.flags(leg, model)]
         if setup == "single":
             argv.append("--variable_update=independent" if leg == "ours" else "--variable_update=parameter_server")
+        elif setup == "ar2":
+            argv += [
+                "--variable_update=collective_all_reduce",
+                f"--job_name={job}",
+                f"--task_index={index}",
+                f"--worker_hosts={worker_hosts}",
+            ]
+            if leg != "ours":  # tf_cnn_benchmarks' collective mode takes one single-range spec
+                argv.append("--all_reduce_spec=collective")
         else:
             argv += [
                 "--variable_update=parameter_server",
@@ -208,9 +222,11 @@ def run_leg(programs, leg, model, setup, timeout):
         if done.returncode:
             raise RuntimeError(f"{leg} {model} failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
         return [worker_rate(done.stdout + done.stderr, f"{leg} {model}")]
-    ports = free_ports(3)
-    ps_hosts, worker_hosts = f"127.0.0.1:{ports[0]}", f"127.0.0.1:{ports[1]},127.0.0.1:{ports[2]}"
-    tasks = [("ps", 0)] + [("worker", i) for i in range(2)]
+    num_ps = 0 if setup == "ar2" else 1
+    ports = free_ports(num_ps + 2)
+    ps_hosts = ",".join(f"127.0.0.1:{port}" for port in ports[:num_ps])
+    worker_hosts = ",".join(f"127.0.0.1:{port}" for port in ports[num_ps:])
+    tasks = [("ps", i) for i in range(num_ps)] + [("worker", i) for i in range(2)]
     processes = []
     try:
         for job, index in tasks:
@@ -228,7 +244,7 @@ def run_leg(programs, leg, model, setup, timeout):
             )
         rates = []
         deadline = time.monotonic() + timeout
-        for (_job, index), process in list(zip(tasks, processes))[1:]:
+        for (_job, index), process in list(zip(tasks, processes))[num_ps:]:
             output, _ = process.communicate(timeout=max(1, deadline - time.monotonic()))
             if process.returncode:
                 raise RuntimeError(
@@ -291,7 +307,7 @@ def main(argv=None):
             for setup in args.setups:
                 shift = round_number % len(legs)
                 for leg in legs[shift:] + legs[:shift]:
-                    if leg == "tf_cnn_study" and model not in args.study_models:
+                    if setup not in LEG_SETUPS[leg] or (leg == "tf_cnn_study" and model not in args.study_models):
                         continue
                     with held(args.lock):
                         load = os.getloadavg()

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg" PYTHONPATH="$PWD/src"
 selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=(p4 p4-keras p3 p2 p1 p1-study controller nic-cost)
+[ ${#selected[@]} -gt 0 ] || selected=(p4 p4-allreduce p4-keras p3 p2 p1 p1-study controller nic-cost)
 for name in "${selected[@]}"; do
   echo "=== $name"
   case "$name" in
@@ -27,6 +27,10 @@ for name in "${selected[@]}"; do
     p4) python benchmarks/workload_vs_tf_cnn.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # The second baseline: a plain Keras tf.function loop.
     p4-keras) python benchmarks/workload_vs_keras.py ;;
+    # Issue #29: ours against tf_cnn_benchmarks master, both collective_all_reduce with 2 workers
+    # on 127.0.0.1, resnet50 and inception3, 3 rounds (the legs' order rotated), ~25 min.
+    p4-allreduce) python benchmarks/workload_vs_tf_cnn.py --setups ar2 --legs ours tf_cnn --models resnet50 inception3 \
+      --repeats 3 --output results/benchmarks/workload_vs_tf_cnn_allreduce.json ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #27: the link probe's accuracy at 50/200/1,000 Mbit/s (4 shaped hosts), its time on
     # 16 hosts, the planner across the network onset (below); ~15 min on 2 cores.
     netprobe) python benchmarks/netprobe.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
@@ -35,7 +39,7 @@ for name in "${selected[@]}"; do
     netprobe-planner) python benchmarks/netprobe.py --parts planner ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #27's telemetry cost: throughput with the NIC sampler on and off in turns of 3 s, one run, ~1.5 min.
     nic-cost) python benchmarks/nic_cost.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-keras controller netprobe netprobe-planner nic-cost" >&2; exit 2 ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-allreduce p4-keras controller netprobe netprobe-planner nic-cost" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"

@@ -4,14 +4,15 @@
 # the Python), and every role's molecule scenario. Each stage runs even if an earlier one
 # failed; the exit status says if any did.
 #
-# Two lanes run at once. One pytest alone leaves one of the machine's two cores idle much of
-# the time (process starts, ssh, TF's imports, waits on tasks):
-#   tests  pytest of the folders that start TensorFlow tasks, test beds or the Slurm test
-#          cluster (HEAVY below), one test after another, as before;
-#   checks pytest of the folders that do not (LIGHT), then ansible-lint, ruff and molecule.
-# They share no port (molecule's TF runs take ports of their own), no network-namespace range
-# (each test bed and Slurm test cluster claims a free one), no directory (each pytest has its
-# own --basetemp). The checks lane's output follows the tests lane's, whole.
+# Two lanes run at once, of about equal length: one pytest alone left one of the machine's
+# two cores idle much of the time (process starts, ssh, TF's imports, waits on tasks).
+#   tests   pytest of HEAVY: the modules' tests, the Slurm test cluster's, the integration tests;
+#   checks  pytest of LIGHT (unit, moto, the workload's own processes, the node roles and the
+#           test bed on namespaces), then ansible-lint, ruff and molecule.
+# They share no port (TF tasks take free ports or, in molecule, ports of their own), no
+# network-namespace range (each test bed and Slurm test cluster claims a free one), no
+# directory (each pytest has its own --basetemp). The checks lane's output follows the tests
+# lane's, whole.
 #
 # Arguments go to one pytest of every folder, and the stages then run one after another
 # (e.g. scripts/test.sh -k layout). PYTEST_ADDOPTS reaches both lanes' pytest.
@@ -20,9 +21,10 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
 
 # The integration tests last: their timing-sensitive ones (the shaped network, the interrupts)
-# then run mostly after the checks lane has ended.
-HEAVY=(tests/workload tests/modules tests/nodes tests/testbed tests/slurm tests/integration)
-LIGHT=(tests/unit tests/aws)
+# then run mostly after the checks lane has ended. The lanes are balanced on their measured
+# times: each stage prints its own, PYTEST_ADDOPTS=--durations=40 the slowest tests.
+HEAVY=(tests/modules tests/slurm tests/integration)
+LIGHT=(tests/unit tests/aws tests/workload tests/nodes tests/testbed)
 
 failed=()
 stage() {

@@ -11,7 +11,7 @@ import slurm_testcluster as tc
 pytestmark = pytest.mark.skipif(bool(tc.missing_prerequisites()), reason=tc.missing_prerequisites() or "ok")
 
 
-def wait_for(check, timeout=30.0):
+def wait_for(check, timeout=120.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

@@ -91,6 +91,7 @@ def run(tf, config, cluster, report):
         if now - last_probe < PROBE_EVERY_SECS:
             continue
         last_probe = now
+        gone = []
         for worker, address in workers.items():
             if worker in finished:
                 continue
@@ -103,15 +104,22 @@ def run(tf, config, cluster, report):
             if worker in finished:
                 continue
             if worker in first_seen:
-                raise RunFailure(
-                    f"worker {worker} ({address}) went away before finishing; stopping this PS", peer=f"worker {worker}"
-                )
+                gone.append(worker)
+                continue
             if now - started > config.startup_timeout:
                 raise RunFailure(
                     f"worker {worker} ({address}) did not come up within {config.startup_timeout:g} s"
                     " (--startup_timeout); stopping this PS",
                     peer=f"worker {worker}",
                 )
+        if gone:
+            # Every worker gone since the last probe is named: a killed worker's peers end on
+            # their own soon after, and which went first cannot be told from closed ports.
+            named = " and ".join(f"worker {worker} ({workers[worker]})" for worker in gone)
+            raise RunFailure(
+                f"{named} went away before finishing; stopping this PS",
+                peer=" and ".join(f"worker {worker}" for worker in gone),
+            )
         if config.ps_idle_timeout and now - last_token > config.ps_idle_timeout:
             waiting = sorted(set(workers) - finished)
             raise RunFailure(
