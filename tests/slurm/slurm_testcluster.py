@@ -10,6 +10,9 @@ Debian's Slurm 22.05 and munge, no accounting:
 
 - ``munged`` on the host with a private socket, key and pid file (``/tmp/dtfbench-slurm-<prefix>-munge``:
   munged wants every directory above its socket open to all, which pytest's are not);
+- the nodes' spool directories, which hold the job steps' sockets, in
+  ``/tmp/dtfbench-slurm-<prefix>-spool/<node>``: under a test's folder their paths can pass a
+  socket's 107 bytes, and a job never starts (slurmd logs it and sbatch says nothing);
 - ``slurmctld`` on the host, listening on a free port, reached by the nodes at the host's
   address on a bridge of the cluster's own;
 - one ``slurmd`` per node (``node1`` .. ``nodeN``, 1 to 8), each in its own network namespace
@@ -263,6 +266,8 @@ def plan(directory: Path, nodes: int, x: int) -> dict:
         # munged wants every directory above its socket open to all, and a socket path of
         # at most 107 bytes: its own short directory under /tmp, not one under <dir>.
         munge_dir=f"/tmp/dtfbench-slurm-{prefix}-munge",
+        # Job steps' sockets are <spool>/<node>_<job>.<step> (up to ~30 bytes): a short folder too.
+        spool_dir=f"/tmp/dtfbench-slurm-{prefix}-spool",
         pids={},
         watchdog_pid=None,
     )
@@ -348,7 +353,11 @@ def write_config(state: dict) -> None:
     munge.mkdir(mode=0o755)
     os.chmod(munge, 0o755)
     for node in state["nodes"]:
-        (Path(node["dir"]) / "spool").mkdir(parents=True, exist_ok=True)
+        Path(node["dir"]).mkdir(parents=True, exist_ok=True)
+    spool = Path(state["spool_dir"])
+    shutil.rmtree(spool, ignore_errors=True)  # a crashed cluster's of the same prefix
+    for node in state["nodes"]:
+        (spool / node["name"]).mkdir(parents=True)
 
     hosts = [
         "127.0.0.1 localhost",
@@ -372,7 +381,7 @@ def write_config(state: dict) -> None:
         f"StateSaveLocation={d / 'ctld' / 'state'}",
         f"SlurmctldPidFile={d / 'ctld' / 'slurmctld.pid'}",
         f"SlurmctldLogFile={d / 'ctld' / 'slurmctld.log'}",
-        f"SlurmdSpoolDir={d / 'nodes' / '%n' / 'spool'}",
+        f"SlurmdSpoolDir={Path(state['spool_dir']) / '%n'}",
         f"SlurmdPidFile={d / 'nodes' / '%n' / 'slurmd.pid'}",
         f"SlurmdLogFile={d / 'nodes' / '%n' / 'slurmd.log'}",
         "SlurmctldDebug=info",
@@ -607,8 +616,9 @@ def take_down(directory: Path, state: dict) -> None:
     # 3. Namespaces (their veth ends go with them), host veth ends, the bridge, and anything
     #    else with the prefix (a crash between create and record).
     nh.remove_prefixed(state["prefix"] + "-", last=[state["bridge"]], grace=3.0)
-    if munge_dir.startswith("/tmp/dtfbench-slurm-"):
-        shutil.rmtree(munge_dir, ignore_errors=True)
+    for short_dir in (munge_dir, state.get("spool_dir", "")):
+        if short_dir.startswith("/tmp/dtfbench-slurm-"):
+            shutil.rmtree(short_dir, ignore_errors=True)
 
 
 OUR_ENTRIES = ("etc", "ctld", "nodes", "modulefiles", "modules", "work", "env.sh", "watchdog.log")
@@ -638,7 +648,8 @@ def remove_files(directory: Path, state: dict | None) -> None:
 def leftovers(state: dict) -> list[str]:
     """What of a cluster still exists (empty when it is fully down). For tests."""
     markers = [state["dir"]] + ([state["munge_dir"]] if state.get("munge_dir") else [])
-    found = CLUSTER.leftovers(state["prefix"], markers, [Path(state["dir"], STATE), *markers[1:]])
+    short_dirs = [state[key] for key in ("munge_dir", "spool_dir") if state.get(key)]
+    found = CLUSTER.leftovers(state["prefix"], markers, [Path(state["dir"], STATE), *short_dirs])
     for name, pid in state.get("pids", {}).items():
         if pid and alive(pid) and any(marker in a for marker in markers for a in cmdline(pid)):
             found.append(f"{name} {pid}")
