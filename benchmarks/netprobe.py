@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The link probe and the planner on the shaped test bed (issue #27's goals).
+"""The link probe and the planner on the shaped test bed (issue #27's goals, #29's ring).
 
-    .venv/bin/python benchmarks/netprobe.py [--parts accuracy time planner] [--lock FILE]
+    .venv/bin/python benchmarks/netprobe.py [--parts accuracy time planner planner-ring] [--lock FILE]
 
-Three parts, each on a test bed of its own (tests/testbed/testbed.py: network namespaces
+Four parts, each on a test bed of its own (tests/testbed/testbed.py: network namespaces
 with their own sshd; `--link-mbit` shapes every node's private link with tbf), each against
 a baseline measured in the same run:
 
@@ -22,6 +22,10 @@ planner   max(--planner-gpus) + 1 hosts shaped to --planner-mbit (100): --planne
           path, num_ps=auto's calibrate) predicts 2N = 4 with the probe's link rate (goal:
           within 15% of the measured rate), without it, and with no link rate gives a range
           (goal: it holds the measured rate). docs/network.md, "Across the network onset".
+planner-ring  the same for collective_all_reduce (issue #29): max(--planner-gpus) hosts, a worker
+          a host, the ring synchronous (every node sends and receives 2(N-1)/N of the variables a
+          step); fitted on the counts up to N with the probe's link, predicts 2N (no published
+          table has all-reduce runs: this is the mode's check). docs/scaling_model.md.
 
 Writes results/benchmarks/netprobe.json (the parts run), prints each figure.
 """
@@ -52,6 +56,7 @@ GOODPUT = 1448 / 1514  # TCP payload per byte on a 1500-byte-MTU Ethernet link (
 # worker pulls, computes and pushes on its own, so that one worker's transfers overlap the
 # others' compute and the PS's link fills only when the workers' bytes outgrow their steps).
 ONSET_ARGS = ["--num_intra_threads", "1", "--num_inter_threads", "1", "--cross_replica_sync", "false"]
+RING_ARGS = ["--num_intra_threads", "1", "--num_inter_threads", "1"]
 
 
 def plain_transfer_gb_s(sender: dict, receiver: dict, seconds: float = 3.0) -> float:
@@ -168,12 +173,28 @@ def planner(
     gpus: list[int],
     fit_up_to: int,
     repetitions: int,
+    variable_update: str = "parameter_server",
 ) -> dict:
-    sweep = "planner"
-    db = work / "planner.sqlite"
-    hosts = max(gpus) + 1  # a worker a host, and the PS on a host of its own
+    ring = "collective_all_reduce" in variable_update
+    sweep = "planner-ring" if ring else "planner"
+    db = work / f"{sweep}.sqlite"
+    # The ring: a worker a host, synchronous (it has no other form), every node's link loaded
+    # alike; a PS mode beside it (--ring-variable-update) puts its PS on the first worker's host.
+    # The PS onset: a worker a host, asynchronous, the PS on a host of its own.
+    hosts = max(gpus) if ring else max(gpus) + 1
+    layout = (
+        ["-e", f"variable_update={variable_update}", "-e", json.dumps({"benchmark_extra_args": RING_ARGS})]
+        + ["-e", "num_ps=1" if variable_update != "collective_all_reduce" else "num_ps=0"]
+        if ring
+        else [
+            "-e",
+            "num_ps=1",
+            "-e",
+            json.dumps({"benchmark_ps_on_worker_nodes": False, "benchmark_extra_args": ONSET_ARGS}),
+        ]
+    )
     with held(lock):
-        bed_dir = work / "planner"
+        bed_dir = work / sweep
         tb.up(bed_dir, hosts=hosts, link_mbit=mbit)
         try:
             wall, out = playbook(
@@ -183,10 +204,7 @@ def planner(
                 "system=testbed",
                 "-e",
                 f"gpus={','.join(map(str, gpus))}",
-                "-e",
-                "num_ps=1",
-                "-e",
-                json.dumps({"benchmark_ps_on_worker_nodes": False, "benchmark_extra_args": ONSET_ARGS}),
+                *layout,
                 "-e",
                 "model=trivial",
                 "-e",
@@ -214,10 +232,14 @@ def planner(
     measured = network.measured(db, sweep)
     result = validation.sweep_extrapolation(recorded, "trivial", batch, fit_up_to, measured.planner_gb_s)
     observations = adaptive.observations_of(recorded)
-    per_worker_step = {o.config.gpus: batch / (o.images_per_sec / o.config.gpus) for o in observations}
+    per_worker_step = {
+        f"{o.config.gpus}/{o.config.num_ps}/{o.config.variable_update}": batch / (o.images_per_sec / o.config.gpus)
+        for o in observations
+    }
     for case in result["cases"]:
         print(
-            f"planner {mbit:g} Mbit/s, fit <= {fit_up_to} GPUs, {case['gpus']} GPUs {case['num_ps']} PS: measured "
+            f"planner {mbit:g} Mbit/s, fit <= {fit_up_to} GPUs, {case['gpus']} GPUs {case['variable_update']} "
+            f"{case['num_ps']} PS: measured "
             f"{case['measured']:.1f} img/s; with the probe's link {case['with_link']:.1f} "
             f"({case['error_with_link']:+.1%}), without {case['without_link']:.1f} "
             f"({case['error_without_link']:+.1%}); range with no link "
@@ -225,15 +247,16 @@ def planner(
             flush=True,
         )
     print(
-        "planner: per-worker step (s) by GPU count "
-        + ", ".join(f"{g}: {s:.3f}" for g, s in sorted(per_worker_step.items()))
+        "planner: per-worker step (s) by GPUs/PSs/variable update "
+        + ", ".join(f"{c}: {s:.3f}" for c, s in sorted(per_worker_step.items()))
         + f"; the probe's link {measured.link_gb_s * 8e3:.1f} Mbit/s, incast {measured.incast_gb_s * 8e3:.1f}",
         flush=True,
     )
     return {
         "hosts": hosts,
-        "ps_on_worker_nodes": False,
-        "cross_replica_sync": False,
+        "variable_update": variable_update,
+        "ps_on_worker_nodes": None if ring else False,
+        "cross_replica_sync": True if ring else False,
         "shaped_mbit": mbit,
         "workload": {"model": "trivial", "image_size": image_size, "batch_size": batch, "steps": steps},
         "gpus": gpus,
@@ -242,12 +265,16 @@ def planner(
         "probe_link_gb_s": measured.link_gb_s,
         "probe_incast_gb_s": measured.incast_gb_s,
         "planner_link_gb_s": measured.planner_gb_s,
-        "per_worker_step_s": {str(g): s for g, s in sorted(per_worker_step.items())},
-        "observed_images_per_sec": {f"{o.config.gpus}/{o.config.num_ps}": o.images_per_sec for o in observations},
+        "per_worker_step_s": dict(sorted(per_worker_step.items())),
+        "observed_images_per_sec": {
+            f"{o.config.gpus}/{o.config.num_ps}/{o.config.variable_update}": o.images_per_sec for o in observations
+        },
         "nic_busiest_gb_s": {
-            str(r["gpus"]): (r["nic_rx_gb_per_s"] or 0) + (r["nic_tx_gb_per_s"] or 0) for r in recorded
+            f"{r['gpus']}/{r['variable_update']}": (r["nic_rx_gb_per_s"] or 0) + (r["nic_tx_gb_per_s"] or 0)
+            for r in recorded
         },
         **result,
+        "winners": winners(result["cases"]),
         "sweep_wall_s": wall,
         "met_with_link": all(abs(c["error_with_link"]) <= 0.15 for c in result["cases"]),
         "met_range": all(c["inside_range"] for c in result["cases"]),
@@ -255,10 +282,38 @@ def planner(
     }
 
 
+def winners(cases: list[dict]) -> dict[str, dict]:
+    """Per GPU count with both sides predicted: PS or all-reduce, measured and predicted with the
+    probe's link (the best PS configuration against the ring, as the planner ranks them)."""
+    out = {}
+    for gpus in sorted({c["gpus"] for c in cases}):
+        ps = [c for c in cases if c["gpus"] == gpus and c["variable_update"] != "collective_all_reduce"]
+        ring = [c for c in cases if c["gpus"] == gpus and c["variable_update"] == "collective_all_reduce"]
+        if not ps or not ring:
+            continue
+        best_measured, best_predicted = max(c["measured"] for c in ps), max(c["with_link"] for c in ps)
+        out[str(gpus)] = {
+            "measured": "all-reduce" if ring[0]["measured"] > best_measured else "ps",
+            "measured_ratio": ring[0]["measured"] / best_measured,
+            "predicted": "all-reduce" if ring[0]["with_link"] > best_predicted else "ps",
+            "predicted_ratio": ring[0]["with_link"] / best_predicted,
+        }
+        print(
+            f"planner: PS or all-reduce at {gpus} GPUs: measured {out[str(gpus)]['measured']} "
+            f"(all-reduce / best PS {out[str(gpus)]['measured_ratio']:.2f}), predicted with the link "
+            f"{out[str(gpus)]['predicted']} ({out[str(gpus)]['predicted_ratio']:.2f})",
+            flush=True,
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
-        "--parts", nargs="+", default=["accuracy", "time", "planner"], choices=["accuracy", "time", "planner"]
+        "--parts",
+        nargs="+",
+        default=["accuracy", "time", "planner", "planner-ring"],
+        choices=["accuracy", "time", "planner", "planner-ring"],
     )
     p.add_argument("--lock", help="flock this file around each part (the machine's heavy lock)")
     p.add_argument("--planner-mbit", type=float, default=100)
@@ -268,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--planner-gpus", default="1,2,4", help="the sweep's GPU counts (one worker a host)")
     p.add_argument("--planner-fit-up-to", type=int, default=2, help="N: fitted on the counts <= N")
     p.add_argument("--planner-repetitions", type=int, default=3)
+    p.add_argument(
+        "--ring-variable-update",
+        default="collective_all_reduce",
+        help="planner-ring's sweep: the ring alone, or a PS mode beside it (parameter_server,collective_all_reduce)",
+    )
     args = p.parse_args(argv)
     results = json.loads(OUT.read_text()) if OUT.is_file() else {}
     with tempfile.TemporaryDirectory(prefix="dtfbench-netprobe-") as tmp:
@@ -278,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             elif part == "time":
                 results["time"] = probe_time(work, args.lock)
             else:
-                results["planner"] = planner(
+                results[part] = planner(
                     work,
                     args.lock,
                     args.planner_mbit,
@@ -288,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                     [int(g) for g in args.planner_gpus.split(",")],
                     args.planner_fit_up_to,
                     args.planner_repetitions,
+                    args.ring_variable_update if part == "planner-ring" else "parameter_server",
                 )
             OUT.parent.mkdir(parents=True, exist_ok=True)
             OUT.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

@@ -219,12 +219,21 @@ def netprobe_rows(result: dict) -> list[tuple[str, str, str, float | None, str, 
         )
     else:
         out.append(("N2", "not run", "-", None, "<= 30 s", None))
-    planner = result.get("planner")
+    for ident, part in (("N3", "planner"), ("N5", "planner-ring")):
+        out.extend(_planner_rows(ident, result.get(part)))
+    return out
+
+
+def _planner_rows(ident, planner):
+    """N3 (a PS sweep across the network onset) and N5 (the ring): the planner fitted small
+    with the probe's link, against the larger count measured."""
+    out = []
     for case in (planner or {}).get("cases", []):
         out.append(
             (
-                "N3",
-                f"planner, {planner['hosts']} hosts at {planner['shaped_mbit']:g} Mbit/s, fit <= "
+                ident,
+                f"planner, {case.get('variable_update', 'parameter_server')}, {planner['hosts']} hosts at "
+                f"{planner['shaped_mbit']:g} Mbit/s, fit <= "
                 f"{planner.get('fit_up_to', 4)} GPUs with the probe's link: {case.get('gpus', 8)} GPUs "
                 f"{case['with_link']:.1f} img/s (no link {case['without_link']:.1f}); range with no link "
                 f"{case['range'][0]:.1f}-{case['range'][1]:.1f} ({'holds' if case['inside_range'] else 'misses'})",
@@ -235,7 +244,7 @@ def netprobe_rows(result: dict) -> list[tuple[str, str, str, float | None, str, 
             )
         )
     if not planner:
-        out.append(("N3", "not run", "-", None, "0.85-1.15, in range", None))
+        out.append((ident, "not run", "-", None, "0.85-1.15, in range", None))
     return out
 
 

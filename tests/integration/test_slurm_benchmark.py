@@ -127,6 +127,36 @@ def test_parameter_servers_on_nodes_of_their_own(slurm_env, slurm_test_cluster, 
     assert live_processes(sweep_id) == []
 
 
+def test_all_reduce_runs_as_a_job_of_workers_only(slurm_env, slurm_test_cluster, tmp_path, live_processes):
+    """collective_all_reduce through Slurm: the layout gives it workers only (no PS, no
+    --ps_hosts), recorded like the PS modes' runs, each node's NIC both ways (a ring)."""
+    sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
+    db = tmp_path / "results.sqlite"
+    done = run_benchmark(
+        slurm_env, db, *extra_vars(gpus=2, variable_update="collective_all_reduce", num_ps=0, sweep_id=sweep_id)
+    )
+    assert done.returncode == 0, output(done)
+    (run,) = store.runs(store.connect(db))
+    assert run["status"] == "ok", run["reason"]
+    assert run["variable_update"] == "collective_all_reduce" and run["num_ps"] == 0 and run["num_workers"] == 2
+    assert run["hosts"] == ["node1", "node2"]
+    assert run["cluster_spec"]["worker"] == ["node1:2220", "node2:2220"] and not run["cluster_spec"].get("ps")
+    assert len(run["images_per_sec_per_worker"]) == 2 and min(run["images_per_sec_per_worker"]) > 0
+    for result in run["worker_results"]:
+        assert result["config"]["variable_update"] == "collective_all_reduce"
+        assert not result["config"].get("ps_hosts"), result["config"]
+    (job_id,) = {w["slurm_job_id"] for w in run["worker_results"]}
+    directory = run_dir(slurm_test_cluster, run["run_id"])
+    layout = json.loads((directory / f"job-{job_id}" / "layout.json").read_text())
+    assert layout["cluster_spec"] == run["cluster_spec"]
+    assert "ps 0" not in (directory / f"job-{job_id}.out").read_text()
+    # A ring: every node sends and receives its neighbour's share.
+    for node, figures in run["nic"].items():
+        assert figures["status"] == "ok" and figures["rx_bytes"] > 0 and figures["tx_bytes"] > 0, (node, figures)
+    assert live_processes(sweep_id) == []
+    assert slurm(slurm_env, "squeue", "--noheader").strip() == ""
+
+
 def test_too_few_nodes_is_an_error_before_anything_is_submitted(slurm_env, tmp_path):
     before = job_ids(slurm_env)
     db = tmp_path / "results.sqlite"

@@ -27,16 +27,21 @@ pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 # (system=aws, each host's instance_type set as the aws_ec2 inventory sets it): recorded as
 # system aws-p2.xlarge, the name the report maps to the study's published p2.xlarge series.
 # Round 1 measures the links before its first run (the link probe, on by default, on the TF
-# worker port the run then takes); round 2 skips it (network_probe=false: unknown, with why).
+# worker port the run then takes); round 2 skips it (network_probe=false: unknown, with why),
+# and runs collective_all_reduce beside the PS mode: a ring of the 4 workers, no PS.
 ROUNDS = [
     ("hosts.yml", 1, ["-e", "system=testbed"], "testbed"),
     (
         "testbed.ip_pairs.yml",
         2,
-        ["-e", "system=aws", "-e", "instance_type=p2.xlarge", "-e", "network_probe=false"],
+        [
+            *("-e", "system=aws", "-e", "instance_type=p2.xlarge", "-e", "network_probe=false"),
+            *("-e", "variable_update=parameter_server,collective_all_reduce"),
+        ],
         "aws-p2.xlarge",
     ),
 ]
+RING = "collective_all_reduce"
 
 
 def test_benchmark_across_four_hosts_twice(testbed_factory, tmp_path, live_processes):
@@ -59,9 +64,10 @@ def test_benchmark_across_four_hosts_twice(testbed_factory, tmp_path, live_proce
         assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
 
         runs = store.runs(store.connect(db))
-        assert len(runs) == 1
-        run = runs[0]
-        assert run["status"] == "ok", run["reason"]
+        assert len(runs) == (2 if round_no == 2 else 1), [r["variable_update"] for r in runs]
+        rings = [r for r in runs if r["variable_update"] == RING]
+        (run,) = [r for r in runs if r["variable_update"] != RING]
+        assert all(r["status"] == "ok" for r in runs), [r["reason"] for r in runs]
         assert run["system"] == recorded_system and run["sweep_id"] == sweep_id
         assert analysis.analyse(runs).ref_system(recorded_system) == (
             None if recorded_system == "testbed" else "aws-p2.xlarge"
@@ -98,6 +104,16 @@ def test_benchmark_across_four_hosts_twice(testbed_factory, tmp_path, live_proce
                 for o in others
             )
         assert not (Path("/tmp/dtfbench/runs") / run["run_id"]).exists()
+
+        # The ring over the same SSH path: workers only, on the private addresses.
+        for ring in rings:
+            assert ring["num_ps"] == 0 and ring["num_workers"] == 4 and ring["hosts"] == run["hosts"]
+            assert ring["cluster_spec"]["worker"] == spec["worker"] and not ring["cluster_spec"].get("ps")
+            assert len(ring["images_per_sec_per_worker"]) == 4 and min(ring["images_per_sec_per_worker"]) > 0
+            for index, result in enumerate(ring["worker_results"]):
+                assert result["task_index"] == index and result["config"]["variable_update"] == RING
+                assert not result["config"].get("ps_hosts"), result["config"]
+            assert sorted(ring["nic"]) == ring["hosts"] and all(n["status"] == "ok" for n in ring["nic"].values())
         assert "img/s total" in done.stdout
 
         measured = network.measured(db, sweep_id)

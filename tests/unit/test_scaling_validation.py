@@ -9,6 +9,7 @@ shows the link limit that sets the step at 64).
 import pytest
 from store_harness import run_row
 
+from dtfbench.forecast import adaptive
 from dtfbench.forecast import validation as v
 
 
@@ -125,3 +126,40 @@ def test_a_sweep_past_its_network_onset_needs_the_link_to_be_predicted():
     assert case["error_without_link"] == pytest.approx(4 * variable_bytes / 1e9 / link / t1 - 1, rel=0.01)
     assert case["inside_range"]
     assert result["fit_with_link"]["bandwidth_gb_s"] == pytest.approx(link)
+
+
+def test_an_all_reduce_sweep_is_fitted_on_the_bytes_its_ring_reduced():
+    # Made-up runs of a ring by a known truth: step = max(compute, 2(n-1)/n S / link) + a cost
+    # per hop x 2(n-1). No PS reports the variables' bytes: the workers' variable_bytes
+    # (what the ring reduced a step) size the model. Fitted on 1 and 2 GPUs with the link,
+    # 4 GPUs is network-bound; 2 GPUs alone cannot tell a cost per hop from a fixed one per
+    # step, so the prediction lies between the two readings of that one overhead.
+    variable_bytes, batch, t1, link, hop = 3.072e6, 512, 0.02, 0.012, 0.01
+    transfer = {g: 2 * (g - 1) / g * variable_bytes / 1e9 / link for g in (1, 2, 4)}
+    truth = {g: g * batch / (max(t1, transfer[g]) + hop * 2 * (g - 1)) for g in (1, 2, 4)}
+    rows = [
+        run_row(
+            f"r{g}",
+            gpus=g,
+            num_workers=g,
+            num_ps=0,
+            variable_update="collective_all_reduce",
+            devices_per_worker=1,
+            model="trivial",
+            batch_size=batch,
+            images_per_sec=rate,
+            hosts=[f"node{i}" for i in range(g)],
+            worker_results=[{"ps_bytes": [], "variable_bytes": variable_bytes}] * g,
+        )
+        for g, rate in truth.items()
+    ]
+    assert adaptive.variables_of("trivial", rows).total_bytes == variable_bytes
+    result = v.sweep_extrapolation(rows, "trivial", batch, 2, link)
+    (case,) = result["cases"]
+    assert case["gpus"] == 4 and case["variable_update"] == "collective_all_reduce"
+    assert case["network_bound_with_link"] and result["fit_with_link"]["all_reduce_fitted"]
+    overhead_at_2 = 2 * hop
+    as_hops = 4 * batch / (transfer[4] + 3 * overhead_at_2)  # all of it a cost per hop (x3 at 4)
+    as_fixed = 4 * batch / (transfer[4] + overhead_at_2)  # all of it a cost per step
+    assert as_hops * 0.999 <= case["with_link"] <= as_fixed * 1.001, (case, as_hops, truth[4], as_fixed)
+    assert as_hops <= truth[4] <= as_fixed

@@ -5,6 +5,7 @@ left (process groups) and checks that no process of the test survives.
 """
 
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -93,6 +94,8 @@ def test_collective_all_reduce(tasks):
         trained = json.loads(logged[0].split(VARIABLES_LOG_PREFIX, 1)[1])
         assert [name for name, _, _ in trained][0].startswith("v/cg/")
         assert [[name[len("v/cg/") :], shape, trainable] for name, shape, trainable in trained] == ps_network
+        # What the ring reduces a step, for the planner: the trainable variables, float32.
+        assert result["variable_bytes"] == sum(4 * math.prod(shape) for _, shape, trainable in trained if trainable)
 
 
 def test_greedy_placement_over_two_ps(tasks):

@@ -360,6 +360,7 @@ def build_result(
         "devices": parser.devices(),
         "tf_version": parser.header.get("TensorFlow"),
         "ps_bytes": [],
+        "variable_bytes": None,
         "config": config,
         "num_workers": num_workers,
         "images_per_step": images_per_step,

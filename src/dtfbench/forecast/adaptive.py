@@ -177,10 +177,11 @@ def group_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def variables_of(model: str, rows: Iterable[Mapping[str, Any]]):
-    """The model's variable bytes: the table's, else what the runs' PSs held (ps_bytes)."""
+    """The model's variable bytes: the table's, else what the runs' PSs held (ps_bytes), else
+    what an all-reduce run's workers reduced (variable_bytes: its trainable variables)."""
     if model in scaling_model.MODEL_VARIABLES:
         return scaling_model.Variables.of(model)
-    totals, largest = [], []
+    totals, largest, reduced = [], [], []
     for row in rows:
         for result in row.get("worker_results") or []:
             held = [b for b in (result.get("ps_bytes") or []) if b]
@@ -188,10 +189,13 @@ def variables_of(model: str, rows: Iterable[Mapping[str, Any]]):
                 totals.append(sum(held))
                 if len(held) > 1:
                     largest.append(max(held))
+            if result.get("variable_bytes"):
+                reduced.append(result["variable_bytes"])
+    totals = totals or reduced
     if not totals:
         raise AdaptiveError(
             f"no variable sizes for model {model!r} (not in the model's table, and its runs "
-            "did not report their PSs' bytes)"
+            "reported neither their PSs' bytes nor the bytes their all-reduce carried)"
         )
     total = min(totals)
     # With several PSs the fullest holds at least the largest variable: an upper bound of it.

@@ -152,6 +152,7 @@ def sweep_extrapolation(
         case = {
             "gpus": o.config.gpus,
             "num_ps": o.config.num_ps,
+            "variable_update": o.config.variable_update,
             "measured": actual,
             "with_link": told.images_per_sec(o.config),
             "without_link": blind.images_per_sec(o.config),

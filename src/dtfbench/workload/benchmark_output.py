@@ -134,6 +134,7 @@ def build_result(
     devices,
     tf_version,
     ps_bytes,
+    variable_bytes=None,
     status="ok",
     reason=None,
     final_loss=None,
@@ -151,6 +152,8 @@ def build_result(
     gpu_utilization is nvidia-smi's utilization.gpu sampled during the measured steps
     (dtfbench.node.nvidia_smi.summarise: mean/max per GPU and over them), None without GPUs.
     environment is the node's document (dtfbench.compat.environment.collect), None where not collected.
+    variable_bytes is what one step's gradients carry (the trainable variables' bytes) where no PS
+    reports its bytes: collective_all_reduce's ring reduces it every step; None in the PS modes.
     measured_window is (start, end) of the measured steps in epoch seconds (time.time(), this
     host's clock): the span over which every host's NIC bytes are taken (docs/network.md).
     """
@@ -176,6 +179,7 @@ def build_result(
         "devices": list(devices),
         "tf_version": tf_version,
         "ps_bytes": list(ps_bytes),
+        "variable_bytes": variable_bytes,
         "config": dict(config),
         "num_workers": num_workers,
         "images_per_step": images_per_step,
@@ -215,6 +219,7 @@ def samples(result):
     add("measured_steps", result["measured_steps"], "steps")
     for index, value in enumerate(result["ps_bytes"]):
         add(f"ps_bytes_{index}", value, "bytes")
+    add("variable_bytes", result.get("variable_bytes"), "bytes")
     return out
 
 

@@ -148,6 +148,8 @@ def run(tf, config, cluster, report, watchdog):
         variables = build_variables(tf, config, network)
         optimizer = make_optimizer(tf, config)
     params = [v for v in variables if v.trainable]
+    # What the ring reduces a step (the planner's variable bytes; no PS reports them here).
+    report.variable_bytes = sum(v.shape.num_elements() * v.dtype.size for v in params)
     report.log(VARIABLES_LOG_PREFIX + json.dumps(variable_rows(variables)))
     next_batch = _inputs(tf, strategy, config, cluster)
 

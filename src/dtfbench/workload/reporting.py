@@ -44,6 +44,7 @@ class RunReport:
         self.devices = []
         self.tf_version = None
         self.ps_bytes = []
+        self.variable_bytes = None  # collective_all_reduce: the trainable bytes its ring reduces a step
         self.images_per_step = config.batch_size * config.num_gpus
         self.requested_device = config.device
         self.gpu_utilization = None
@@ -128,6 +129,7 @@ class RunReport:
             devices=self.devices,
             tf_version=self.tf_version,
             ps_bytes=self.ps_bytes,
+            variable_bytes=self.variable_bytes,
             status=status,
             reason=reason,
             final_loss=self.final_loss,
