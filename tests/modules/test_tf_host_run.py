@@ -20,6 +20,7 @@ import pytest
 # no_leftovers: an autouse fixture, active in this module by being imported.
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
 
+from dtfbench.contract.outcomes import PEER_LOST
 from dtfbench.linux import procfs
 
 pytestmark = pytest.mark.ansible
@@ -458,6 +459,27 @@ def test_finished_fails_when_a_ps_is_killed_while_the_workers_run(host):
     assert rc == 0, stopped
     assert [d["name"] for d in stopped["died"]] == ["run-ps-0"]
     assert "was killed by SIGKILL" in stopped["died"][0]["msg"]
+
+
+def test_a_ps_killed_just_before_a_worker_that_lost_it_is_named_first(host):
+    """The worker says it lost a peer and its exit is recorded before the PS's (whose supervisor
+    was slower): the killed PS is still the cause, the worker its consequence."""
+    plan = {"worker-0": {"run": 1.0, "rc": 1, "say": "step 1 failed with ps 0 " + PEER_LOST}, "worker-1": {}}
+    killed = []
+
+    def kill_the_ps_after_the_worker():
+        assert wait_for(lambda: (host.run_dir / "run-worker-0.exit").exists(), 60)
+        time.sleep(0.3)
+        killed.append(time.time())
+        os.kill(host.record("ps-0")["pid"], signal.SIGKILL)
+
+    join = in_background(kill_the_ps_after_the_worker)
+    rc, result = host("finished", plan, timeout=120)
+    join()
+    assert rc != 0
+    assert result["msg"].startswith("task run-ps-0 was killed by SIGKILL"), result["msg"]
+    assert "\nthen: task run-worker-0 exited with rc 1" in result["msg"], result["msg"]
+    assert host("stopped")[0] == 0
 
 
 def test_finished_timeout_names_the_workers_still_running(host):

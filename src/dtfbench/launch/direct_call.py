@@ -33,6 +33,8 @@ WARNINGS_KEY = "_dtfbench_warnings"
 PROCESS_TAG = "dtfbench-tf_host_run"
 # The launch code a call needs, relative to the dtfbench package (it imports nothing else).
 FILES = (
+    "contract/__init__.py",
+    "contract/outcomes.py",
     "launch/__init__.py",
     "launch/controller_watch.py",
     "launch/host_run.py",

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 
+from ..contract.outcomes import PEER_LOST
 from ..linux import procfs
 from . import nic_sampler, supervisor
 from .controller_watch import ControllerWatch
@@ -539,9 +540,13 @@ class HostRun(object):
         """The failure to report when `task` failed: the task of this host that ended first, with
         `task`'s first line after it ('then: …'). A PS fails when its worker goes away, so a
         failed PS waits up to CAUSE_SLACK s for a worker's exit record (a supervisor that reads
-        the kernel log after an OOM kill writes it a little later)."""
+        the kernel log after an OOM kill writes it a little later). So does a worker whose own
+        words say it lost a peer (PEER_LOST); a task of this host killed by a signal within
+        that time is its cause even when its supervisor, slower on busy cores, recorded the
+        end a moment after the worker's."""
         ended = (result.get("exit") or {}).get("ended") or time.time()
-        slack = CAUSE_SLACK if task["job"] == "ps" else 0.0
+        peer_lost = PEER_LOST in (result.get("msg") or "")
+        slack = CAUSE_SLACK if task["job"] == "ps" or peer_lost else 0.0
         deadline = time.time() + slack
         while True:
             earlier = []
@@ -550,13 +555,18 @@ class HostRun(object):
                 record = inspector.read_exit(inspector.read_pid()) if other is not task else None
                 if record and (record.get("rc") or record.get("signal")) and record.get("ended"):
                     if record["ended"] < ended + slack:
-                        earlier.append((record["ended"], other["job"], other["task_index"], other))
+                        killed = bool(record.get("signal"))
+                        earlier.append((record["ended"], other["job"], other["task_index"], killed, other))
             if earlier or time.time() >= deadline:
                 break
             time.sleep(POLL)
-        if not earlier or min(earlier)[0] >= ended:
+        killed = [e for e in earlier if e[3]]
+        if peer_lost and killed:
+            cause = min(killed)[4]
+        elif earlier and min(earlier)[0] < ended:
+            cause = min(earlier)[4]
+        else:
             return result
-        cause = min(earlier)[3]
         failed, cause_result = self.call(
             self.task_params(cause, timeout=0, result_file=self.result_file(cause)), "finished"
         )
