@@ -10,6 +10,7 @@ import pytest
 from dtfbench.workload.cluster import Address, build_cluster, parse_address, parse_host_list
 from dtfbench.workload.errors import RunFailure, UsageError
 from dtfbench.workload.liveness import Watchdog, port_open, wait_for_ports
+from dtfbench.workload.ps_task import went_away
 from dtfbench.workload.reporting import describe_peer
 
 
@@ -92,3 +93,16 @@ def test_watchdog_beats_its_heartbeat_with_what_it_waits_for(tmp_path):
     beat = json.loads(heartbeat.read_text())
     assert beat["doing"] == "step 7" and abs(beat["time"] - time.time()) < 10
     assert heartbeat.stat().st_size == 256  # rewritten in place, one size
+
+
+def test_a_worker_killed_between_two_probes_is_named_beside_the_one_seen_gone():
+    """Worker 1 came up and was killed between two of the PS's probes (its port never seen
+    open), worker 0 (seen) then ended on its own: the PS names both, not worker 0 alone."""
+    workers = {0: "127.0.0.1:2220", 1: "127.0.0.1:2221", 2: "127.0.0.1:2222"}
+    message, peer = went_away(workers, gone=[0], unseen=[1])
+    assert message == (
+        "worker 0 (127.0.0.1:2220) and worker 1 (127.0.0.1:2221, never seen open by this PS) "
+        "went away before finishing; stopping this PS"
+    )
+    assert peer == "worker 0 and worker 1"
+    assert went_away(workers, gone=[2], unseen=[])[1] == "worker 2"

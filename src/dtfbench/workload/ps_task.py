@@ -57,6 +57,19 @@ class DoneTokens:
             raise RunFailure(f"reading this PS's done queue failed: {type(exc).__name__}: {exc.message}") from None
 
 
+def went_away(workers, gone, unseen):
+    """The PS's failure (message, peer) when the workers `gone` (seen up, their ports now
+    closed) went away. Every worker gone since the last probe is named: a killed worker's peers
+    end on their own soon after, and which went first cannot be told from closed ports. A worker
+    that came up and was killed between two probes was never seen open (`unseen`, its port
+    closed): with a seen one gone, it is named too."""
+    named = sorted(set(gone) | set(unseen))
+    text = " and ".join(
+        f"worker {w} ({workers[w]}{', never seen open by this PS' if w in unseen else ''})" for w in named
+    )
+    return f"{text} went away before finishing; stopping this PS", " and ".join(f"worker {w}" for w in named)
+
+
 def run(tf, config, cluster, report):
     index = cluster.task_index
     server = tf.distribute.Server(
@@ -91,7 +104,7 @@ def run(tf, config, cluster, report):
         if now - last_probe < PROBE_EVERY_SECS:
             continue
         last_probe = now
-        gone = []
+        gone, unseen = [], []
         for worker, address in workers.items():
             if worker in finished:
                 continue
@@ -112,14 +125,10 @@ def run(tf, config, cluster, report):
                     " (--startup_timeout); stopping this PS",
                     peer=f"worker {worker}",
                 )
+            unseen.append(worker)
         if gone:
-            # Every worker gone since the last probe is named: a killed worker's peers end on
-            # their own soon after, and which went first cannot be told from closed ports.
-            named = " and ".join(f"worker {worker} ({workers[worker]})" for worker in gone)
-            raise RunFailure(
-                f"{named} went away before finishing; stopping this PS",
-                peer=" and ".join(f"worker {worker}" for worker in gone),
-            )
+            message, peer = went_away(workers, gone, unseen)
+            raise RunFailure(message, peer=peer)
         if config.ps_idle_timeout and now - last_token > config.ps_idle_timeout:
             waiting = sorted(set(workers) - finished)
             raise RunFailure(
