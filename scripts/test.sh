@@ -6,10 +6,9 @@
 #
 # Two lanes run at once, of about equal length: one pytest alone left one of the machine's
 # two cores idle much of the time (process starts, ssh, TF's imports, waits on tasks).
-#   tests   pytest of HEAVY: the Slurm test cluster's tests, the integration tests;
-#   checks  pytest of LIGHT (unit, moto, the modules run by ansible, the workload's own
-#           processes, the node roles and the test bed on namespaces), then ansible-lint, ruff
-#           and molecule.
+#   tests   pytest of HEAVY: the modules' tests, the Slurm test cluster's, the integration tests;
+#   checks  pytest of LIGHT (unit, moto, the workload's own processes, the node roles and the
+#           test bed on namespaces), then ansible-lint, ruff and molecule.
 # They share no port (TF tasks take free ports or, in molecule, ports of their own), no
 # network-namespace range (each test bed and Slurm test cluster claims a free one), no
 # directory (each pytest has its own --basetemp). The checks lane's output follows the tests
@@ -24,8 +23,8 @@ export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
 # The integration tests last: their timing-sensitive ones (the shaped network, the interrupts)
 # then run mostly after the checks lane has ended. The lanes are balanced on their measured
 # times: each stage prints its own, PYTEST_ADDOPTS=--durations=40 the slowest tests.
-HEAVY=(tests/slurm tests/integration)
-LIGHT=(tests/unit tests/aws tests/modules tests/workload tests/nodes tests/testbed)
+HEAVY=(tests/modules tests/slurm tests/integration)
+LIGHT=(tests/unit tests/aws tests/workload tests/nodes tests/testbed)
 
 failed=()
 stage() {
