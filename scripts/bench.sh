@@ -37,7 +37,7 @@ for name in "${selected[@]}"; do
     # The planner across the network onset alone: 3 repetitions of 1, 2 and 4 GPUs on 5 hosts
     # shaped to 100 Mbit/s, fitted on 1-2 GPUs, 4 predicted; ~8 min on 2 cores.
     netprobe-planner) python benchmarks/netprobe.py --parts planner ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
-    # Issue #29: the planner's ring fitted on 1-2 hosts predicts 4 (4 hosts at 100 Mbit/s), ~6 min.
+    # Issue #29: the planner's ring fitted on 1-2 hosts predicts 4 (4 hosts at 100 Mbit/s), ~3 min.
     netprobe-ring) python benchmarks/netprobe.py --parts planner-ring ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #27's telemetry cost: throughput with the NIC sampler on and off in turns of 3 s, one run, ~1.5 min.
     nic-cost) python benchmarks/nic_cost.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
