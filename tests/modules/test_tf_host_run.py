@@ -434,17 +434,25 @@ def test_finished_fails_fast_on_a_failing_worker_while_another_runs(host, tmp_pa
     assert not (host.run_dir / "complete").exists()  # no complete_results: no marker
 
 
-def test_finished_fails_when_a_ps_is_killed_while_the_workers_run(host):
-    plan = {"worker-0": {}, "worker-1": {}}  # the workers run until they are stopped
+def kill_the_ps_in_background(host, ready, delay):
+    """SIGKILL ps-0 `delay` s after ready() holds, in a thread: (join, [the kill's time])."""
     killed = []
 
     def kill_the_ps():
-        assert wait_for(lambda: all(port_open(p) for p in host.ps_ports + host.worker_ports), 60)
-        time.sleep(1.0)  # the module is waiting for the workers by now
+        assert wait_for(ready, 60)
+        time.sleep(delay)
         killed.append(time.time())
         os.kill(host.record("ps-0")["pid"], signal.SIGKILL)
 
-    join = in_background(kill_the_ps)
+    return in_background(kill_the_ps), killed
+
+
+def test_finished_fails_when_a_ps_is_killed_while_the_workers_run(host):
+    plan = {"worker-0": {}, "worker-1": {}}  # the workers run until they are stopped
+    # 1 s after every task listens: the module is waiting for the workers by now.
+    join, killed = kill_the_ps_in_background(
+        host, lambda: all(port_open(p) for p in host.ps_ports + host.worker_ports), 1.0
+    )
     rc, result = host("finished", plan, timeout=120)
     join()
     assert rc != 0
@@ -465,15 +473,7 @@ def test_a_ps_killed_just_before_a_worker_that_lost_it_is_named_first(host):
     """The worker says it lost a peer and its exit is recorded before the PS's (whose supervisor
     was slower): the killed PS is still the cause, the worker its consequence."""
     plan = {"worker-0": {"run": 1.0, "rc": 1, "say": "step 1 failed with ps 0 " + PEER_LOST}, "worker-1": {}}
-    killed = []
-
-    def kill_the_ps_after_the_worker():
-        assert wait_for(lambda: (host.run_dir / "run-worker-0.exit").exists(), 60)
-        time.sleep(0.3)
-        killed.append(time.time())
-        os.kill(host.record("ps-0")["pid"], signal.SIGKILL)
-
-    join = in_background(kill_the_ps_after_the_worker)
+    join, _ = kill_the_ps_in_background(host, lambda: (host.run_dir / "run-worker-0.exit").exists(), 0.3)
     rc, result = host("finished", plan, timeout=120)
     join()
     assert rc != 0
