@@ -39,9 +39,12 @@ for name in "${selected[@]}"; do
     netprobe-planner) python benchmarks/netprobe.py --parts planner ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #29: the planner's ring fitted on 1-2 hosts predicts 4 (4 hosts at 100 Mbit/s), ~3 min.
     netprobe-ring) python benchmarks/netprobe.py --parts planner-ring ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
+    # Issue #27: the PS's link under its workers' pattern with sockets only (no TF), 1-4 workers
+    # on 5 hosts at 100 Mbit/s, against a plain stream and random turns; ~4 min.
+    ps-pattern) python benchmarks/ps_pattern.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #27's telemetry cost: throughput with the NIC sampler on and off in turns of 3 s, one run, ~1.5 min.
     nic-cost) python benchmarks/nic_cost.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring nic-cost" >&2; exit 2 ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"
