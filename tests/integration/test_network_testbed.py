@@ -11,6 +11,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 import testbed as tb
@@ -23,6 +24,8 @@ pytestmark = pytest.mark.ansible
 SHAPED_MBIT, SLOW_MBIT = 100, 25
 # What TCP delivers of a shaped link: payload over what tbf counts (1448 of 1514 bytes a segment).
 GOODPUT = 1448 / 1514
+# ansible.builtin.async_wrapper's `step`: how often its watcher looks whether the module ended.
+ASYNC_WRAPPER_STEP_S = 5
 
 
 @pytest.fixture(scope="module")
@@ -95,13 +98,21 @@ def test_the_probe_reads_the_shaped_rate_and_names_the_slow_node(shaped_bed, pro
     for node in bed.nodes:
         listening = tb.run("ip", "netns", "exec", node["netns"], "ss", "-ltn", "sport = :2220").stdout
         assert ":2220" not in listening, (node["name"], listening)
+    # Ansible's async_wrapper looks at its module every 5 s (its `step`) and exits at the first
+    # look after the module ended, which may come after the play's last poll of the job: allow it
+    # that one look, no more.
+    deadline = time.monotonic() + ASYNC_WRAPPER_STEP_S + 3
     for node in bed.nodes:
         inode = tb.netns_inode(node["netns"])
-        probes = [
-            " ".join(tb.cmdline(pid))
-            for pid in tb.pids_in_netns(inode)
-            if any(word in " ".join(tb.cmdline(pid)) for word in ("link_probe", "async_wrapper", "AnsiballZ"))
-        ]
+        while True:
+            probes = [
+                " ".join(tb.cmdline(pid))
+                for pid in tb.pids_in_netns(inode)
+                if any(word in " ".join(tb.cmdline(pid)) for word in ("link_probe", "async_wrapper", "AnsiballZ"))
+            ]
+            if not probes or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert probes == [], (node["name"], probes)
 
 
