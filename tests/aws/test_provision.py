@@ -99,26 +99,150 @@ def lines(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_provision_is_secure_idempotent_and_shrinks(aws_env, tmp_path):
+# Credentials given as variables (none in the environment): test_no_secret_in_the_output.
+VAR_SECRET = "dtfbench-var-secret-0b5e1c7d9a3f46e2"
+VAR_CREDENTIALS = {"aws_access_key": "AKIADTFBENCHVARKEY01", "aws_secret_key": VAR_SECRET}
+# The sweep the dollar guard prices by default (provision-aws.yml's sweep_* defaults).
+DEFAULT_SWEEP = {
+    "model": "inception3",
+    "batch_size": 64,
+    "num_ps": 1,
+    "repetitions": 5,
+    "warmup_steps": 10,
+    "steps": 100,
+}
+
+
+def expected_cost():
+    """The dollar guard's prediction for 2 x p2.xlarge and the default sweep (1 and 2 GPUs x 5)."""
+    from dtfbench.forecast import cost_guard
+
+    return cost_guard.estimate(cost_guard.planned_runs(DEFAULT_SWEEP, 2, 1), "p2.xlarge", 2, 1, setup_minutes=30)
+
+
+def without_credentials(env: dict) -> dict:
+    return {k: v for k, v in env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+
+
+class Lifecycle(dict):
+    """What one step of the shared cluster's life left: its playbook run and what was read back
+    right after it (moto is reset before every other test, so everything is read at once)."""
+
+    def step(self, name: str) -> dict:
+        if name not in self:
+            pytest.fail(f"the cluster's step {name!r} did not run: {self.get('stopped', '?')} failed before it")
+        return self[name]
+
+
+@pytest.fixture(scope="module")
+def study(moto_session, ansible_env, tmp_path_factory):
+    """One 2 x p2.xlarge cluster's whole life, run once and read by three tests: each
+    provision-aws.yml run costs half a minute or more, and the three asked for the same cluster.
+
+    refused   the cost guard's refusal (max_cost_usd=1): nothing exists (test_cost_guard_...);
+    launch    the same request raised to the figure it named, -v: the cluster (test_cost_guard_...,
+              test_provision_is_secure_...);
+    rerun     the same request again (test_provision_is_secure_...);
+    shrink    one instance fewer, with credentials given as variables (none in the environment)
+              at -vvv (test_provision_is_secure_..., test_no_secret_in_the_output);
+    teardown  teardown-aws.yml with the same credentials at -vvv (test_no_secret_in_the_output).
+    A step whose playbook fails stops the life there; the steps after it are missing.
+    """
+    moto_session.reset()
+    env = {k: v for k, v in ansible_env.items() if not k.startswith("AWS_")}
+    env.update(moto_session.env)
+    quiet = without_credentials(env)
+    tmp_path = tmp_path_factory.mktemp("study")
     out = tmp_path / "study"
-    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path), "-v")
+    life = Lifecycle(tmp_path=tmp_path, out=out)
+    ec2 = ec2_client(env)
+    raised = math.ceil(expected_cost().cost_usd)
+
+    def run(name, *args, ok=True):
+        rc, output = playbook(*args)
+        life[name] = {"rc": rc, "output": output}
+        if ok and rc != 0:
+            life["stopped"] = name
+        return life[name]
+
+    refused = run("refused", PROVISION, env, cluster_vars(tmp_path, max_cost_usd=1), ok=False)
+    refused["instances"] = instances(env, states=("pending", "running", "shutting-down", "terminated", "stopped"))
+    refused["vpcs"] = [v for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")]
+    refused["groups"] = [g for g in ec2.describe_security_groups()["SecurityGroups"] if g["GroupName"] != "default"]
+    refused["key_pairs"] = ec2.describe_key_pairs()["KeyPairs"]
+    refused["out_exists"] = out.exists()
+
+    launch = run("launch", PROVISION, env, cluster_vars(tmp_path, max_cost_usd=raised), "-v")
+    if "stopped" in life:
+        return life
+    launch["running"] = running = instances(env, "study")
+    group_ids = {g["GroupId"] for i in running for g in i["SecurityGroups"]}
+    launch["group_ids"] = group_ids
+    launch["groups"] = ec2.describe_security_groups(GroupIds=list(group_ids))["SecurityGroups"]
+    subnet_ids = {i["SubnetId"] for i in running}
+    launch["subnet_ids"] = subnet_ids
+    launch["subnet"] = subnet = ec2.describe_subnets(SubnetIds=list(subnet_ids))["Subnets"][0]
+    launch["vpc"] = ec2.describe_vpcs(VpcIds=[subnet["VpcId"]])["Vpcs"][0]
+    launch["public"], launch["private"] = lines(out / "aws_public_ips.txt"), lines(out / "aws_private_ips.txt")
+    pem = out / "study.pem"
+    launch["pem_mode"], launch["pem_text"] = stat.S_IMODE(pem.stat().st_mode), pem.read_text()
+    # The aws_ec2 inventory, read from moto by ansible-inventory.
+    launch["listing"] = subprocess.run(
+        ["ansible-inventory", "-i", str(out / "study.aws_ec2.yml"), "--list"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    rerun = run("rerun", PROVISION, env, cluster_vars(tmp_path, max_cost_usd=raised))
+    if "stopped" in life:
+        return life
+    rerun["running"] = instances(env, "study")
+
+    shrink = run(
+        "shrink",
+        PROVISION,
+        quiet,
+        cluster_vars(tmp_path, instance_count=1, max_cost_usd=raised, **VAR_CREDENTIALS),
+        "-vvv",
+    )
+    if "stopped" in life:
+        return life
+    shrink["left"] = instances(env, "study")
+    shrink["gone"] = instances(env, "study", states=("shutting-down", "terminated"))
+    shrink["public"], shrink["private"] = lines(out / "aws_public_ips.txt"), lines(out / "aws_private_ips.txt")
+
+    teardown = run(
+        "teardown", TEARDOWN, quiet, {"cluster_name": "study", "output_dir": str(out), **VAR_CREDENTIALS}, "-vvv"
+    )
+    teardown["running"] = instances(env, "study")
+    return life
+
+
+def test_provision_is_secure_idempotent_and_shrinks(study):
+    # The cluster of the module's `study` fixture: launched (the raised request of the cost
+    # guard's test, -v), the same request again, then one instance fewer.
+    out = study["out"]
+    launch = study.step("launch")
+    rc, output = launch["rc"], launch["output"]
     assert rc == 0, output[-4000:]
 
-    running = instances(aws_env, "study")
+    running = launch["running"]
     assert len(running) == 2 and {i["InstanceType"] for i in running} == {"p2.xlarge"}
     for instance in running:
         tags = tags_of(instance)
         assert tags[CLUSTER_TAG] == "study" and tags["created-by"] == "dtfbench"
         assert tags["dtfbench-owner"] and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", tags["dtfbench-expiry"])
         assert instance["KeyName"] == "dtfbench-study"
-    subnet_ids = {i["SubnetId"] for i in running}
+    subnet_ids = launch["subnet_ids"]
     assert len(subnet_ids) == 1
 
     # The security group: SSH from ssh_cidr only, the TF ports only from the group itself.
-    ec2 = ec2_client(aws_env)
-    group_ids = {g["GroupId"] for i in running for g in i["SecurityGroups"]}
+    group_ids = launch["group_ids"]
     assert len(group_ids) == 1
-    group = ec2.describe_security_groups(GroupIds=list(group_ids))["SecurityGroups"][0]
+    group = launch["groups"][0]
     assert group["GroupName"] == "dtfbench-study"
     ingress = group["IpPermissions"]
     ssh = [p for p in ingress if p.get("FromPort") == 22]
@@ -134,32 +258,24 @@ def test_provision_is_secure_idempotent_and_shrinks(aws_env, tmp_path):
     assert not any(r["CidrIp"] == "0.0.0.0/0" for p in ingress for r in p["IpRanges"])
 
     # The network is the cluster's own, tagged for teardown.
-    subnet = ec2.describe_subnets(SubnetIds=list(subnet_ids))["Subnets"][0]
-    vpc = ec2.describe_vpcs(VpcIds=[subnet["VpcId"]])["Vpcs"][0]
+    subnet, vpc = launch["subnet"], launch["vpc"]
     assert subnet["CidrBlock"] == "10.42.0.0/24" and tags_of(vpc)[CLUSTER_TAG] == "study"
 
     # The two IP files: line i of one is the instance of line i of the other.
-    public, private = lines(out / "aws_public_ips.txt"), lines(out / "aws_private_ips.txt")
+    public, private = launch["public"], launch["private"]
     by_private = {i["PrivateIpAddress"]: i.get("PublicIpAddress") for i in running}
     assert len(public) == len(private) == 2 and {by_private[p] for p in private} == set(public)
     assert [by_private[p] for p in private] == public
 
     # The generated key: private half only in the 0600 file, never in the output.
     pem = out / "study.pem"
-    assert stat.S_IMODE(pem.stat().st_mode) == 0o600
-    key_body = pem.read_text().splitlines()[1]
-    assert "PRIVATE KEY" in pem.read_text() and key_body not in output
+    assert launch["pem_mode"] == 0o600
+    key_body = launch["pem_text"].splitlines()[1]
+    assert "PRIVATE KEY" in launch["pem_text"] and key_body not in output
     assert SECRET_ACCESS_KEY not in output
 
     # The aws_ec2 inventory, read from moto by ansible-inventory.
-    listing = subprocess.run(
-        ["ansible-inventory", "-i", str(out / "study.aws_ec2.yml"), "--list"],
-        cwd=ROOT,
-        env=aws_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    listing = launch["listing"]
     assert listing.returncode == 0, listing.stderr[-3000:]
     inventory = plain(json.loads(listing.stdout))
     hostvars = inventory["_meta"]["hostvars"]
@@ -173,49 +289,40 @@ def test_provision_is_secure_idempotent_and_shrinks(aws_env, tmp_path):
         assert host["ansible_user"] == "ubuntu" and host["ansible_ssh_private_key_file"] == str(pem)
 
     # The same request again changes nothing.
-    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path))
+    rerun = study.step("rerun")
+    rc, output = rerun["rc"], rerun["output"]
     assert rc == 0 and recap(output)["changed"] == 0, output[-4000:]
     assert SECRET_ACCESS_KEY not in output
-    assert sorted(i["InstanceId"] for i in instances(aws_env, "study")) == sorted(i["InstanceId"] for i in running)
+    assert sorted(i["InstanceId"] for i in rerun["running"]) == sorted(i["InstanceId"] for i in running)
 
-    # A smaller count terminates the surplus (the oldest), and the files follow.
-    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, instance_count=1))
+    # A smaller count terminates the surplus (the oldest), and the files follow (this run has
+    # its credentials as variables: test_no_secret_in_the_output reads it too).
+    shrink = study.step("shrink")
+    rc, output = shrink["rc"], shrink["output"]
     assert rc == 0, output[-4000:]
-    left = instances(aws_env, "study")
+    left = shrink["left"]
     assert len(left) == 1
-    assert len(instances(aws_env, "study", states=("shutting-down", "terminated"))) == 1
-    assert lines(out / "aws_public_ips.txt") == [left[0]["PublicIpAddress"]]
-    assert lines(out / "aws_private_ips.txt") == [left[0]["PrivateIpAddress"]]
+    assert len(shrink["gone"]) == 1
+    assert shrink["public"] == [left[0]["PublicIpAddress"]]
+    assert shrink["private"] == [left[0]["PrivateIpAddress"]]
 
 
-def test_gpus_are_divided_by_the_type_and_spot_goes_through_a_launch_template(aws_env, tmp_path):
-    # The guard (max_instances=1) raised explicitly: 2 instances are launched.
-    variables = cluster_vars(
-        tmp_path,
-        "spotty",
-        instance_type="p2.8xlarge",
-        spot=True,
-        spot_max_price="0.90",
-        root_volume_size=64,
-        max_instances=1,
-        allow_more_instances=True,
-    )
-    del variables["instance_count"]
-    variables["gpus"] = 16
-    rc, output = playbook(PROVISION, aws_env, variables)
+def test_gpus_are_divided_by_the_type_and_spot_goes_through_a_launch_template(spot_cluster):
+    # The launch of the session's spot cluster (conftest.py; test_teardown.py tears it down):
+    # 2 x p2.8xlarge for gpus=16, the guard (max_instances=1) raised explicitly.
+    launch = spot_cluster.step("launch")
+    rc, output = launch["rc"], launch["output"]
     assert rc == 0, output[-4000:]
-    running = instances(aws_env, "spotty")
+    running = launch["running"]
     assert len(running) == 2 and {i["InstanceType"] for i in running} == {"p2.8xlarge"}
     # The dollar guard prices a spot cluster at its spot_max_price.
     assert "predicted cost of the planned sweep: $" in output and "2 x p2.8xlarge" in output
     assert "$0.9/h (25 runs" in " ".join(output.split())
-    ec2 = ec2_client(aws_env)
-    template = ec2.describe_launch_template_versions(LaunchTemplateName="dtfbench-spotty")["LaunchTemplateVersions"][0]
+    template = launch["template"]
     market = template["LaunchTemplateData"]["InstanceMarketOptions"]
     assert market["MarketType"] == "spot" and market["SpotOptions"]["MaxPrice"] == "0.90"
-    volumes = ec2.describe_volumes(VolumeIds=[m["Ebs"]["VolumeId"] for i in running for m in i["BlockDeviceMappings"]])
-    assert {v["Size"] for v in volumes["Volumes"]} == {64}
-    inventory = (tmp_path / "spotty" / "spotty.aws_ec2.yml").read_text()
+    assert {v["Size"] for v in launch["volumes"]} == {64}
+    inventory = launch["inventory"]
     assert '"p2.8xlarge": 8' in inventory
 
 
@@ -272,16 +379,14 @@ def test_bad_input_fails_before_anything_exists(aws_env, tmp_path, variables, me
     assert not (tmp_path / "bad").exists()
 
 
-def test_cost_guard_refuses_above_max_cost_usd_before_anything_exists(aws_env, tmp_path):
+def test_cost_guard_refuses_above_max_cost_usd_before_anything_exists(study):
     """The planned sweep's cost is predicted from the p2.xlarge table and the price table;
     above max_cost_usd nothing is created, and the one message names the figure and the
-    variable to raise."""
-    from dtfbench.forecast import cost_guard
-
-    sweep = {"model": "inception3", "batch_size": 64, "num_ps": 1, "repetitions": 5, "warmup_steps": 10, "steps": 100}
-    expected = cost_guard.estimate(cost_guard.planned_runs(sweep, 2, 1), "p2.xlarge", 2, 1, setup_minutes=30)
+    variable to raise. (The module's `study` cluster is this request, refused, then raised.)"""
+    expected = expected_cost()
     assert 1 < expected.cost_usd < 10  # 10 runs (1 and 2 GPUs x 5) on 2 x p2.xlarge at $0.90/h
-    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "dear", max_cost_usd=1))
+    refused = study.step("refused")
+    rc, output = refused["rc"], refused["output"]
     assert rc != 0
     flat = " ".join(output.split())
     assert (
@@ -289,20 +394,20 @@ def test_cost_guard_refuses_above_max_cost_usd_before_anything_exists(aws_env, t
         f"raise it (-e max_cost_usd={math.ceil(expected.cost_usd)})"
     ) in flat, output[-3000:]
     assert "published p2.xlarge table" in flat and "Traceback" not in output
-    ec2 = ec2_client(aws_env)
-    assert instances(aws_env, states=("pending", "running", "shutting-down", "terminated", "stopped")) == []
-    assert [v for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")] == []
-    assert [g for g in ec2.describe_security_groups()["SecurityGroups"] if g["GroupName"] != "default"] == []
-    assert ec2.describe_key_pairs()["KeyPairs"] == []
-    assert not (tmp_path / "dear").exists()
+    assert refused["instances"] == []
+    assert refused["vpcs"] == []
+    assert refused["groups"] == []
+    assert refused["key_pairs"] == []
+    assert not refused["out_exists"]
 
     # Raised to the figure it named, the same request launches, and prints the figure first.
-    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "dear", max_cost_usd=math.ceil(expected.cost_usd)))
+    launch = study.step("launch")
+    rc, output = launch["rc"], launch["output"]
     assert rc == 0, output[-3000:]
     flat = " ".join(output.split())
     assert f"predicted cost of the planned sweep: ${expected.cost_usd:,.2f} = 2 x p2.xlarge" in flat
     assert flat.index("predicted cost of the planned sweep") < flat.index("Create the security group")
-    assert len(instances(aws_env, "dear")) == 2
+    assert len(launch["running"]) == 2
 
 
 def test_missing_credentials_is_a_message(aws_env, tmp_path):
@@ -358,21 +463,20 @@ def test_keep_on_failure_keeps_the_instances(aws_env, tmp_path, tmp_path_factory
     assert len(instances(aws_env, "kept")) == 2
 
 
-def test_no_secret_in_the_output(aws_env, tmp_path):
-    """Credentials given as variables (none in the environment): used, and never printed."""
-    var_secret = "dtfbench-var-secret-0b5e1c7d9a3f46e2"
-    env = {k: v for k, v in aws_env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-    credentials = {"aws_access_key": "AKIADTFBENCHVARKEY01", "aws_secret_key": var_secret}
+def test_no_secret_in_the_output(study):
+    """Credentials given as variables (none in the environment): used, and never printed.
+    The module's `study` cluster shrinks and is torn down so, both at -vvv."""
+    var_secret = VAR_SECRET
     outputs = []
-    rc, output = playbook(PROVISION, env, cluster_vars(tmp_path, "quiet", instance_count=1, **credentials), "-vvv")
+    shrink = study.step("shrink")
+    rc, output = shrink["rc"], shrink["output"]
     outputs.append(output)
     assert rc == 0, output[-3000:]
-    assert len(instances(aws_env, "quiet")) == 1
-    rc, output = playbook(
-        TEARDOWN, env, {"cluster_name": "quiet", "output_dir": str(tmp_path / "quiet"), **credentials}, "-vvv"
-    )
+    assert len(shrink["left"]) == 1
+    teardown = study.step("teardown")
+    rc, output = teardown["rc"], teardown["output"]
     outputs.append(output)
     assert rc == 0, output[-3000:]
     for output in outputs:
         assert var_secret not in output and SECRET_ACCESS_KEY not in output
-    assert instances(aws_env, "quiet") == []
+    assert teardown["running"] == []

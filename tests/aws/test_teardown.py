@@ -50,24 +50,28 @@ NOTHING = {
 }
 
 
-def test_teardown_leaves_nothing_and_twice_changes_nothing(aws_env, tmp_path):
-    out = tmp_path / "gone"
-    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "gone", spot=True))
+def test_teardown_leaves_nothing_and_twice_changes_nothing(spot_cluster):
+    # The session's spot cluster (conftest.py), launched for test_provision.py's spot test:
+    # torn down at -v, then again.
+    launch = spot_cluster.step("launch")
+    rc, output = launch["rc"], launch["output"]
     assert rc == 0, output[-3000:]
-    before = leftovers(aws_env)
-    assert len(before["instances"]) == 2 and before["launch_templates"] == ["dtfbench-gone"]
-    assert before["key_pairs"] == ["dtfbench-gone"] and len(before["vpcs"]) == 1
-    assert (out / "aws_public_ips.txt").exists() and (out / "gone.pem").exists()
+    before = launch["leftovers"]
+    assert len(before["instances"]) == 2 and before["launch_templates"] == ["dtfbench-spotty"]
+    assert before["key_pairs"] == ["dtfbench-spotty"] and len(before["vpcs"]) == 1
+    assert launch["files"]["aws_public_ips.txt"] and launch["files"]["spotty.pem"]
 
-    rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "gone", "output_dir": str(out)}, "-v")
+    teardown = spot_cluster.step("teardown")
+    rc, output = teardown["rc"], teardown["output"]
     assert rc == 0, output[-3000:]
     assert recap(output)["changed"] > 0
-    assert leftovers(aws_env) == NOTHING
-    assert len(instances(aws_env, "gone", states=("terminated",))) == 2
-    assert sorted(p.name for p in out.iterdir()) == []
+    assert teardown["leftovers"] == NOTHING
+    assert len(teardown["terminated"]) == 2
+    assert teardown["listing"] == []
     assert SECRET_ACCESS_KEY not in output
 
-    rc, output = playbook(TEARDOWN, aws_env, {"cluster_name": "gone", "output_dir": str(out)})
+    again = spot_cluster.step("again")
+    rc, output = again["rc"], again["output"]
     assert rc == 0 and recap(output)["changed"] == 0, output[-3000:]
 
 
