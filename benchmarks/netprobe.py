@@ -231,6 +231,15 @@ def planner(
         conn.close()
     measured = network.measured(db, sweep)
     result = validation.sweep_extrapolation(recorded, "trivial", batch, fit_up_to, measured.planner_gb_s)
+    if not ring:
+        # Beside it, in the same run: the fluid bound, the prediction had the same runs been
+        # synchronous (the workers' transfers in perfect order, what the planner had before
+        # it modelled the turns).
+        as_synchronous = [dict(r, cross_replica_sync=1) for r in recorded]
+        fluid = validation.sweep_extrapolation(as_synchronous, "trivial", batch, fit_up_to, measured.planner_gb_s)
+        for case, ordered in zip(result["cases"], fluid["cases"]):
+            case["fluid_bound"] = ordered["with_link"]
+            case["error_fluid_bound"] = ordered["error_with_link"]
     observations = adaptive.observations_of(recorded)
     per_worker_step = {
         f"{o.config.gpus}/{o.config.num_ps}/{o.config.variable_update}": batch / (o.images_per_sec / o.config.gpus)
@@ -243,7 +252,12 @@ def planner(
             f"{case['measured']:.1f} img/s; with the probe's link {case['with_link']:.1f} "
             f"({case['error_with_link']:+.1%}), without {case['without_link']:.1f} "
             f"({case['error_without_link']:+.1%}); range with no link "
-            f"{case['range'][0]:.1f}-{case['range'][1]:.1f} ({'holds' if case['inside_range'] else 'MISSES'} it)",
+            f"{case['range'][0]:.1f}-{case['range'][1]:.1f} ({'holds' if case['inside_range'] else 'MISSES'} it)"
+            + (
+                f"; the fluid bound (perfect turns) {case['fluid_bound']:.1f} ({case['error_fluid_bound']:+.1%})"
+                if "fluid_bound" in case
+                else ""
+            ),
             flush=True,
         )
     print(

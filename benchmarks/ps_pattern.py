@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "testbed"
 import testbed as tb  # noqa: E402
 from bench_env import ROOT, held  # noqa: E402
 
+from dtfbench.forecast import scaling_model  # noqa: E402
+
 OUT = ROOT / "results" / "benchmarks" / "ps_pattern.json"
 PORT = 5301
 
@@ -139,16 +141,9 @@ except (EOFError, OSError):
 
 
 def random_turns_share(workers: int, transfer_s: float, compute_s: float) -> float:
-    """The link's busy share, one direction, with N workers cycling through the PS's link in and
-    out (each `transfer_s` alone, shared among the flows on it) and `compute_s` apart: exact mean
-    value analysis of the closed network (Reiser and Lavenberg, 1980)."""
-    queue = [0.0, 0.0]
-    throughput = 0.0
-    for n in range(1, workers + 1):
-        residence = [transfer_s * (1 + q) for q in queue]
-        throughput = n / (compute_s + sum(residence))
-        queue = [throughput * r for r in residence]
-    return throughput * transfer_s
+    """The PS's link's busy share, one direction, with random turns: the planner's own closed
+    network (``scaling_model.random_turns_step``, exact mean value analysis)."""
+    return workers * transfer_s / scaling_model.random_turns_step(workers, transfer_s, compute_s)
 
 
 def run_case(state: dict, mode: str, workers: int, size: int, seconds: float, compute: float = 0.0) -> dict:

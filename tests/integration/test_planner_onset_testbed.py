@@ -5,8 +5,9 @@ Five test-bed hosts whose private links are shaped to 100 Mbit/s (tbf, tests/tes
 workers'), one worker a host. The updates are asynchronous (--cross_replica_sync false): each
 worker pulls the variables (`trivial` at 16 px: 3.07 MB), computes (little: ~0.01 s at batch
 512, so that the two cores do not blur it) and pushes its gradients on its own, so that one
-worker's transfers overlap the others', as the scaling model's max(t1, transfer) has it. The
-PS's link carries one pull and one push a worker-step, one each way.
+worker's transfers overlap the others'. The PS's link carries one pull and one push a
+worker-step, one each way, in the turns the workers fall into: the scaling model has them take
+random turns (a closed queueing network, `scaling_model.random_turns_step`).
 
 - 1 and 2 GPUs: the step is the worker's own pull and push; the PS's link is busy half and
   three quarters of the time, and a second worker adds most of a worker's rate.
@@ -79,15 +80,16 @@ def test_fitted_below_the_onset_with_the_measured_link_the_planner_predicts_past
     (case,) = result["cases"]
     print("rates", rate, "ps tx GB/s", runs[4]["nic_tx_gb_per_s"], "case", case)
     assert case["gpus"] == 4 and case["network_bound_with_link"], case
+    assert result["fit_with_link"]["asynchronous"], result["fit_with_link"]
     # With the measured link the planner meets the onset; with none, the fit of 1 and 2 GPUs
     # scales on past it (the planner that ignored the link misses by about 100%). The goal, 15%
     # with the link and the range holding the value, is N3's in `make bench` (benchmarks/netprobe.py,
-    # 3 repetitions a count). One repetition here varies with the machine: the PS's shaped link
-    # carries 83% of its rate at 2 workers and 70-85% at 4 (TCP's losses at its queue, where the
-    # probe's steady streams get 90%), so 4 GPUs came 6-21% below the prediction with the link,
-    # and up to 12% below 2 GPUs' total, the range's low end.
-    assert abs(case["error_with_link"]) <= 0.3, case
+    # 3 repetitions a count). One repetition here varies with the turns the workers fall into
+    # and with the machine: the PS's shaped link carries 70-85% of its rate at 4 (random turns:
+    # 80%), so 4 GPUs came -11% to +8% from the prediction with the link, and up to 12% below
+    # 2 GPUs' total (the range's low end: 20% below it).
+    assert abs(case["error_with_link"]) <= 0.25, case
     assert case["error_without_link"] > 0.5, case
     low, high = case["range"]
-    assert 0.8 * low <= case["measured"] <= high, case
+    assert 0.95 * low <= case["measured"] <= high, case
     assert live_processes(sweep_id) == []

@@ -272,3 +272,44 @@ def test_with_no_link_known_the_range_covers_what_a_link_the_runs_never_reached_
     _, all_runs = made_up(0.6, CONFIGS, variables=variables)
     narrow = [f.images_per_sec(big) for f in sm.link_fits(all_runs, 64, variables)]
     assert max(narrow) / min(narrow) < 1.05 < max(predictions) / min(predictions)
+
+
+def test_random_turns_are_the_closed_networks_exact_answer():
+    # One worker: its pull, its push and the rest of its step, one after the other.
+    assert sm.random_turns_step(1, 0.25, 0.1) == pytest.approx(0.6)
+    # No time between transfers: N workers keep each direction busy N/(N+1) of the time.
+    for n in range(1, 9):
+        assert n * 0.25 / sm.random_turns_step(n, 0.25, 0.0) == pytest.approx(n / (n + 1))
+    # Two workers, by hand: each finds the other on a link with probability D / (Z + 2D).
+    d, z = 0.26, 0.05
+    assert sm.random_turns_step(2, d, z) == pytest.approx(z + 2 * d * (1 + d / (z + 2 * d)))
+    # Never under the fluid bound (a link never idle, or no wait at all), and up to it with many.
+    for n in (1, 2, 4, 16, 64):
+        assert sm.random_turns_step(n, d, z) >= max(z + 2 * d, n * d) - 1e-12
+    assert 200 * d / sm.random_turns_step(200, d, z) > 0.99
+    with pytest.raises(sm.ModelError, match="customers=0"):
+        sm.random_turns_step(0, d, z)
+
+
+def test_asynchronous_ps_workers_take_turns_and_synchronous_ones_do_not():
+    # 1 PS on a node of its own, 3 MB of variables, a 100 Mbit/s link (0.0125 GB/s), 0.5 s of
+    # compute: 4 workers need 0.98 s of the PS's link a step, past the onset.
+    variables = Variables(3.072e6, 0.0)
+    fit = sm.Fit(0.5, 512, variables, {}, 0.0125, 0.0, 0.0, 0)
+    synchronous = Config(4, 1, 1, "parameter_server", ps_on_worker_nodes=False)
+    asynchronous = dataclasses.replace(synchronous, synchronous=False)
+    transfer = fit.transfer_time(synchronous)
+    assert transfer == pytest.approx(4 * 3.072e6 / 1e9 / 0.0125)
+    assert fit.step_time(synchronous) == pytest.approx(transfer)  # the fluid bound
+    d = transfer / 4
+    assert fit.step_time(asynchronous) == pytest.approx(sm.random_turns_step(4, d, 0.5 - 2 * d))
+    assert fit.step_time(asynchronous) > 1.1 * fit.step_time(synchronous)
+    # No network limit, or a ring: nothing to take turns on.
+    unlimited = dataclasses.replace(fit, bandwidth_gb_s=math.inf)
+    assert unlimited.step_time(asynchronous) == unlimited.step_time(synchronous) == 0.5
+    assert not Config(4, 1, 0, sm.ALL_REDUCE, synchronous=False).takes_turns
+    # The PS beside a worker: that worker's bytes stay on its node, three cross.
+    assert Config(4, 1, 1, "parameter_server", synchronous=False).crossing_senders == 3
+    # The planner predicts configurations updated as its runs were.
+    assert dataclasses.replace(fit, asynchronous=True).config(8, 1, 2, "parameter_server").takes_turns
+    assert not fit.config(8, 1, 2, "parameter_server").takes_turns

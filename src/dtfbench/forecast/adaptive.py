@@ -44,7 +44,6 @@ from typing import Any
 from ..report import stats
 from ..results import network, store, sweep_steps
 from . import scaling_model
-from .scaling_model import Config
 
 # A sweep's groups: the runs the model is fitted on and that are compared with each other.
 GROUP_KEYS = ("model", "batch_size", "image_size", "data", "workload", "devices_per_worker", "ps_on_worker_nodes")
@@ -228,14 +227,15 @@ def best_by_count(rows: Iterable[Mapping[str, Any]]) -> dict[int, float]:
     return best
 
 
-def _config(run: Mapping[str, Any], num_ps: int | None = None):
+def planned_config(fit, run: Mapping[str, Any], num_ps: int | None = None):
+    """A planned run's configuration, updated as the fitted runs were (synchronous or not)."""
     nodes = int(run.get("worker_nodes") or 1)
-    return Config(
+    return fit.config(
         int(run["gpus"]),
         max(1, math.ceil(int(run["gpus"]) / nodes)),
         int(run["num_ps"] if num_ps is None else num_ps),
         run["variable_update"],
-        bool(run.get("ps_on_worker_nodes", True)),
+        ps_on_worker_nodes=bool(run.get("ps_on_worker_nodes", True)),
     )
 
 
@@ -294,7 +294,7 @@ def decide(
             for count in later:
                 runs = [r for r in planned if int(r["gpus"]) == count and r["variable_update"] in MODELLED_UPDATES]
                 if runs:
-                    rate, run = max(((fit.images_per_sec(_config(r)), r) for r in runs), key=lambda x: x[0])
+                    rate, run = max(((fit.images_per_sec(planned_config(fit, r)), r) for r in runs), key=lambda x: x[0])
                     decision["predicted"][str(count)] = {
                         "images_per_sec": rate,
                         "num_ps": run["num_ps"],
@@ -334,8 +334,8 @@ def decide(
             kept += [(update, p) for p in counts]
             continue
         first = {int(r["num_ps"]): r for r in runs}
-        rates = {p: fit.images_per_sec(_config(first[p])) for p in counts}
-        moved = {p: scaling_model.node_bytes(_config(first[p]), fit.variables) for p in counts}
+        rates = {p: fit.images_per_sec(planned_config(fit, first[p])) for p in counts}
+        moved = {p: scaling_model.node_bytes(planned_config(fit, first[p]), fit.variables) for p in counts}
         chosen = narrowed_ps_counts(counts, rates, settings.keep, moved)
         kept += [(update, p) for p in chosen]
         skipped += [(update, p) for p in counts if p not in chosen]

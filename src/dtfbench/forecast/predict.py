@@ -144,12 +144,13 @@ def candidates(
     updates: Iterable[str] = STUDY_UPDATES,
     devices_per_worker: int = 1,
     ps_counts: Callable[[int, str], list[int]] = _study_ps_counts,
+    synchronous: bool = True,
 ) -> list[Config]:
     """The configurations a sweep would try at `gpus`: each PS update with each of its PS counts,
-    and all-reduce (no PS)."""
+    and all-reduce (no PS); `synchronous`: the PS updates' cross_replica_sync."""
     workers = max(1, gpus // devices_per_worker)
     return [
-        Config(gpus, gpus_per_node, p, u)
+        Config(gpus, gpus_per_node, p, u, synchronous=synchronous)
         for u in updates
         for p in ([0] if u == ALL_REDUCE else [p for p in ps_counts(workers, u) if p >= 1])
     ]
@@ -165,7 +166,10 @@ def rank(
 ) -> list[tuple[Config, float]]:
     """(configuration, predicted images/sec), best first (ties: fewer PSs, parameter_server first)."""
     scored = [
-        (c, fit.images_per_sec(c)) for c in candidates(gpus, gpus_per_node, updates, devices_per_worker, ps_counts)
+        (c, fit.images_per_sec(c))
+        for c in candidates(
+            gpus, gpus_per_node, updates, devices_per_worker, ps_counts, synchronous=not fit.asynchronous
+        )
     ]
     return sorted(scored, key=lambda cr: (-round(cr[1], 6), cr[0].num_ps, UPDATES.index(cr[0].variable_update)))
 
@@ -342,7 +346,9 @@ def sweep_estimate(
     updates = list(updates)
     runs, seconds = 0, 0.0
     for gpus in gpus_list:
-        for config in candidates(int(gpus), gpus_per_node, updates, devices_per_worker, ps_counts):
+        for config in candidates(
+            int(gpus), gpus_per_node, updates, devices_per_worker, ps_counts, synchronous=not fit.asynchronous
+        ):
             runs += repetitions
             seconds += repetitions * (run_overhead_s + steps * fit.step_time(config))
     instances = max(math.ceil(int(g) / gpus_per_node) for g in gpus_list)
@@ -427,7 +433,7 @@ def link_range(
     fits = scaling_model.link_fits(observations, batch_size, variables)
     rates = [f.bandwidth_gb_s for f in fits]
     for row in counts:
-        config = Config(row["gpus"], gpus_per_node, row["num_ps"], row["variable_update"])
+        config = fits[0].config(row["gpus"], gpus_per_node, row["num_ps"], row["variable_update"])
         predictions = [f.images_per_sec(config) for f in fits]
         row["range_images_per_sec"] = [min(predictions), max(predictions)]
     return {"lowest_gb_s": min(rates), "highest_gb_s": None if math.isinf(max(rates)) else max(rates)}

@@ -75,7 +75,7 @@ def predicted_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, An
                     raise fits[gpus]
                 example = examples[tuple(summary.get(k) for k in EXAMPLE_KEYS)]
                 hosts = example.get("hosts") or []
-                config = adaptive_sweep._config(dict(example, worker_nodes=len(hosts) or 1))
+                config = adaptive_sweep.planned_config(fits[gpus], dict(example, worker_nodes=len(hosts) or 1))
                 row["predicted"] = fits[gpus].images_per_sec(config)
                 row["departure"] = (row["measured"] - row["predicted"]) / row["predicted"]
             except Exception as err:  # noqa: BLE001 - no prediction for this group: say why once

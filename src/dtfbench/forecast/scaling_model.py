@@ -28,6 +28,16 @@ sets it.
 - ``bandwidth`` is the link rate the busiest NIC achieves (GB/s): when its bytes take longer
   than the GPU compute, the network sets the step (the configuration is network-bound).
 
+max(t1, B / bandwidth) is the fluid bound: past the onset the busiest NIC is never idle. That
+holds for synchronous steps, whose transfers start together. Asynchronous PS workers
+(``cross_replica_sync`` off) each pull, compute and push on their own, and take turns on the
+PS's link in and out: when all of them happen to be pulling, the inbound link idles. Their
+step is the cycle of a closed queueing network (``random_turns_step``: the PS's link in and
+out, shared fairly among the flows on it, and the rest of the 1-GPU step between them), which
+lies above the fluid bound near and past the onset; a run may fall into better order than
+random turns (two workers often alternate), so a fit takes a measured step between the two as
+the turns' doing, not as overheads.
+
 The per-system parameters ``x_*`` are fitted by non-negative least squares
 (``scipy.optimize.nnls``) on relative residuals to what each run took beyond
 max(t1, B / bandwidth), for each candidate bandwidth of a geometric grid (profile search;
@@ -118,6 +128,8 @@ class Config:
     num_ps: int
     variable_update: str
     ps_on_worker_nodes: bool = True
+    # cross_replica_sync: False for asynchronous PS workers, which take turns on the PS's link.
+    synchronous: bool = True
 
     def __post_init__(self):
         if self.gpus < 1 or self.gpus_per_node < 1:
@@ -150,6 +162,40 @@ class Config:
     @property
     def senders_per_node(self) -> float:
         return self.gpus_on_a_node if self.variable_update == "parameter_server" else 1.0
+
+    @property
+    def takes_turns(self) -> bool:
+        """Asynchronous PS workers: each one's pull and push take turns with the others' on the
+        PS's link (synchronous steps and all-reduce rings move their bytes together)."""
+        return not self.synchronous and not self.all_reduce
+
+    @property
+    def crossing_senders(self) -> int:
+        """The senders whose pulls and pushes cross the busiest PS host's NIC (those beside it
+        stay on the node): every sender when the PSs have nodes of their own."""
+        senders = self.nodes * self.senders_per_node
+        if self.ps_on_worker_nodes:
+            senders -= self.senders_per_node
+        return max(1, round(senders))
+
+
+def random_turns_step(customers: int, transfer_s: float, think_s: float) -> float:
+    """One worker's cycle (s) when `customers` workers each pull through the PS's link out, push
+    through its link in (`transfer_s` each, alone on the link; a link shared fairly among the
+    flows on it) and spend `think_s` elsewhere between them: exact mean value analysis of the
+    closed queueing network (Reiser and Lavenberg, 1980). Fair sharing is processor sharing,
+    whose answer does not depend on how the transfer times are distributed (BCMP), so the
+    fixed transfers of a PS's workers are covered. The link's busy share, one direction, is
+    customers * transfer_s / cycle; with no think time, customers / (customers + 1)."""
+    if customers < 1 or transfer_s < 0 or think_s < 0:
+        raise ModelError(f"customers={customers}, transfer_s={transfer_s}, think_s={think_s}: need >= 1, >= 0, >= 0")
+    queue = [0.0, 0.0]  # mean flows on the link out (pulls) and in (pushes)
+    cycle = think_s + 2 * transfer_s
+    for n in range(1, customers + 1):
+        residence = [transfer_s * (1 + q) for q in queue]
+        cycle = think_s + sum(residence)
+        queue = [n / cycle * r for r in residence]
+    return cycle
 
 
 def node_bytes(config: Config, variables: Variables) -> float:
@@ -191,6 +237,16 @@ def features(config: Config, variables: Variables) -> dict[str, float]:
     }
 
 
+def turns_step(config: Config, t1: float, transfer_s: float) -> float:
+    """The step of asynchronous PS workers whose busiest NIC needs `transfer_s` a step for all of
+    them, one direction (``random_turns_step``): each crossing sender's pull and push take
+    transfer_s / senders alone on the link, and the rest of its 1-GPU step, t1 less its own
+    pull and push, happens between them. Never under the fluid bound max(t1, transfer_s)."""
+    customers = config.crossing_senders
+    demand = transfer_s / customers
+    return random_turns_step(customers, demand, max(t1 - 2 * demand, 0.0))
+
+
 @dataclass
 class Fit:
     """A fitted system: t1, the coefficients, the bandwidth (inf: no limit seen), the residuals."""
@@ -207,11 +263,26 @@ class Fit:
     notes: list[str] = field(default_factory=list)
     # False when no run was a multi-node all-reduce: its per-hop cost is unknown (taken as 0).
     all_reduce_fitted: bool = True
+    # True when the fitted PS runs were asynchronous (cross_replica_sync off): the planner's
+    # candidate configurations are then asynchronous too (``Fit.config``).
+    asynchronous: bool = False
+
+    def config(self, gpus: int, gpus_per_node: int, num_ps: int, variable_update: str, **placement) -> Config:
+        """A configuration to predict, updated as the fitted runs were (synchronous or not)."""
+        return Config(gpus, gpus_per_node, num_ps, variable_update, synchronous=not self.asynchronous, **placement)
 
     def transfer_time(self, config: Config) -> float:
         """Seconds the busiest NIC needs for its bytes at the fitted rate (0 with no limit seen)."""
         f = features(config, self.variables)
         return f["node_bytes"] / self.bandwidth_gb_s if math.isfinite(self.bandwidth_gb_s) else 0.0
+
+    def base_step(self, config: Config) -> float:
+        """The step before overheads: the fluid bound max(t1, transfer), or for workers that take
+        turns on the PS's link, their cycle with random turns (``turns_step``)."""
+        transfer = self.transfer_time(config)
+        if config.takes_turns and transfer > 0:
+            return turns_step(config, self.t1, transfer)
+        return max(self.t1, transfer)
 
     def overheads(self, config: Config) -> float:
         """Seconds of the step that overlap with neither the GPU compute nor the transfer."""
@@ -219,7 +290,7 @@ class Fit:
         return sum(self.coefficients.get(k, 0.0) * f[k] for k in FEATURES)  # a term not given costs 0
 
     def step_time(self, config: Config) -> float:
-        return max(self.t1, self.transfer_time(config)) + self.overheads(config)
+        return self.base_step(config) + self.overheads(config)
 
     def network_bound(self, config: Config) -> bool:
         """The transfer takes longer than the GPU compute it overlaps with."""
@@ -242,6 +313,7 @@ class Fit:
             "network_bound_points": self.network_bound_points,
             "notes": list(self.notes),
             "all_reduce_fitted": self.all_reduce_fitted,
+            "asynchronous": self.asynchronous,
         }
 
 
@@ -258,9 +330,10 @@ def _nnls_overheads(A: np.ndarray, y: np.ndarray, base: np.ndarray) -> np.ndarra
 
 
 def _prepare(observations: Sequence[Observation], batch_size: int, variables: Variables):
-    """(t1, floor, evaluate, ring_fitted): the 1-GPU step, the rate the busiest NIC was seen to
+    """(t1, floor, evaluate, kinds): the 1-GPU step, the rate the busiest NIC was seen to
     carry (GB/s), evaluate(bandwidth) -> (rss, bandwidth, coefficients, network-bound points,
-    rows), and whether a multi-node all-reduce run is among them (its per-hop cost is fitted)."""
+    rows), and (whether a multi-node all-reduce run is among them, so that its per-hop cost is
+    fitted; whether the PS runs were asynchronous)."""
     obs = [o for o in observations if o.images_per_sec and o.images_per_sec > 0]
     if not obs:
         raise ModelError("no runs to fit: the model needs the system's runs, the 1-GPU one at least")
@@ -272,10 +345,16 @@ def _prepare(observations: Sequence[Observation], batch_size: int, variables: Va
     F = [features(o.config, variables) for o in obs]
     A = np.array([[f[k] for k in FEATURES] for f in F])
     B = np.array([f["node_bytes"] for f in F])
+    turns = [i for i, o in enumerate(obs) if o.config.takes_turns and B[i] > 0]
 
     def evaluate(bandwidth: float):
         network = B / bandwidth if math.isfinite(bandwidth) else np.zeros_like(B)
         base = np.maximum(t1, network)  # the GPU compute and the transfer overlap
+        if math.isfinite(bandwidth):
+            # Workers that take turns: a step between the fluid bound (perfect order) and random
+            # turns is the turns' doing; only what lies beyond random turns is overheads.
+            for i in turns:
+                base[i] = min(max(base[i], y[i]), turns_step(obs[i].config, t1, network[i]))
         x = _nnls_overheads(A, y, base)
         pred = base + A @ x
         rss = float(np.sum(((pred - y) / y) ** 2))
@@ -283,12 +362,14 @@ def _prepare(observations: Sequence[Observation], batch_size: int, variables: Va
         return rss, bandwidth, x, bound, len(y)
 
     floor = float(np.max(B / y)) if B.any() else 0.0
-    return t1, floor, evaluate, any(f["ring"] for f in F)
+    asynchronous = any(o.config.takes_turns for o in obs)
+    return t1, floor, evaluate, (any(f["ring"] for f in F), asynchronous)
 
 
 def _as_fit(
-    chosen, t1: float, floor: float, batch_size: int, variables: Variables, notes: list[str], ring_fitted: bool
+    chosen, t1: float, floor: float, batch_size: int, variables: Variables, notes: list[str], kinds: tuple[bool, bool]
 ) -> Fit:
+    ring_fitted, asynchronous = kinds
     rss, bandwidth, x, bound, n = chosen
     return Fit(
         t1=t1,
@@ -302,6 +383,7 @@ def _as_fit(
         network_bound_points=bound,
         notes=notes,
         all_reduce_fitted=ring_fitted,
+        asynchronous=asynchronous,
     )
 
 
@@ -317,7 +399,8 @@ def fit(
     """
     if link_gb_s is not None and not (isinstance(link_gb_s, (int, float)) and 0 < link_gb_s < math.inf):
         raise ModelError(f"link rate {link_gb_s!r}: give the measured rate in GB/s, a number > 0")
-    t1, floor, evaluate, ring_fitted = _prepare(observations, batch_size, variables)
+    t1, floor, evaluate, kinds = _prepare(observations, batch_size, variables)
+    ring_fitted, asynchronous = kinds
     unlimited = evaluate(math.inf)
     chosen = unlimited
     notes: list[str] = []
@@ -349,7 +432,13 @@ def fit(
             f"no multi-node {ALL_REDUCE} run: its per-hop cost is not fitted (0), so its predictions "
             "are its byte and barrier costs only, an upper bound on its rate; measure it on 2+ nodes"
         )
-    return _as_fit(chosen, t1, floor, batch_size, variables, notes, ring_fitted)
+    if asynchronous and chosen is not unlimited:
+        notes.append(
+            "asynchronous PS workers: past the network onset the prediction has their pulls and "
+            "pushes take random turns on the PS's link (it idles when all pull at once); in perfect "
+            "order they would reach the fluid bound, max(compute, transfer)"
+        )
+    return _as_fit(chosen, t1, floor, batch_size, variables, notes, kinds)
 
 
 def link_fits(observations: Sequence[Observation], batch_size: int, variables: Variables) -> list[Fit]:
@@ -361,14 +450,14 @@ def link_fits(observations: Sequence[Observation], batch_size: int, variables: V
     prediction past them is one of this range's (docs/scaling_model.md). No multi-node run:
     the one fit with no limit.
     """
-    t1, floor, evaluate, ring_fitted = _prepare(observations, batch_size, variables)
+    t1, floor, evaluate, kinds = _prepare(observations, batch_size, variables)
     candidates = [evaluate(math.inf)]
     if floor > 0:
         grid = np.geomspace(floor, floor * BANDWIDTH_GRID_SPAN, BANDWIDTH_GRID_POINTS)
         candidates = [evaluate(float(bw)) for bw in grid] + candidates
     best = min(c[0] / c[4] for c in candidates)
     allowed = max(NOISE**2, best)
-    return [_as_fit(c, t1, floor, batch_size, variables, [], ring_fitted) for c in candidates if c[0] / c[4] <= allowed]
+    return [_as_fit(c, t1, floor, batch_size, variables, [], kinds) for c in candidates if c[0] / c[4] <= allowed]
 
 
 # ---------------------------------------------------------------------------------------
@@ -410,6 +499,7 @@ def observations_from_rows(rows: Iterable[Mapping[str, Any]], gpus_per_node: int
         nodes = r.get("nodes") or (len(r["hosts"]) if r.get("hosts") else None) or r.get("num_workers") or 1
         per_node = gpus_per_node or r.get("gpus_per_node") or max(1, math.ceil(gpus / int(nodes)))
         placed = r.get("ps_on_worker_nodes")
+        synchronous = r.get("cross_replica_sync")  # None: not recorded (the published tables: synchronous)
         result.append(
             Observation(
                 Config(
@@ -418,6 +508,7 @@ def observations_from_rows(rows: Iterable[Mapping[str, Any]], gpus_per_node: int
                     num_ps=0 if r["variable_update"] == ALL_REDUCE else int(r.get("num_ps") or 1),
                     variable_update=r["variable_update"],
                     ps_on_worker_nodes=True if placed is None else bool(placed),
+                    synchronous=True if synchronous is None else bool(synchronous),
                 ),
                 float(r["images_per_sec"]),
             )

@@ -227,6 +227,10 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
                 for r in bad
             ],
             sweep_ids=sorted({str(r["sweep_id"]) for r in members if r.get("sweep_id") is not None}),
+            # Whether the workers' updates were synchronous, as the ok runs reported it (None
+            # when they disagree or did not say): the scaling model's asynchronous workers take
+            # turns on the PS's link. Not a configuration key: a failed run has no report of it.
+            cross_replica_sync=_agreed(r.get("cross_replica_sync") for r in ok),
             # The TensorFlow the runs reported (the study's program on 1.1, ours on 2.x).
             tf_version=", ".join(sorted({str(r["tf_version"]) for r in members if r.get("tf_version")})) or None,
             **bounds.measured(members, ok),
@@ -236,6 +240,12 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
     add_speedup(summaries)
     bounds.add_bounds(summaries, BASELINE_KEYS)
     return summaries
+
+
+def _agreed(values: Iterable[Any]) -> Any:
+    """The one value all of `values` share (None among them ignored), else None."""
+    seen = {v for v in values if v is not None}
+    return seen.pop() if len(seen) == 1 else None
 
 
 def _same_but_environment(row: Mapping[str, Any]) -> tuple:
