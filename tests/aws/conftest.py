@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from aws_cluster import PROVISION, TEARDOWN, Lifecycle, cluster_vars, ec2_client, instances, leftovers, moto_env
 from moto_server import MotoServer
 
 
@@ -23,9 +24,7 @@ def moto(moto_session):
 @pytest.fixture
 def aws_env(ansible_env, moto) -> dict:
     """ansible-playbook's environment, pointed at moto through the standard variables."""
-    env = {k: v for k, v in ansible_env.items() if not k.startswith("AWS_")}
-    env.update(moto.env)
-    return env
+    return moto_env(ansible_env, moto)
 
 
 @pytest.fixture(scope="session")
@@ -42,23 +41,13 @@ def spot_cluster(moto_session, ansible_env, tmp_path_factory):
     again      teardown-aws.yml once more.
     A step whose playbook fails stops the life there; the steps after it are missing.
     """
-    from test_provision import PROVISION, TEARDOWN, Lifecycle, cluster_vars, ec2_client, instances, playbook
-    from test_teardown import leftovers
-
     moto_session.reset()
-    env = {k: v for k, v in ansible_env.items() if not k.startswith("AWS_")}
-    env.update(moto_session.env)
+    env = moto_env(ansible_env, moto_session)
     tmp_path = tmp_path_factory.mktemp("spot")
     out = tmp_path / "spotty"
     life = Lifecycle(tmp_path=tmp_path, out=out)
     ec2 = ec2_client(env)
-
-    def run(name, *args):
-        rc, output = playbook(*args)
-        life[name] = {"rc": rc, "output": output}
-        if rc != 0:
-            life["stopped"] = name
-        return life[name]
+    run = life.run
 
     # The guard (max_instances=1) raised explicitly: 2 instances are launched.
     request = cluster_vars(

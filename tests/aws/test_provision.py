@@ -16,62 +16,24 @@ import stat
 import subprocess
 from pathlib import Path
 
-import boto3
 import pytest
+from aws_cluster import (
+    CLUSTER_TAG,
+    PROVISION,
+    ROOT,
+    SSH_CIDR,
+    TEARDOWN,
+    Lifecycle,
+    cluster_vars,
+    ec2_client,
+    instances,
+    lines,
+    moto_env,
+    playbook,
+    recap,
+    tags_of,
+)
 from moto_server import SECRET_ACCESS_KEY
-from playbook_harness import run_playbook
-
-ROOT = Path(__file__).resolve().parents[2]
-PROVISION = "provision-aws.yml"
-TEARDOWN = "teardown-aws.yml"
-SSH_CIDR = "203.0.113.7/32"
-CLUSTER_TAG = "dtfbench-cluster"
-# A run against moto: no SSH to moto's addresses, no node configuration, no placement group.
-MOTO_VARS = {"aws_wait_for_ssh": False, "configure_nodes": False, "placement_group": False}
-
-
-def playbook(playbook_name: str, env: dict, extra: dict | None = None, *verbosity: str):
-    """ansible-playbook from the project root; (returncode, stdout+stderr)."""
-    variables = dict(MOTO_VARS, **(extra or {}))
-    result = run_playbook(playbook_name, *verbosity, "-e", json.dumps(variables), env=env)
-    return result.returncode, result.output
-
-
-def recap(output: str) -> dict:
-    match = re.search(r"localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
-    assert match, output[-3000:]
-    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
-
-
-def ec2_client(env: dict):
-    return boto3.client(
-        "ec2",
-        endpoint_url=env["AWS_ENDPOINT_URL"],
-        region_name=env["AWS_REGION"],
-        aws_access_key_id=env.get("AWS_ACCESS_KEY_ID", "AKIADTFBENCHTESTING1"),
-        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY),
-    )
-
-
-def instances(env: dict, cluster: str | None = None, states=("pending", "running")) -> list[dict]:
-    filters = [{"Name": "instance-state-name", "Values": list(states)}]
-    if cluster:
-        filters.append({"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]})
-    pages = ec2_client(env).get_paginator("describe_instances").paginate(Filters=filters)
-    return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
-
-
-def cluster_vars(tmp_path: Path, name: str = "study", **extra) -> dict:
-    return dict(
-        {
-            "cluster_name": name,
-            "instance_type": "p2.xlarge",
-            "instance_count": 2,
-            "ssh_cidr": SSH_CIDR,
-            "output_dir": str(tmp_path / name),
-        },
-        **extra,
-    )
 
 
 def plain(value):
@@ -89,14 +51,6 @@ def generate_key(directory: Path) -> Path:
     key = directory / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     return key.with_suffix(".pub")
-
-
-def tags_of(instance: dict) -> dict:
-    return {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
-
-
-def lines(path: Path) -> list[str]:
-    return [line for line in path.read_text().splitlines() if line.strip()]
 
 
 # Credentials given as variables (none in the environment): test_no_secret_in_the_output.
@@ -124,16 +78,6 @@ def without_credentials(env: dict) -> dict:
     return {k: v for k, v in env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
 
 
-class Lifecycle(dict):
-    """What one step of the shared cluster's life left: its playbook run and what was read back
-    right after it (moto is reset before every other test, so everything is read at once)."""
-
-    def step(self, name: str) -> dict:
-        if name not in self:
-            pytest.fail(f"the cluster's step {name!r} did not run: {self.get('stopped', '?')} failed before it")
-        return self[name]
-
-
 @pytest.fixture(scope="module")
 def study(moto_session, ansible_env, tmp_path_factory):
     """One 2 x p2.xlarge cluster's whole life, run once and read by three tests: each
@@ -149,21 +93,14 @@ def study(moto_session, ansible_env, tmp_path_factory):
     A step whose playbook fails stops the life there; the steps after it are missing.
     """
     moto_session.reset()
-    env = {k: v for k, v in ansible_env.items() if not k.startswith("AWS_")}
-    env.update(moto_session.env)
+    env = moto_env(ansible_env, moto_session)
     quiet = without_credentials(env)
     tmp_path = tmp_path_factory.mktemp("study")
     out = tmp_path / "study"
     life = Lifecycle(tmp_path=tmp_path, out=out)
     ec2 = ec2_client(env)
     raised = math.ceil(expected_cost().cost_usd)
-
-    def run(name, *args, ok=True):
-        rc, output = playbook(*args)
-        life[name] = {"rc": rc, "output": output}
-        if ok and rc != 0:
-            life["stopped"] = name
-        return life[name]
+    run = life.run
 
     refused = run("refused", PROVISION, env, cluster_vars(tmp_path, max_cost_usd=1), ok=False)
     refused["instances"] = instances(env, states=("pending", "running", "shutting-down", "terminated", "stopped"))

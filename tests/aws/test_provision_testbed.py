@@ -16,8 +16,8 @@ import json
 
 import pytest
 import testbed as tb
+from aws_cluster import MOTO_VARS, SSH_CIDR, ec2_client, instances
 from playbook_harness import run_playbook
-from test_provision import MOTO_VARS, SSH_CIDR, ec2_client, instances
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 pytestmark = [pytest.mark.ansible]

@@ -8,46 +8,18 @@ from __future__ import annotations
 
 import time
 
-from test_provision import (
-    CLUSTER_TAG,
+from aws_cluster import (
+    NOTHING,
     PROVISION,
-    SECRET_ACCESS_KEY,
     TEARDOWN,
     cluster_vars,
     ec2_client,
     instances,
+    leftovers,
     playbook,
     recap,
 )
-
-
-def leftovers(env: dict) -> dict:
-    """Everything in the region a cluster could have left, but the account's defaults."""
-    ec2 = ec2_client(env)
-    return {
-        "instances": [i["InstanceId"] for i in instances(env, states=("pending", "running", "stopping", "stopped"))],
-        "vpcs": [v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")],
-        "security_groups": [
-            g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"] if g["GroupName"] != "default"
-        ],
-        "key_pairs": [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]],
-        "launch_templates": [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]],
-        "internet_gateways": [
-            g["InternetGatewayId"]
-            for g in ec2.describe_internet_gateways()["InternetGateways"]
-            if any(t["Key"] == CLUSTER_TAG for t in g.get("Tags", []))
-        ],
-    }
-
-
-NOTHING = {
-    "instances": [],
-    "vpcs": [],
-    "security_groups": [],
-    "key_pairs": [],
-    "launch_templates": [],
-    "internet_gateways": [],
-}
+from moto_server import SECRET_ACCESS_KEY
 
 
 def test_teardown_leaves_nothing_and_twice_changes_nothing(spot_cluster):
