@@ -97,13 +97,9 @@ def test_the_command_prints_every_error(capsys):
     assert "model median 2.1%, max 48.1%; Optimus form median 8.0%, max 46.3%" in out
 
 
-def test_a_sweep_past_its_network_onset_needs_the_link_to_be_predicted():
-    # Made-up runs by a known truth: 1 PS on a node of its own, step = max(compute, the PS's
-    # bytes / link). 1 and 2 GPUs never fill the link, 4 do: fitted on <= 2, only the
-    # measured link puts the onset where it is; without it the range printed must hold it.
-    variable_bytes, batch, t1, link = 3.072e6, 512, 0.6, 0.012
-    truth = {g: g * batch / max(t1, g * variable_bytes / 1e9 / link) for g in (1, 2, 4)}
-    rows = [
+def ps_on_its_own_host(rates, batch, variable_bytes, **fields):
+    """A sweep's ok runs of `trivial`, {gpus: images/sec}: a worker a host, 1 PS on a host after them."""
+    return [
         run_row(
             f"r{g}",
             gpus=g,
@@ -115,9 +111,19 @@ def test_a_sweep_past_its_network_onset_needs_the_link_to_be_predicted():
             images_per_sec=rate,
             hosts=[f"node{i}" for i in range(g + 1)],
             worker_results=[{"ps_bytes": [variable_bytes]}],
+            **fields,
         )
-        for g, rate in truth.items()
+        for g, rate in rates.items()
     ]
+
+
+def test_a_sweep_past_its_network_onset_needs_the_link_to_be_predicted():
+    # Made-up runs by a known truth: 1 PS on a node of its own, step = max(compute, the PS's
+    # bytes / link). 1 and 2 GPUs never fill the link, 4 do: fitted on <= 2, only the
+    # measured link puts the onset where it is; without it the range printed must hold it.
+    variable_bytes, batch, t1, link = 3.072e6, 512, 0.6, 0.012
+    truth = {g: g * batch / max(t1, g * variable_bytes / 1e9 / link) for g in (1, 2, 4)}
+    rows = ps_on_its_own_host(truth, batch, variable_bytes)
     result = v.sweep_extrapolation(rows, "trivial", batch, 2, link)
     (case,) = result["cases"]
     assert case["gpus"] == 4 and case["measured"] == pytest.approx(truth[4])
@@ -181,22 +187,7 @@ def test_past_an_asynchronous_onset_the_planner_predicts_random_turns(sitting, r
     # synchronous (the fluid bound, what the planner did before it knew) the same runs miss the
     # benchmark's sitting by 17%. With no link, the range holds both.
     def rows(synchronous):
-        return [
-            run_row(
-                f"r{g}",
-                gpus=g,
-                num_workers=g,
-                devices_per_worker=1,
-                ps_on_worker_nodes=False,
-                cross_replica_sync=int(synchronous),
-                model="trivial",
-                batch_size=512,
-                images_per_sec=rate,
-                hosts=[f"node{i}" for i in range(g + 1)],
-                worker_results=[{"ps_bytes": [3.07e6]}],
-            )
-            for g, rate in rates.items()
-        ]
+        return ps_on_its_own_host(rates, 512, 3.07e6, cross_replica_sync=int(synchronous))
 
     link = link_mbit / 8e3
     result = v.sweep_extrapolation(rows(False), "trivial", 512, 2, link)
