@@ -259,7 +259,7 @@ class CallbackModule(CallbackBase):
                 self.pending = True
             elif "died" in outcome and not outcome.get("failed"):
                 self.pending = self.state.get("hosts", {}).pop(host, None) is not None or self.pending
-        elif list(outcome.get("cmd") or [])[1:4] == ["-m", "dtfbench", "record"]:
+        elif action.endswith("run_record"):
             self.state["run"] = None  # recorded (or its own error shown): nothing to do for it
             changed = True
         if changed:

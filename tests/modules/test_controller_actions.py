@@ -1,6 +1,6 @@
-"""benchmark_plan and aws_cluster_plan run as action plugins on the controller (plugins/action/),
-in place of their modules (library/, where their documentation lives): same plan, same refusals,
-and no module payload shipped and run."""
+"""benchmark_plan, aws_cluster_plan and run_record run as action plugins on the controller
+(plugins/action/), in place of their modules (library/, where their documentation lives): same
+plan or record, same refusals, and no module payload shipped and run."""
 
 import json
 import os
@@ -44,6 +44,31 @@ def aws_args(tmp_path, **overrides):
     return args
 
 
+def record_args(tmp_path, **overrides):
+    """One finished run of one worker; a store of its own each call (a run is recorded once)."""
+    worker = {
+        "task_index": 0,
+        "status": "ok",
+        "images_per_sec": 812.5,
+        "step_time": {"mean": 0.04},
+        "config": {"cross_replica_sync": True, "image_size": 32},
+    }
+    stores = sorted(tmp_path.glob("store-*"))
+    args = dict(
+        run=dict(
+            run_id="actions-r1", gpus=1, num_ps=1, variable_update="parameter_server", data="synthetic", repetition=1
+        ),
+        sweep_id="actions-test",
+        system="local",
+        results_db=str(tmp_path / f"store-{len(stores)}" / "results.sqlite"),
+        layout=dict(hosts_used=["node1"], num_workers=1, cluster_spec={"worker": ["127.0.0.1:2220"]}),
+        hosts={"node1": {"failure": "", "workers": [{"result": worker}]}},
+    )
+    (tmp_path / f"store-{len(stores)}").mkdir()
+    args.update(overrides)
+    return args
+
+
 CASES = {
     # module name, arguments, what to compare (the AWS plan's expiry is "now + hours": it moves)
     "benchmark_plan": (
@@ -53,6 +78,7 @@ CASES = {
         },
     ),
     "aws_cluster_plan": (aws_args, lambda r: {k: v for k, v in r["plan"].items() if k not in ("expiry", "tags")}),
+    "run_record": (record_args, lambda r: {k: v for k, v in r["record"].items() if k != "id"}),
 }
 
 
@@ -91,6 +117,7 @@ def test_the_action_plugin_plans_what_the_module_plans(tmp_path, adhoc, module):
         ("benchmark_plan", {"launcher": "pbs"}, "launcher"),
         ("aws_cluster_plan", {"ssh_cidr": "0.0.0.0/0"}, "whole internet"),
         ("aws_cluster_plan", {"region": None}, "region"),
+        ("run_record", {"layout": {"num_workers": 1}, "run": {"run_id": "no-gpus"}}, "cannot record the run"),
     ],
 )
 def test_the_action_plugin_refuses_what_the_module_refuses(tmp_path, adhoc, module, bad, words):

@@ -88,18 +88,20 @@ def test_a_signal_writes_the_pending_hosts_at_once(plugin):
 
 
 def test_the_benchmark_roles_record_task_ends_the_run_for_the_watchdog(plugin):
-    """The run is the watchdog's to record until the role's record task returned (its argv, as
-    roles/benchmark/tasks/run.yml writes it); another command leaves it pending."""
+    """The run is the watchdog's to record until the role's record task returned (its action, as
+    roles/benchmark/tasks/run.yml names it), or failed with its own error; another task leaves
+    it pending."""
     tasks = yaml.safe_load((PLUGIN.parents[2] / "roles" / "benchmark" / "tasks" / "run.yml").read_text())
     record = next(t for t in tasks if t.get("name") == "Record the run in the results store")
-    argv = ["/venv/bin/python", *record["ansible.builtin.command"]["argv"][1:]]
+    (action,) = [key for key in record if key.endswith("run_record")]
     plugin.state["run"] = dict(run_id="r1")
-    plugin.seen(
-        result("ansible.builtin.command", "localhost", dict(cmd=[argv[0], "-m", "dtfbench", "store", "export"]))
-    )
+    plugin.seen(result("ansible.builtin.command", "localhost", dict(cmd=["python", "-m", "dtfbench", "record"])))
     assert plugin.state["run"] == dict(run_id="r1")
-    plugin.seen(result("ansible.builtin.command", "localhost", dict(cmd=argv)))
+    plugin.seen(result(action, "localhost", dict(record=dict(run_id="r1", status="ok"))))
     assert plugin.state["run"] is None and on_disk(plugin)["run"] is None
+    plugin.state["run"] = dict(run_id="r2")
+    plugin.seen(result(action, "localhost", dict(failed=True, msg="run r2 finished but was not recorded")))
+    assert plugin.state["run"] is None
 
 
 def test_a_signal_in_a_just_forked_worker_ends_it_by_the_signal_without_a_traceback(plugin, tmp_path):

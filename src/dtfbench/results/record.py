@@ -1,6 +1,7 @@
 """Turn one finished run, as the playbook saw it, into one row of the results store.
 
-The playbook hands over (as JSON on stdin of ``python -m dtfbench record``):
+The playbook hands over (the options of its ``run_record`` action, on the controller; the
+interrupt watchdog, as JSON on stdin of ``python -m dtfbench record``):
 
     {"run": <the plan's run>, "sweep_id": ..., "system": ..., "results_db": ...,
      "git_revision": ..., "started_at": ..., "finished_at": ...,
@@ -226,17 +227,43 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(
-        prog="dtfbench record",
-        description="Record one finished run (the playbook's JSON on stdin) in the results store.",
-    ).parse_args(argv)
+# The options of the run_record action (plugins/action/run_record.py; its documentation:
+# library/run_record.py): the payload above, one option a key.
+ARGUMENT_SPEC = {
+    "run": {"type": "dict", "required": True},
+    "sweep_id": {"type": "str", "required": True},
+    "sweep_config": {"type": "dict"},
+    "system": {"type": "str", "required": True},
+    "results_db": {"type": "str"},
+    "git_revision": {"type": "str", "default": ""},
+    "workload": {"type": "dict"},
+    "started_at": {"type": "raw"},
+    "finished_at": {"type": "raw"},
+    "layout": {"type": "dict", "required": True},
+    "hosts": {"type": "dict", "default": {}},
+    "instance_types": {"type": "dict", "default": {}},
+    "data_read": {"type": "dict", "default": {}},
+    "interrupted": {"type": "str"},
+}
+
+
+class RecordError(Exception):
+    """The run could not be recorded: ``msg`` says why and what to do. ``exit_code`` 2: the
+    record itself was refused; 3: the store refused a finished run, which is kept as JSON."""
+
+    def __init__(self, msg: str, exit_code: int):
+        super().__init__(msg)
+        self.msg = msg
+        self.exit_code = exit_code
+
+
+def record_run(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Record one finished run (the payload above) in the results store; its row id, run id,
+    status, reason and images/sec. Raises RecordError."""
     try:
-        payload = json.loads(sys.stdin.read())
         record = build_record(payload)
-    except (json.JSONDecodeError, KeyError, TypeError, store.StoreError) as err:
-        print(f"dtfbench record: error: cannot record the run: {err!r}", file=sys.stderr)
-        return 2
+    except (KeyError, TypeError, store.StoreError) as err:
+        raise RecordError(f"dtfbench record: error: cannot record the run: {err!r}", 2) from err
     db = payload.get("results_db") or store.DEFAULT_DB
     # The run's record goes to a file first, while the disk may still have room, and is
     # removed once the store holds it: a store that refuses it (a full disk) loses nothing.
@@ -248,39 +275,53 @@ def main(argv: list[str] | None = None) -> int:
     except (store.StoreError, sqlite3.IntegrityError) as err:  # the record itself is refused
         if kept is not None:
             kept.unlink(missing_ok=True)
-        print(f"dtfbench record: error: cannot record the run: {err!r}", file=sys.stderr)
-        return 2
+        raise RecordError(f"dtfbench record: error: cannot record the run: {err!r}", 2) from err
     except (sqlite3.Error, OSError) as err:
+        raise RecordError(_unrecorded(record, db, payload.get("sweep_id"), err, kept), 3) from err
+    finally:
         if conn is not None:
             conn.close()
-        return _unrecorded(record, db, payload.get("sweep_id"), err, kept)
     if kept is not None:
         kept.unlink(missing_ok=True)
-    print(
-        json.dumps(
-            {
-                "id": row_id,
-                "run_id": record["run_id"],
-                "status": record["status"],
-                "reason": record["reason"],
-                "images_per_sec": record["images_per_sec"],
-            }
-        )
-    )
-    return 0
+    return {
+        "id": row_id,
+        "run_id": record["run_id"],
+        "status": record["status"],
+        "reason": record["reason"],
+        "images_per_sec": record["images_per_sec"],
+    }
 
 
-def _unrecorded(record: Mapping[str, Any], db: str, sweep_id: str | None, err: BaseException, kept: Path | None) -> int:
+def _unrecorded(record: Mapping[str, Any], db: str, sweep_id: str | None, err: BaseException, kept: Path | None) -> str:
     """The store refused a finished run (disk full, file gone bad mid-sweep): the run stays in
-    the JSON file written before (never throw a result away); say so in one line; exit 3."""
+    the JSON file written before (never throw a result away); the one line that says so."""
     problem = store.describe_error(f"results_db={db}", Path(db), err)
     if kept is None:  # not even a file: the record goes to the log, whole
         where = f"its record follows (no file could be written): {json.dumps(record, sort_keys=True)}"
     else:
         where = f"its result is kept in {kept} (add it later: python -m dtfbench store add --db {db} --file {kept})"
-    print(
+    return (
         f"dtfbench record: error: run {record['run_id']} finished but was not recorded: {problem}; {where}; "
-        f"the sweep stops here (resume it with -e sweep_id={sweep_id})",
-        file=sys.stderr,
+        f"the sweep stops here (resume it with -e sweep_id={sweep_id})"
     )
-    return 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``dtfbench record``: the payload as JSON on stdin (the interrupt watchdog's path; the
+    playbook records through the run_record action). Exit 2: refused; 3: kept as JSON."""
+    argparse.ArgumentParser(
+        prog="dtfbench record",
+        description="Record one finished run (the playbook's JSON on stdin) in the results store.",
+    ).parse_args(argv)
+    try:
+        payload = json.loads(sys.stdin.read())
+    except json.JSONDecodeError as err:
+        print(f"dtfbench record: error: cannot record the run: {err!r}", file=sys.stderr)
+        return 2
+    try:
+        answer = record_run(payload)
+    except RecordError as err:
+        print(err.msg, file=sys.stderr)
+        return err.exit_code
+    print(json.dumps(answer))
+    return 0

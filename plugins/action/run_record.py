@@ -1,0 +1,30 @@
+# Copyright: dtfbench developers
+# Apache License 2.0 (see pyproject.toml)
+"""run_record on the controller: one finished run into the results store, in this process.
+
+The store is on the controller and a run's record is a few milliseconds of work: a module
+process for it (a fork, AnsiballZ, a Python start and its imports) cost ~0.5 s a run, which
+short runs cannot hide (docs/performance.md, P1). The module (library/run_record.py, where the
+documentation lives) and this plugin share the argument spec and the code:
+src/dtfbench/results/record.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+# dtfbench is installed in ansible-playbook's Python (make setup: the project's .venv).
+from dtfbench.adapters.action import ControllerAction
+from dtfbench.results.record import ARGUMENT_SPEC, RecordError, record_run
+
+
+def _record(params):
+    # Plain JSON types, as `dtfbench record` reads them from the playbook's to_json.
+    return record_run(json.loads(json.dumps(params)))
+
+
+class ActionModule(ControllerAction):
+    argument_spec = ARGUMENT_SPEC
+    compute = staticmethod(_record)
+    errors = (RecordError,)
+    result_key = "record"
