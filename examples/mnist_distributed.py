@@ -61,12 +61,16 @@ def main(argv):
         init = tf.compat.v1.global_variables_initializer()
         ready = tf.compat.v1.report_uninitialized_variables()
 
+    # Each worker's session reaches the PSs and itself only. Without the filter a session waits
+    # for every task of the cluster, and a worker that starts late waits forever for a worker
+    # that has already finished its steps and exited.
+    config = tf.compat.v1.ConfigProto(device_filters=["/job:ps", worker])
     # Non-chief workers wait until the chief has initialised the variables on the PSs.
     manager = tf.compat.v1.train.SessionManager(ready_op=ready, recovery_wait_secs=0.2)
     if args.task_index == 0:
-        sess = manager.prepare_session(server.target, init_op=init)
+        sess = manager.prepare_session(server.target, init_op=init, config=config)
     else:
-        sess = manager.wait_for_session(server.target)
+        sess = manager.wait_for_session(server.target, config=config)
     for i in range(args.steps):
         _, value = sess.run([train, loss])
         if i % 10 == 0 or i == args.steps - 1:

@@ -1,6 +1,10 @@
 """launch.yml runs a user's own distributed TF program on the cluster layout."""
 
 import os
+import signal
+import socket
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -64,3 +68,36 @@ def test_launch_without_a_script_is_refused():
     refused = launch("unused")
     assert refused.returncode != 0
     assert "script is not set" in refused.stdout
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def test_the_example_runs_a_worker_that_starts_after_the_chief_has_finished(project_root):
+    """On a busy machine a worker's TF import can outlast the chief's whole run. Its session must
+    reach the PS and itself only: one that waits for every task of the cluster waits forever for
+    the chief, which has exited."""
+    ps, chief, late = _free_ports(3)
+    flags = ["--ps_hosts", f"127.0.0.1:{ps}", "--worker_hosts", f"127.0.0.1:{chief},127.0.0.1:{late}", "--steps", "3"]
+    program = [sys.executable, str(project_root / "examples" / "mnist_distributed.py")]
+    server = subprocess.Popen([*program, "--job_name", "ps", "--task_index", "0", *flags], start_new_session=True)
+    try:
+        first = subprocess.run(
+            [*program, "--job_name", "worker", "--task_index", "0", *flags], capture_output=True, text=True, timeout=120
+        )
+        assert first.returncode == 0 and "worker 0 done" in first.stdout, first.stdout + first.stderr[-2000:]
+        second = subprocess.run(
+            [*program, "--job_name", "worker", "--task_index", "1", *flags], capture_output=True, text=True, timeout=120
+        )
+        assert second.returncode == 0 and "worker 1 done" in second.stdout, second.stdout + second.stderr[-2000:]
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
