@@ -2,13 +2,13 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import uuid
 
 import pytest
 from playbook_harness import run_playbook
+from ports import free_ports
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
@@ -70,22 +70,11 @@ def test_launch_without_a_script_is_refused():
     assert "script is not set" in refused.stdout
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 def test_the_example_runs_a_worker_that_starts_after_the_chief_has_finished(project_root):
     """On a busy machine a worker's TF import can outlast the chief's whole run. Its session must
     reach the PS and itself only: one that waits for every task of the cluster waits forever for
     the chief, which has exited."""
-    ps, chief, late = _free_ports(3)
+    ps, chief, late = free_ports(3)
     flags = ["--ps_hosts", f"127.0.0.1:{ps}", "--worker_hosts", f"127.0.0.1:{chief},127.0.0.1:{late}", "--steps", "3"]
     program = [sys.executable, str(project_root / "examples" / "mnist_distributed.py")]
     server = subprocess.Popen([*program, "--job_name", "ps", "--task_index", "0", *flags], start_new_session=True)

@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from ports import free_ports
 
 # no_leftovers: an autouse fixture, active in this module by being imported.
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
@@ -84,20 +85,6 @@ PROGRAM = textwrap.dedent(r"""
     print("%s done, rc %d" % (me, plan.get("rc", 0)), flush=True)
     sys.exit(plan.get("rc", 0))
 """)
-
-
-def free_ports(count):
-    """Distinct free ports (held open together while they are picked)."""
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            socks.append(sock)
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
 
 
 def proc_starttime(pid):

@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from ports import free_ports
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 RESULT_PREFIX = "DTFBENCH_RESULT "
@@ -38,20 +38,6 @@ SMALL = [
     "--startup_timeout",
     "90",
 ]
-
-
-def free_ports(count):
-    """Ports nobody listens on now (held open together so they differ)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def task_env(marker):
