@@ -187,6 +187,27 @@ def test_two_testbeds_side_by_side(testbed_factory):
     assert second.leftovers() == []
 
 
+def test_the_fixture_downs_what_up_built_when_state_json_no_longer_names_it(testbed_factory):
+    """The fixture's `down` checks the file against what `up` returned: a state.json that
+    names another range, or none, still leaves nothing of the bed, and says so."""
+    bed = testbed_factory(hosts=1)
+    other = testbed_factory(hosts=1)
+    assert tb.owners_of(bed.state["prefix"]) == [bed.dir.resolve()]
+    # A stale state of the same folder (range 1, which no candidate list reaches first): `down`
+    # by the file alone stops the keeper and leaves the namespace, the links and the cgroup.
+    stale = dict(tb.plan(bed.dir.resolve(), 1, 1, bed.state["python"], 1), status="up")
+    (bed.dir / "state.json").write_text(json.dumps(stale))
+    with pytest.warns(UserWarning, match=f"a state.json of dtfb1, not {bed.state['prefix']}"):
+        bed.down()
+    assert bed.leftovers() == []
+    assert other.leftovers() != []  # the other bed's range is not touched
+
+    (other.dir / "state.json").unlink()
+    with pytest.warns(UserWarning, match=f"no state.json, not {other.state['prefix']}"):
+        other.down()
+    assert other.leftovers() == []
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

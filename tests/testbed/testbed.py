@@ -234,6 +234,24 @@ def ssh_clients_of(directory: Path, public_net: str | None = None) -> list[int]:
     return found
 
 
+def owners_of(prefix: str) -> list[Path]:
+    """The directories of the live test beds (their keepers' --dir) whose state names `prefix`."""
+    owners = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        argv = cmdline(int(entry))
+        if "_keeper" in argv and "--dir" in argv[:-1]:
+            directory = Path(argv[argv.index("--dir") + 1])
+            try:
+                state = load_state(directory)
+            except nh.HarnessError:
+                continue
+            if state is not None and state.get("prefix") == prefix:
+                owners.append(directory)
+    return owners
+
+
 def keepers_of(directory: Path) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
