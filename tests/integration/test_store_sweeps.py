@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from playbook_harness import extra_vars, run_playbook, small_run, start_playbook
+from playbook_harness import ROOT, extra_vars, run_playbook, small_run, start_playbook
 from store_harness import fill, run_row
 
 from dtfbench.results import store
@@ -133,6 +133,11 @@ def test_a_sweep_means_what_it_says(tmp_path, live_processes):
     assert "1 of 1 runs to do" in flat(first)
     assert "Note: model=trivial,trivial repeats trivial: each configuration runs once per repetition" in flat(first)
     assert [(r["model"], r["repetition"], r["status"]) for r in store.runs(store.connect(db))] == [("trivial", 1, "ok")]
+    # Every run carries the project's revision, as git describes it.
+    revision = subprocess.run(
+        ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert [r["git_revision"] for r in store.runs(store.connect(db))] == [revision]
 
     # The same sweep_id with another configuration: refused before anything starts, both shown.
     other = run_playbook(

@@ -31,6 +31,13 @@ def _formats(text: str) -> list[str]:
     return [f.strip().lower() for f in text.split(",") if f.strip()]
 
 
+def table_text(rows: list[dict], db: str, appendix: Appendix | None = None) -> str:
+    """The per-configuration table of `rows`, then what `appendix(rows, db)` adds after a blank line."""
+    text = format_table(summarise(rows))
+    extra = appendix(rows, db) if appendix else ""
+    return text + ("\n\n" + extra.rstrip() if extra else "")
+
+
 def main(argv: list[str] | None = None, appendix: Appendix | None = None) -> int:
     """The command; `appendix(rows, db)`: Markdown after the table and at the end of the report's
     index (`dtfbench report`, report/command.py, passes the forecast's predicted section)."""
@@ -80,10 +87,7 @@ def _main(argv: list[str] | None, appendix: Appendix | None) -> int:
     try:
         rows = load_rows(args.db, args.sweep_id)
         if args.command == "table":
-            print(format_table(summarise(rows)))
-            extra = appendix(rows, str(args.db)) if appendix else ""
-            if extra:
-                print("\n" + extra.rstrip())
+            print(table_text(rows, str(args.db), appendix))
             return 0
         try:
             system_map = reference_data.parse_system_map(args.system_map)

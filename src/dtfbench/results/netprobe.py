@@ -158,6 +158,27 @@ def warnings(document: Mapping[str, Any]) -> list[str]:
     ]
 
 
+# The options of network_record (plugins/action/network_record.py, library/network_record.py).
+ARGUMENT_SPEC = {
+    "results_db": {"type": "str", "required": True},
+    "sweep_id": {"type": "str", "required": True},
+    "probe": {"type": "dict", "default": {}},
+    "unknown": {"type": "str", "default": ""},
+}
+
+
+def record_probe(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The sweep's network document from the conductor's ``probe`` (or ``unknown``: why nothing
+    was measured), stored; ``document`` and ``lines`` (what the playbook shows). A ValueError
+    (the store's StoreError is one) names what is wrong."""
+    if params.get("unknown"):
+        document = network.unknown(params["unknown"])
+    else:
+        document = summarise(json.loads(json.dumps(params.get("probe") or {})))
+    network.record(params["results_db"], params["sweep_id"], document)
+    return {"document": document, "lines": render(document).splitlines()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dtfbench netprobe", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -177,16 +198,15 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(json.dumps(document, indent=2) if args.json else render(document))
         return 0
-    if args.unknown:
-        document = network.unknown(args.unknown)
-    else:
+    probe = {}
+    if not args.unknown:
         text = sys.stdin.read()
         try:
             raw = json.loads(text) if text.strip() else {}
         except ValueError as err:
             print(f"netprobe: stdin is not the link_probe module's JSON result ({err})", file=sys.stderr)
             return 2
-        document = summarise(raw.get("probe", raw) if isinstance(raw, Mapping) else raw)
-    network.record(args.db, args.sweep_id, document)
-    print(json.dumps({"document": document, "lines": render(document).splitlines()}, sort_keys=True))
+        probe = raw.get("probe", raw) if isinstance(raw, Mapping) else raw
+    recorded = record_probe({"results_db": args.db, "sweep_id": args.sweep_id, "probe": probe, "unknown": args.unknown})
+    print(json.dumps(recorded, sort_keys=True))
     return 0
