@@ -103,30 +103,16 @@ stale:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dtfbench.launch.sweep_marker import MarkerError, absent, present
+from ansible.module_utils.dtfbench.launch.sweep_marker import ARGUMENT_SPEC, direct_entry
 
 
+# plugins/action/sweep_marker.py pipes the same code to the host's Python where it can (no
+# AnsiballZ: src/dtfbench/adapters/host_action.py); this module is what runs otherwise.
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            sweep_id=dict(type="str", required=True),
-            run_root=dict(type="path", required=True),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            controller=dict(type="dict", required=True),
-            remove=dict(type="list", elements="str", default=[]),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    try:
-        if params["state"] == "present":
-            result = present(
-                params["run_root"], params["sweep_id"], params["controller"], params["remove"], module.check_mode
-            )
-        else:
-            result = absent(params["run_root"], params["sweep_id"], params["controller"], module.check_mode)
-    except MarkerError as error:
-        module.fail_json(msg=str(error))
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    result = direct_entry(module.params, module.check_mode)
+    if result.pop("failed", False):
+        module.fail_json(**result)
     module.exit_json(**result)
 
 

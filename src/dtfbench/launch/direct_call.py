@@ -1,6 +1,6 @@
 # Copyright: dtfbench developers
 # Apache License 2.0 (see pyproject.toml)
-"""tf_host_run without AnsiballZ: the program that runs one call on a host (controller side).
+"""Host-side modules without AnsiballZ: the program that runs one call on a host (controller side).
 
 An Ansible module call runs AnsiballZ on the host: a Python that unpacks the module with
 Ansible's module_utils (~650 KB of source, compiled on every call: zipimport keeps no
@@ -8,15 +8,17 @@ bytecode) and imports ``ansible.module_utils.basic``. That is ~0.17 CPU-s a call
 host, five times what tf_host_run's own work costs when it starts a host's tasks, and on
 a controller that starts many hosts it is most of what a launch pays beyond ``ssh``.
 
-``script(params, check_mode)`` returns a small Python program instead: the stdlib-only
-launch code (``launch/host_run.py``, ``task.py``, ``supervisor.py`` and ``linux/procfs.py``,
-zipped under a package name of their own, ``PACKAGE``, so that a dtfbench installed on the
-host cannot shadow them) and the call's validated parameters. Piped to the host's Python
-(plugins/action/tf_host_run.py, the same pipelining Ansible uses for modules), it runs
-``HostRun(params, check_mode, warn).run()`` and prints its result as one line of JSON with
-the warnings under ``WARNINGS_KEY``; ``parse(stdout)`` reads it back. The program runs on
-the host's Python (the oldest: pyproject.toml's [tool.dtfbench.oldest-python]); it exits as the module does when its standard
-output is gone (an interrupted call: nobody reads the result any more).
+``script(call, params, check_mode)`` returns a small Python program instead: the stdlib-only
+host code (``FILES``: ``launch/host_run.py``, ``task.py``, ``supervisor.py``,
+``sweep_marker.py`` and ``linux/``, zipped under a package name of their own, ``PACKAGE``, so
+that a dtfbench installed on the host cannot shadow them) and the call's validated parameters.
+Piped to the host's Python (``dtfbench.adapters.host_action``, the same pipelining Ansible uses
+for modules), it runs the call's entry (``CALLS``: ``direct_entry(params, check_mode, warn)``
+of its module, which answers as the module would) and prints its result as one line of JSON
+with the warnings under ``WARNINGS_KEY``; ``parse(stdout)`` reads it back. The program runs on
+the host's Python (tf_host_run's code on the oldest: pyproject.toml's
+[tool.dtfbench.oldest-python]); it exits as the module does when its standard output is gone
+(an interrupted call: nobody reads the result any more).
 """
 
 from __future__ import annotations
@@ -29,9 +31,7 @@ import zipfile
 
 PACKAGE = "dtfbench_tf_host_run"
 WARNINGS_KEY = "_dtfbench_warnings"
-# The program's argument (``python - dtfbench-tf_host_run``): what names it in ``ps``.
-PROCESS_TAG = "dtfbench-tf_host_run"
-# The launch code a call needs, relative to the dtfbench package (it imports nothing else).
+# The host code the calls need, relative to the dtfbench package (it imports nothing else).
 FILES = (
     "contract/__init__.py",
     "contract/outcomes.py",
@@ -41,9 +41,24 @@ FILES = (
     "launch/nic_sampler.py",
     "launch/task.py",
     "launch/supervisor.py",
+    "launch/sweep_marker.py",
     "linux/__init__.py",
+    "linux/files.py",
     "linux/procfs.py",
 )
+# Each call: the module of its entry (``direct_entry``) and its options of type "path", which
+# the program expands on the host, as the module would (not on the controller).
+CALLS = {
+    "tf_host_run": ("launch.host_run", ("run_dir",)),
+    "sweep_marker": ("launch.sweep_marker", ("run_root",)),
+}
+
+
+def process_tag(call):
+    """The program's argument (``python - dtfbench-tf_host_run``): what names it in ``ps``."""
+    return "dtfbench-" + call
+
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 RUNNER = r"""
@@ -74,23 +89,20 @@ def unpack():
 def main():
     path, why = unpack()
     if path is None:
-        msg = "tf_host_run cannot write its code to a temporary file on this host: %s; free some room in its temporary folder (TMPDIR)"
+        msg = "{call} cannot write its code to a temporary file on this host: %s; free some room in its temporary folder (TMPDIR)"
         sys.stdout.write(json.dumps(dict(failed=True, changed=False, msg=msg % why)) + "\n")
         return
     try:
         sys.path.insert(0, path)
-        from {package}.launch.host_run import HostRun
-        from {package}.launch.task import TaskError
+        from {package}.{module} import direct_entry
     finally:
         os.unlink(path)  # everything is imported (the supervisor's source is read at import)
     params = json.loads(base64.b64decode(PARAMS).decode("utf-8"))
-    # Option type "path", expanded here as the module would (on the host, not the controller).
-    params["run_dir"] = os.path.expanduser(os.path.expandvars(params["run_dir"]))
+    # Options of type "path", expanded here as the module would (on the host, not the controller).
+    for name in PATHS:
+        params[name] = os.path.expanduser(os.path.expandvars(params[name]))
     warnings = []
-    try:
-        result = HostRun(params, CHECK_MODE, warnings.append).run()
-    except TaskError as error:
-        result = dict(error.result, failed=True, msg=error.msg)
+    result = direct_entry(params, CHECK_MODE, warnings.append)
     result["{warnings}"] = warnings
     try:
         sys.stdout.write(json.dumps(result) + "\n")
@@ -121,15 +133,18 @@ def payload():
     return _payload
 
 
-def script(params, check_mode):
-    """The program (bytes) that runs one tf_host_run call with these validated params."""
+def script(call, params, check_mode):
+    """The program (bytes) that runs one `call` (a key of CALLS) with these validated params."""
+    module, paths = CALLS[call]
     encoded = base64.b64encode(json.dumps(params).encode("utf-8")).decode("ascii")
-    head = "PAYLOAD = %r\nPARAMS = %r\nCHECK_MODE = %r\n" % (
+    head = "PAYLOAD = %r\nPARAMS = %r\nCHECK_MODE = %r\nPATHS = %r\n" % (
         base64.b64encode(payload()).decode("ascii"),
         encoded,
         bool(check_mode),
+        paths,
     )
-    return (head + RUNNER.replace("{package}", PACKAGE).replace("{warnings}", WARNINGS_KEY)).encode("utf-8")
+    runner = RUNNER.replace("{package}", PACKAGE).replace("{module}", module).replace("{call}", call)
+    return (head + runner.replace("{warnings}", WARNINGS_KEY)).encode("utf-8")
 
 
 def parse(stdout):

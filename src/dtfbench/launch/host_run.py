@@ -75,6 +75,14 @@ def task_argv(program, task, cluster_spec, program_args):
     return list(program) + flags + list(program_args)
 
 
+def direct_entry(params, check_mode, warn):
+    """One call as tf_host_run answers it, for the direct call (launch/direct_call.py)."""
+    try:
+        return HostRun(params, check_mode, warn).run()
+    except TaskError as error:
+        return dict(error.result, failed=True, msg=error.msg)
+
+
 class HostRun(object):
     """One host's tasks of one run, driven through TfTask in one call.
 

@@ -34,8 +34,29 @@ MARKER_DIR = "_sweeps"
 SUFFIX = ".json"
 
 
+# The options of sweep_marker (library/sweep_marker.py documents them; plugins/action/sweep_marker.py
+# adds `controller`, and `remove` for a second call).
+ARGUMENT_SPEC = {
+    "sweep_id": {"type": "str", "required": True},
+    "run_root": {"type": "path", "required": True},
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "controller": {"type": "dict", "required": True},
+    "remove": {"type": "list", "elements": "str", "default": []},
+}
+
+
 class MarkerError(Exception):
     """A marker folder that cannot be made or is unsafe: the message says what to fix."""
+
+
+def direct_entry(params: dict, check_mode: bool, warn=None) -> dict:
+    """One call as the module answers it (also the direct call's entry, launch/direct_call.py)."""
+    try:
+        if params["state"] == "present":
+            return present(params["run_root"], params["sweep_id"], params["controller"], params["remove"], check_mode)
+        return absent(params["run_root"], params["sweep_id"], params["controller"], check_mode)
+    except MarkerError as error:
+        return {"failed": True, "changed": False, "msg": str(error)}
 
 
 def controller_identity(pid: int | None = None) -> dict:
