@@ -32,8 +32,8 @@ class HostAction(ActionBase):
     """Run module ``call``'s code on the host directly, or the module when that does not apply.
     A plugin's ``ActionModule`` sets ``call`` (its module's name, a key of ``direct_call.CALLS``),
     ``argument_spec`` (the module's) and ``direct_call`` (the module dtfbench.launch.direct_call);
-    ``run`` calls it with the task's arguments, and a plugin
-    that adds arguments of its own calls ``call_on_host`` itself."""
+    ``run`` calls it with the task's arguments; a plugin that adds arguments of its own calls
+    ``call_on_host`` itself."""
 
     TRANSFERS_FILES = False
 

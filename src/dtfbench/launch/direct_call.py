@@ -72,7 +72,7 @@ def unpack():
     data, problems = base64.b64decode(PAYLOAD), []
     for folder in (None, "/dev/shm", os.path.expanduser("~")):
         try:
-            handle, path = tempfile.mkstemp(prefix="dtfbench-tf_host_run-", suffix=".zip", dir=folder)
+            handle, path = tempfile.mkstemp(prefix="dtfbench-{call}-", suffix=".zip", dir=folder)
         except OSError as error:
             problems.append("%s (%s)" % (folder or tempfile.gettempdir(), error.strerror))
             continue
@@ -100,7 +100,8 @@ def main():
     params = json.loads(base64.b64decode(PARAMS).decode("utf-8"))
     # Options of type "path", expanded here as the module would (on the host, not the controller).
     for name in PATHS:
-        params[name] = os.path.expanduser(os.path.expandvars(params[name]))
+        if params.get(name) is not None:
+            params[name] = os.path.expanduser(os.path.expandvars(params[name]))
     warnings = []
     result = direct_entry(params, CHECK_MODE, warnings.append)
     result["{warnings}"] = warnings
