@@ -18,15 +18,9 @@ description:
     C(python -m dtfbench netprobe record) does the same from a shell.
 version_added: "0.1.0"
 author: dtfbench developers
+extends_documentation_fragment:
+  - dtfbench_sweep_store
 options:
-  results_db:
-    description: The results store (SQLite).
-    type: str
-    required: true
-  sweep_id:
-    description: The sweep the probe belongs to.
-    type: str
-    required: true
   probe:
     description: The conductor's C(probe) result of M(link_probe) (its rounds and every node's figures).
     type: dict

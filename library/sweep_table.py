@@ -21,15 +21,8 @@ version_added: "0.1.0"
 author: dtfbench developers
 requirements:
   - dtfbench installed in the Python that runs it (the controller's, C(make setup))
-options:
-  results_db:
-    description: The results store (SQLite).
-    type: str
-    required: true
-  sweep_id:
-    description: The sweep whose runs the table shows.
-    type: str
-    required: true
+extends_documentation_fragment:
+  - dtfbench_sweep_store
 """
 
 EXAMPLES = r"""
