@@ -96,6 +96,8 @@ def test_collective_all_reduce(tasks):
         assert [[name[len("v/cg/") :], shape, trainable] for name, shape, trainable in trained] == ps_network
         # What the ring reduces a step, for the planner: the trainable variables, float32.
         assert result["variable_bytes"] == sum(4 * math.prod(shape) for _, shape, trainable in trained if trainable)
+    # No autograph: it would leave each converted function's source in the temporary folder.
+    assert list(tasks.tmpdir.iterdir()) == []
 
 
 def test_greedy_placement_over_two_ps(tasks):
@@ -157,6 +159,7 @@ def test_real_data_from_generated_tfrecords(tasks, tmp_path):
         result = check_worker_result(worker, "distributed_replicated")
         assert result["config"]["data_dir"] == str(data_dir)
         assert f"Data:        real ({data_dir})" in worker.stdout
+    assert list(tasks.tmpdir.iterdir()) == []  # the input pipeline's map is not autograph-converted
 
 
 def test_killed_worker_ends_the_others_with_an_error(tasks):

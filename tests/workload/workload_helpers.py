@@ -112,6 +112,10 @@ class Tasks:
         self.folder = folder
         self.marker = uuid.uuid4().hex
         self.env = task_env(self.marker)
+        # The tasks' temporary folder: what they leave there is this test's to see, not /tmp's.
+        self.tmpdir = folder / "tmp"
+        self.tmpdir.mkdir(exist_ok=True)
+        self.env["TMPDIR"] = str(self.tmpdir)
         self.started = []
 
     def start(self, name, args, env=None):

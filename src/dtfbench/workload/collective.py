@@ -161,7 +161,10 @@ def run(tf, config, cluster, report, watchdog):
         optimizer.apply_gradients(list(zip(grads, params)))
         return loss
 
-    @tf.function
+    # No autograph: the step has no tensor-dependent Python control flow, and autograph writes
+    # the source of every function it converts to a file in the temporary folder that nobody
+    # removes (on every node, five a worker and run).
+    @tf.function(autograph=False)
     def train_step(batch):
         images, labels = batch
         losses = strategy.run(replica_step, args=(images, labels))

@@ -53,8 +53,13 @@ def real_dataset(tf, files, batch_size, image_size, num_classes, data_format, sh
     if len(files) >= num_shards:
         # Each worker reads its own files: no two workers decode the same record.
         file_ds = file_ds.shard(num_shards, shard_index).shuffle(len(files)).repeat()
+        # The dataset functions here are plain TF ops, no tensor-dependent Python control flow:
+        # not autograph-converted, since autograph leaves the converted source of every function
+        # in the temporary folder (on every node, each run).
         records = file_ds.interleave(
-            lambda f: tf.data.TFRecordDataset(f, buffer_size=READ_BUFFER_BYTES),
+            tf.autograph.experimental.do_not_convert(
+                lambda f: tf.data.TFRecordDataset(f, buffer_size=READ_BUFFER_BYTES)
+            ),
             cycle_length=min(8, max(1, len(files) // num_shards)),
             num_parallel_calls=autotune,
             deterministic=False,
@@ -68,7 +73,8 @@ def real_dataset(tf, files, batch_size, image_size, num_classes, data_format, sh
     def parse(record):
         return parse_and_preprocess(tf, record, image_size, num_classes, data_format)
 
-    ds = records.map(parse, num_parallel_calls=autotune, deterministic=False)
+    # Not autograph-converted either (the comment at the interleave above says why).
+    ds = records.map(tf.autograph.experimental.do_not_convert(parse), num_parallel_calls=autotune, deterministic=False)
     ds = ds.batch(batch_size, drop_remainder=True)
     return ds.prefetch(autotune)
 
