@@ -193,7 +193,7 @@ def test_the_fixture_downs_what_up_built_when_state_json_no_longer_names_it(test
     bed = testbed_factory(hosts=1)
     other = testbed_factory(hosts=1)
     assert tb.owners_of(bed.state["prefix"]) == [bed.dir.resolve()]
-    # A stale state of the same folder (range 1, which no candidate list reaches first): `down`
+    # A stale state of the same folder (range 1, never a candidate, so nothing of it exists): `down`
     # by the file alone stops the keeper and leaves the namespace, the links and the cgroup.
     stale = dict(tb.plan(bed.dir.resolve(), 1, 1, bed.state["python"], 1), status="up")
     (bed.dir / "state.json").write_text(json.dumps(stale))
