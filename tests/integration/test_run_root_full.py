@@ -139,7 +139,7 @@ def test_a_full_temporary_folder_still_answers_the_check(small_tmpfs):
     params.update(state="checked", run_id="r1", run_dir=str(disk / "runs" / "r1"), tasks=[])
     done = subprocess.run(
         [sys.executable, "-", direct_call.process_tag("tf_host_run")],
-        input=direct_call.script("tf_host_run", params, False),
+        input=direct_call.script("tf_host_run", params, False, direct_call.path_options(ARGUMENT_SPEC)),
         capture_output=True,
         env=dict(os.environ, TMPDIR=str(disk)),
         timeout=60,

@@ -16,7 +16,7 @@ def test_the_payload_holds_everything_host_run_imports(tmp_path):
     # Isolated (-I -S): nothing but the zip and the standard library can be imported; every
     # call's entry is there.
     entries = "; ".join(
-        f"from {direct_call.PACKAGE}.{module} import direct_entry" for module, _ in direct_call.CALLS.values()
+        f"from {direct_call.PACKAGE}.{module} import direct_entry" for module in direct_call.CALLS.values()
     )
     program = f"import sys; sys.path.insert(0, sys.argv[1]); {entries}; print('ok')"
     done = subprocess.run(

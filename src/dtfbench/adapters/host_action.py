@@ -5,12 +5,12 @@ A module call runs AnsiballZ on the host (Ansible's module_utils unpacked and co
 ``ansible.module_utils.basic`` imported): ~0.17 CPU-s on the host a call, several times what
 these modules' own work costs. A plugin validates the arguments here with the module's spec,
 then pipes a small program to the host's Python over the task's connection
-(``dtfbench.launch.direct_call``, which the plugin names: the stdlib-only host code and the
-parameters; adapters import no stage) and returns
-what the module would. The module (library/<name>.py, where the documentation lives) runs the
-same code, and runs instead when the direct call does not apply: no pipelining (it is off, or
-the connection or become method cannot pipe), become, async, delegation, a shell that is not
-POSIX, or no known Python on the host yet (interpreter discovery is the module's).
+(``dtfbench.launch.direct_call``, which the plugin names, since adapters import no stage: the
+stdlib-only host code and the parameters) and returns what the module would. The module
+(library/<name>.py, where the documentation lives) runs the same code, and runs instead when
+the direct call does not apply: no pipelining (it is off, or the connection or become method
+cannot pipe), become, async, delegation, a shell that is not POSIX, or no known Python on the
+host yet (interpreter discovery is the module's).
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ class HostAction(ActionBase):
         if python is None:
             display.vvv("%s: the module runs (%s)" % (self.call, why_not), host=host)
             return self._execute_module(module_name=self.call, module_args=dict(args), task_vars=task_vars)
+        paths = self.direct_call.path_options(self.argument_spec)
         try:
-            params = self._validated(args)
+            params = self._validated(args, paths)
         except AnsibleActionFail as error:
             return dict(failed=True, changed=False, msg=str(error))
         display.vvv("%s: direct call with %s (no AnsiballZ)" % (self.call, python), host=host)
@@ -64,9 +65,8 @@ class HostAction(ActionBase):
         command = self._connection._shell.build_module_command(
             self._compute_environment_string(), "#!" + python, "-", arg_path=self.direct_call.process_tag(self.call)
         ).strip()
-        done = self._low_level_execute_command(
-            command, sudoable=False, in_data=self.direct_call.script(self.call, params, self._play_context.check_mode)
-        )
+        program = self.direct_call.script(self.call, params, self._play_context.check_mode, paths)
+        done = self._low_level_execute_command(command, sudoable=False, in_data=program)
         output = self.direct_call.parse(done.get("stdout", ""))
         if output is None:
             return dict(
@@ -80,11 +80,10 @@ class HostAction(ActionBase):
             display.warning(warning)
         return output
 
-    def _validated(self, args: Mapping[str, Any]) -> dict:
+    def _validated(self, args: Mapping[str, Any], paths: tuple[str, ...]) -> dict:
         """`args` checked against the module's spec, its defaults filled in; AnsibleActionFail
-        with the module's message otherwise. Options of type path stay strings here: the
-        program expands them on the host."""
-        _, paths = self.direct_call.CALLS[self.call]
+        with the module's message otherwise. The options of type path (`paths`) stay strings
+        here: the program expands them on the host."""
         spec = {
             name: dict(option, type="str") if name in paths else option for name, option in self.argument_spec.items()
         }

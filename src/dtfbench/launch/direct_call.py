@@ -46,12 +46,17 @@ FILES = (
     "linux/files.py",
     "linux/procfs.py",
 )
-# Each call: the module of its entry (``direct_entry``) and its options of type "path", which
-# the program expands on the host, as the module would (not on the controller).
+# Each call: the module of its entry, ``direct_entry(params, check_mode, warn)``.
 CALLS = {
-    "tf_host_run": ("launch.host_run", ("run_dir",)),
-    "sweep_marker": ("launch.sweep_marker", ("run_root",)),
+    "tf_host_run": "launch.host_run",
+    "sweep_marker": "launch.sweep_marker",
 }
+
+
+def path_options(spec):
+    """The options of type "path" of an argument spec: the program expands them on the host, as
+    the module would (not on the controller), so the controller checks them as strings."""
+    return tuple(name for name, option in spec.items() if option.get("type") == "path")
 
 
 def process_tag(call):
@@ -134,15 +139,16 @@ def payload():
     return _payload
 
 
-def script(call, params, check_mode):
-    """The program (bytes) that runs one `call` (a key of CALLS) with these validated params."""
-    module, paths = CALLS[call]
+def script(call, params, check_mode, paths=()):
+    """The program (bytes) that runs one `call` (a key of CALLS) with these validated params;
+    `paths`: the options it expands on the host (``path_options`` of the module's spec)."""
+    module = CALLS[call]
     encoded = base64.b64encode(json.dumps(params).encode("utf-8")).decode("ascii")
     head = "PAYLOAD = %r\nPARAMS = %r\nCHECK_MODE = %r\nPATHS = %r\n" % (
         base64.b64encode(payload()).decode("ascii"),
         encoded,
         bool(check_mode),
-        paths,
+        tuple(paths),
     )
     runner = RUNNER.replace("{package}", PACKAGE).replace("{module}", module).replace("{call}", call)
     return (head + runner.replace("{warnings}", WARNINGS_KEY)).encode("utf-8")
