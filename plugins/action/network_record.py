@@ -20,3 +20,4 @@ class ActionModule(ControllerAction):
     argument_spec = ARGUMENT_SPEC
     compute = staticmethod(record_probe)
     errors = (ValueError,)  # a bad document, or the store's StoreError
+    plain_params = True  # the document is stored as the command line's JSON would give it

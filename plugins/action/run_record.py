@@ -11,20 +11,14 @@ src/dtfbench/results/record.py.
 
 from __future__ import annotations
 
-import json
-
 # dtfbench is installed in ansible-playbook's Python (make setup: the project's .venv).
 from dtfbench.adapters.action import ControllerAction
 from dtfbench.results.record import ARGUMENT_SPEC, RecordError, record_run
 
 
-def _record(params):
-    # Plain JSON types, as `dtfbench record` reads them from the playbook's to_json.
-    return record_run(json.loads(json.dumps(params)))
-
-
 class ActionModule(ControllerAction):
     argument_spec = ARGUMENT_SPEC
-    compute = staticmethod(_record)
+    compute = staticmethod(record_run)
+    plain_params = True  # as `dtfbench record` reads them from the playbook's to_json
     errors = (RecordError,)
     result_key = "record"

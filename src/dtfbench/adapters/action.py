@@ -10,6 +10,7 @@ its error types; validation and the answer are the same for all of them
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -22,7 +23,9 @@ from .calls import answer
 class ControllerAction(ActionBase):
     """Validate the options with ``argument_spec`` (and ``spec_options``), then answer with
     ``compute(params)``. A plugin's ``ActionModule`` subclasses it and sets ``argument_spec``,
-    ``compute`` (a staticmethod), ``errors`` and, to nest the result under one key, ``result_key``."""
+    ``compute`` (a staticmethod), ``errors`` and, to nest the result under one key, ``result_key``;
+    ``plain_params`` gives compute the options as plain JSON types, as a command line's JSON
+    would (not Ansible's string and mapping subclasses), for code that stores them."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -31,6 +34,7 @@ class ControllerAction(ActionBase):
     spec_options: ClassVar[Mapping[str, Any]] = {}
     errors: ClassVar[tuple[type[Exception], ...]]
     result_key: ClassVar[str | None] = None
+    plain_params: ClassVar[bool] = False
 
     @staticmethod
     def compute(params: Mapping[str, Any]) -> Any:
@@ -43,5 +47,7 @@ class ControllerAction(ActionBase):
         except AnsibleActionFail as error:
             result.update(failed=True, changed=False, msg=str(error))
             return result
+        if self.plain_params:
+            params = json.loads(json.dumps(params))
         result.update(answer(self.compute, params, self.errors, self.result_key))
         return result

@@ -174,7 +174,7 @@ def record_probe(params: Mapping[str, Any]) -> dict[str, Any]:
     if params.get("unknown"):
         document = network.unknown(params["unknown"])
     else:
-        document = summarise(json.loads(json.dumps(params.get("probe") or {})))
+        document = summarise(params.get("probe") or {})
     network.record(params["results_db"], params["sweep_id"], document)
     return {"document": document, "lines": render(document).splitlines()}
 
