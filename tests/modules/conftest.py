@@ -45,8 +45,28 @@ def adhoc_env():
     if os.environ.get("DTFBENCH_TEST_DIRECT_CALL"):
         # The project's action plugins with pipelining, as ansible.cfg has them:
         # tf_host_run runs without AnsiballZ (plugins/action/tf_host_run.py).
-        env.update(ANSIBLE_ACTION_PLUGINS=os.path.join(REPO, "plugins", "action"), ANSIBLE_PIPELINING="true")
+        env = action_env(pipelining=True, env=env)
     return env
+
+
+def action_env(pipelining, env=None):
+    """`env` (adhoc_env()'s by default) with the project's action plugins, pipelining on or off:
+    the host actions (tf_host_run, sweep_marker) take the direct call only with it on."""
+    env = dict(adhoc_env() if env is None else env)
+    env.update(
+        ANSIBLE_ACTION_PLUGINS=os.path.join(REPO, "plugins", "action"), ANSIBLE_PIPELINING=str(pipelining).lower()
+    )
+    return env
+
+
+def adhoc_result(proc):
+    """The module's result from an ad-hoc run's output: the minimal callback prints
+    "localhost | CHANGED => {json}"."""
+    match = RESULT_RE.search(proc.stdout)
+    if not match:
+        raise AssertionError("ansible gave no result (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
+    result, _ = json.JSONDecoder().raw_decode(proc.stdout, match.end() - 1)
+    return result
 
 
 def run_ansible_doc(*args, library=LIBRARY, timeout=120):
@@ -95,7 +115,14 @@ def adhoc_command(module, args, *extra_args):
 def adhoc():
     """What run_module is made of, for a test that starts the command itself. (A fixture:
     `from conftest import ...` in a test finds whichever conftest module was imported first.)"""
-    return types.SimpleNamespace(library=LIBRARY, env=adhoc_env, tool=ansible_tool, command=adhoc_command)
+    return types.SimpleNamespace(
+        library=LIBRARY,
+        env=adhoc_env,
+        action_env=action_env,
+        tool=ansible_tool,
+        command=adhoc_command,
+        result=adhoc_result,
+    )
 
 
 @pytest.fixture
@@ -106,13 +133,6 @@ def run_module(tmp_path):
         cmd = adhoc_command(module, args, *(["--check"] if check else []), *extra_args)
         # cwd: a directory without ansible.cfg, so the test does not depend on the project's.
         proc = subprocess.run(cmd, cwd=str(tmp_path), env=adhoc_env(), capture_output=True, text=True, timeout=timeout)
-        # The ad-hoc (minimal) callback prints "localhost | CHANGED => {json}".
-        match = RESULT_RE.search(proc.stdout)
-        if not match:
-            raise AssertionError(
-                "ansible gave no result (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
-            )
-        result, _ = json.JSONDecoder().raw_decode(proc.stdout, match.end() - 1)
-        return proc.returncode, result
+        return proc.returncode, adhoc_result(proc)
 
     return run

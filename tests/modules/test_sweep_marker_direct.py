@@ -11,7 +11,6 @@ written.
 
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -22,9 +21,6 @@ from dtfbench.launch import sweep_marker
 
 pytestmark = pytest.mark.ansible
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ACTION_PLUGINS = os.path.join(REPO, "plugins", "action")
-RESULT_RE = re.compile(r"^localhost \| [A-Z!]+(?: \| rc=-?\d+)? => \{", re.MULTILINE)
 DIRECT = "sweep_marker: direct call with"
 MODULE = "sweep_marker: the module runs"
 
@@ -51,8 +47,7 @@ def sweep(tmp_path, adhoc, root, pipelining):
     """(marked, unmarked, output): one ansible-playbook that marks and unmarks, as a sweep does."""
     playbook = tmp_path / "mark.yml"
     playbook.write_text(PLAYBOOK.format(root=root, out=tmp_path))
-    env = adhoc.env()
-    env.update(ANSIBLE_ACTION_PLUGINS=ACTION_PLUGINS, ANSIBLE_PIPELINING=str(pipelining).lower())
+    env = adhoc.action_env(pipelining)
     command = [adhoc.tool("ansible-playbook"), "-i", "localhost,", "-M", adhoc.library, "-vvv", str(playbook)]
     command += ["-e", f"ansible_python_interpreter={sys.executable}"]
     proc = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=180)
@@ -63,20 +58,15 @@ def sweep(tmp_path, adhoc, root, pipelining):
 
 def mark(tmp_path, adhoc, args):
     """(rc, result, output) of one ad-hoc sweep_marker task through the action plugin."""
-    env = adhoc.env()
-    env.update(ANSIBLE_ACTION_PLUGINS=ACTION_PLUGINS, ANSIBLE_PIPELINING="true")
     proc = subprocess.run(
         adhoc.command("sweep_marker", args, "-vvv"),
         cwd=str(tmp_path),
-        env=env,
+        env=adhoc.action_env(True),
         capture_output=True,
         text=True,
         timeout=120,
     )
-    match = RESULT_RE.search(proc.stdout)
-    assert match, "ansible gave no result (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
-    result, _ = json.JSONDecoder().raw_decode(proc.stdout, match.end() - 1)
-    return proc.returncode, result, proc.stdout + proc.stderr
+    return proc.returncode, adhoc.result(proc), proc.stdout + proc.stderr
 
 
 def ended_pid() -> int:

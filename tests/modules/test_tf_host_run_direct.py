@@ -12,7 +12,6 @@ inventory, unchanged (`make run`'s path).
 
 import json
 import os
-import re
 import subprocess
 
 import pytest
@@ -22,8 +21,6 @@ from test_tf_host_run import Host
 pytestmark = pytest.mark.ansible
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ACTION_PLUGINS = os.path.join(REPO, "plugins", "action")
-RESULT_RE = re.compile(r"^localhost \| [A-Z!]+(?: \| rc=-?\d+)? => \{", re.MULTILINE)
 DIRECT = "tf_host_run: direct call with"
 MODULE = "tf_host_run: the module runs"
 
@@ -37,14 +34,10 @@ class Runner:
 
     def __call__(self, module, args, check=False, timeout=180, extra_args=()):
         cmd = self.adhoc.command(module, args, "-vvv", *(["--check"] if check else []))
-        env = self.adhoc.env()
-        env.update(ANSIBLE_ACTION_PLUGINS=ACTION_PLUGINS, ANSIBLE_PIPELINING=str(self.pipelining).lower())
+        env = self.adhoc.action_env(self.pipelining)
         proc = subprocess.run(cmd, cwd=str(self.tmp_path), env=env, capture_output=True, text=True, timeout=timeout)
         self.outputs.append(proc.stdout + proc.stderr)
-        match = RESULT_RE.search(proc.stdout)
-        assert match, "ansible gave no result (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
-        result, _ = json.JSONDecoder().raw_decode(proc.stdout, match.end() - 1)
-        return proc.returncode, result
+        return proc.returncode, self.adhoc.result(proc)
 
 
 @pytest.fixture
