@@ -51,8 +51,11 @@ def task_env(marker):
 
 
 class Task:
-    def __init__(self, name, args, folder, env):
+    def __init__(self, name, args, folder, env, peers=()):
         self.name = name
+        # The other tasks of its cluster (a list the cluster fills): when this one outlives its
+        # bound, what they said is the evidence (did the PS see the peer go?).
+        self.peers = peers
         self.args = list(args)
         self.stdout_path = folder / f"{name}.out"
         self.stderr_path = folder / f"{name}.err"
@@ -85,9 +88,20 @@ class Task:
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"{self.name} still running after {timeout} s\n--- stderr ---\n{self.stderr[-3000:]}")
+            pytest.fail(f"{self.name} still running after {timeout} s\n{self.tails()}")
         self.poll()
         return code
+
+    def tails(self):
+        """The last lines of this task's output and of every other task of its cluster."""
+        parts = []
+        for task in [self, *(t for t in self.peers if t is not self)]:
+            state = "running" if task.proc.poll() is None else f"exited {task.proc.returncode}"
+            parts.append(
+                f"--- {task.name} ({state}) stdout ---\n{task.stdout[-1000:]}\n"
+                f"--- {task.name} stderr ---\n{task.stderr[-2000:]}"
+            )
+        return "\n".join(parts)
 
     def result(self):
         lines = [line for line in self.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
@@ -118,8 +132,8 @@ class Tasks:
         self.env["TMPDIR"] = str(self.tmpdir)
         self.started = []
 
-    def start(self, name, args, env=None):
-        task = Task(name, args, self.folder, {**self.env, **(env or {})})
+    def start(self, name, args, env=None, peers=()):
+        task = Task(name, args, self.folder, {**self.env, **(env or {})}, peers)
         self.started.append(task)
         return task
 
@@ -131,7 +145,11 @@ class Tasks:
         common = ["--variable_update", mode, "--worker_hosts", worker_hosts, *SMALL, *extra]
         if num_ps:
             common += ["--ps_hosts", ps_hosts]
-        ps = [self.start(f"ps{i}", [*common, "--job_name", "ps", "--task_index", str(i)]) for i in range(num_ps)]
+        members = []
+        ps = [
+            self.start(f"ps{i}", [*common, "--job_name", "ps", "--task_index", str(i)], peers=members)
+            for i in range(num_ps)
+        ]
         workers = [
             self.start(
                 f"worker{i}",
@@ -145,9 +163,11 @@ class Tasks:
                     str(self.folder / f"worker{i}.json"),
                     *((worker_extra or {}).get(i, ())),
                 ],
+                peers=members,
             )
             for i in range(num_workers)
         ]
+        members.extend(ps + workers)
         return ps, workers
 
     def cleanup(self):
@@ -161,11 +181,9 @@ def wait_for_line(task, prefix, timeout):
         if any(line.startswith(prefix) for line in task.stdout.splitlines()):
             return
         if task.poll() is not None:
-            pytest.fail(
-                f"{task.name} exited ({task.proc.returncode}) before printing {prefix!r}\n{task.stderr[-3000:]}"
-            )
+            pytest.fail(f"{task.name} exited ({task.proc.returncode}) before printing {prefix!r}\n{task.tails()}")
         time.sleep(0.1)
-    pytest.fail(f"{task.name} did not print {prefix!r} within {timeout} s")
+    pytest.fail(f"{task.name} did not print {prefix!r} within {timeout} s\n{task.tails()}")
 
 
 def run_train(args, env_extra=None, timeout=60):
