@@ -421,7 +421,7 @@ class HostRun(object):
         deadline = time.time() + self.params["timeout"]
         outcomes, ps_done = {}, set()
         while len(outcomes) < len(workers):
-            stalled = []
+            stalled, running = [], []
             for task in self.tasks:
                 name = self.name(task)
                 if name in outcomes or name in ps_done:
@@ -432,6 +432,7 @@ class HostRun(object):
                 if record is None and inspector.is_supervisor(pid):
                     record = self.look_at_running(task, inspector, pid, stalled)
                     if record is None:
+                        running.append(pid)
                         continue  # still running
                 if task["job"] == "ps" and record is not None and record.get("rc") == 0:
                     ps_done.add(name)  # ours exit by themselves once every worker is done
@@ -469,7 +470,10 @@ class HostRun(object):
                         tasks=reports,
                         workers=self.worker_reports(workers, outcomes),
                     )
-                time.sleep(POLL * 2)
+                # A supervisor exits right after it recorded its program's end: the end is
+                # seen at once, not up to a poll later (the heartbeats, the controller and the
+                # timeout are looked at every POLL * 2 all the same).
+                procfs.wait_for_any_end(running, POLL * 2)
         return self.done(
             changed=self.any_started(reports), tasks=reports, workers=self.worker_reports(workers, outcomes)
         )
@@ -615,9 +619,10 @@ class HostRun(object):
         # Signals only note that the controller went away: the stop goes on to its end.
         self.watch = ControllerWatch()
         while ps_tasks and time.time() < deadline and not self.watch.gone():
-            if not any(self.task(t).running_supervisor() for t in ps_tasks):
+            running = [pid for pid in (self.task(t).running_supervisor() for t in ps_tasks) if pid is not None]
+            if not running:
                 break
-            time.sleep(POLL * 2)
+            procfs.wait_for_any_end(running, min(POLL * 2, max(deadline - time.time(), 0)))
         died = []
         for task in self.tasks:
             inspector = self.task(task)

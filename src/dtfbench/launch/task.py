@@ -437,16 +437,18 @@ class TfTask(object):
         # A stopped process (SIGSTOP: a frozen task or supervisor) acts on its SIGTERM only
         # once it runs again, else it would sit out the whole grace period.
         self.signal_all(loners, groups, signal.SIGCONT)
+        # Each look waits for one of them to end (a SIGTERM'd program and its supervisor end
+        # within ms), or POLL at most.
         deadline = time.time() + self.params["grace_period"]
         while pids and time.time() < deadline:
-            time.sleep(POLL)
+            procfs.wait_for_any_end(pids, min(POLL, max(deadline - time.time(), 0)))
             pids, groups, loners = self.processes(pgid, trusted)
         killed = list(pids)
         if pids:
             self.signal_all(loners, groups, signal.SIGKILL)
             deadline = time.time() + KILL_WAIT
             while pids and time.time() < deadline:
-                time.sleep(POLL)
+                procfs.wait_for_any_end(pids, POLL)
                 pids, groups, loners = self.processes(pgid, trusted)
                 if pids:
                     self.signal_all(loners, groups, signal.SIGKILL)

@@ -8,6 +8,8 @@ pyproject.toml's [tool.dtfbench.oldest-python]).
 from __future__ import absolute_import, division, print_function
 
 import os
+import select
+import time
 
 
 def read(path, mode="r"):
@@ -77,6 +79,30 @@ def exit_status(pid):
 def alive(pid):
     """True while the process exists and is no zombie."""
     return state(pid) not in (None, "Z", "X", "x")
+
+
+def wait_for_any_end(pids, timeout):
+    """Sleep up to ``timeout`` s, waking as soon as one of ``pids`` ends (becomes a zombie or
+    goes): a poll loop that sleeps a fixed interval sees an end up to that interval late, which
+    every run of a sweep pays. Uses pidfds (Linux 5.3, Python 3.9); without them, or with no
+    live pid among ``pids``, a plain sleep. A pid reused since at worst sleeps the timeout."""
+    descriptors = []
+    pidfd_open = getattr(os, "pidfd_open", None)
+    try:
+        for pid in pids if pidfd_open is not None else ():
+            if not alive(pid):
+                continue  # ended already (a zombie's pidfd is always readable)
+            try:
+                descriptors.append(pidfd_open(pid))
+            except OSError:
+                continue
+        if not descriptors:
+            time.sleep(timeout)
+            return
+        select.select(descriptors, [], [], timeout)
+    finally:
+        for descriptor in descriptors:
+            os.close(descriptor)
 
 
 def cmdline(pid):

@@ -1,0 +1,104 @@
+"""tf_host_run's waits see a process end when it happens, not at their next look.
+
+Its loops looked every 0.1-0.2 s (``task.POLL``): the wait for the workers' end, the stop's
+wait for the PSs and each SIGTERM's wait for the task to go. A run paid up to a look's
+interval at each of them, which a bare launcher (blocked in waitpid) does not (issue #31, P1).
+They now sleep in ``procfs.wait_for_any_end``, which wakes when one of the processes ends.
+Checked with POLL raised to 30 s: the calls end within seconds, not after a look.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from ports import free_ports
+
+from dtfbench.launch import host_run, task
+from dtfbench.launch.host_run_spec import ARGUMENT_SPEC, TASK_SPEC
+from dtfbench.linux import procfs
+
+LONG_POLL = 30.0
+QUICK = 10.0  # well under LONG_POLL, generous for a busy machine
+
+
+def params(tmp_path, **options):
+    values = {name: option.get("default") for name, option in ARGUMENT_SPEC.items()}
+    worker = {name: option.get("default") for name, option in TASK_SPEC.items()}
+    worker.update(job="worker", task_index=0, address="127.0.0.1", port=1)
+    values.update(
+        run_id="r",
+        run_dir=str(tmp_path / "run"),
+        tasks=[worker],
+        cluster_spec={"worker": ["127.0.0.1:1"]},
+        nic_sample_interval=0.0,
+        grace_period=LONG_POLL * 2,
+        environment={"DTFBENCH_TEST": str(tmp_path)},
+    )
+    values.update(options)
+    return values
+
+
+def test_the_wait_wakes_when_a_process_ends():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    try:
+        began = time.monotonic()
+        procfs.wait_for_any_end([child.pid], LONG_POLL)
+        assert time.monotonic() - began < QUICK
+        child.wait(QUICK)
+        # An ended process (a zombie until reaped, here already reaped) is not waited on:
+        # the wait sleeps its timeout, and so it does with no process at all.
+        began = time.monotonic()
+        procfs.wait_for_any_end([child.pid], 0.2)
+        procfs.wait_for_any_end([], 0.2)
+        assert time.monotonic() - began >= 0.4
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfds: Python 3.9 on Linux 5.3")
+def test_a_zombie_is_not_waited_on():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + QUICK
+        while procfs.state(child.pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        began = time.monotonic()
+        procfs.wait_for_any_end([child.pid], 0.2)  # a zombie's pidfd is always readable
+        assert time.monotonic() - began >= 0.2
+    finally:
+        child.wait()
+
+
+def test_the_run_ends_when_its_worker_does_and_a_stop_when_its_task_goes(tmp_path, monkeypatch):
+    monkeypatch.setattr(host_run, "POLL", LONG_POLL)
+    monkeypatch.setattr(task, "POLL", LONG_POLL)
+    # Finished: the worker (no port to wait for: it is done before any look) ends after 1 s.
+    began = time.monotonic()
+    done = host_run.direct_entry(
+        params(tmp_path, state="finished", program=[sys.executable, "-c", "import time; time.sleep(1)"]),
+        False,
+        None,
+    )
+    assert not done.get("failed"), done
+    assert [w["rc"] for w in done["workers"]] == [0]
+    assert time.monotonic() - began < QUICK
+    # Stopped: a task that listens until SIGTERM, stopped with a grace period of 60 s.
+    port = free_ports(1)[0]
+    listener = [
+        sys.executable,
+        "-c",
+        f"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen(); time.sleep(600)",
+    ]
+    worker = dict(params(tmp_path)["tasks"][0], port=port)
+    started = host_run.direct_entry(
+        params(tmp_path, state="started", tasks=[worker], program=listener, ready_timeout=QUICK), False, None
+    )
+    assert not started.get("failed"), started
+    began = time.monotonic()
+    stopped = host_run.direct_entry(params(tmp_path, state="stopped", tasks=[worker]), False, None)
+    assert not stopped.get("failed"), stopped
+    assert stopped["tasks"][0]["terminated"] and not stopped["tasks"][0]["killed"]
+    assert time.monotonic() - began < QUICK
