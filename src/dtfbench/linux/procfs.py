@@ -99,7 +99,10 @@ def wait_for_any_end(pids, timeout):
         if not descriptors:
             time.sleep(timeout)
             return
-        select.select(descriptors, [], [], timeout)
+        poller = select.poll()  # not select(): no limit on the descriptors' numbers
+        for descriptor in descriptors:
+            poller.register(descriptor, select.POLLIN)
+        poller.poll(timeout * 1000.0)
     finally:
         for descriptor in descriptors:
             os.close(descriptor)
