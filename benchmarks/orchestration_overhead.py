@@ -14,7 +14,8 @@ Brings up the multi-host test bed (tests/testbed/testbed.py, real SSH) and, in e
         wait for the workers, then the PSs, read the workers' figures; no sleeps).
 The ratio of the two sides' wall times (summed over rounds) is what the orchestration adds
 to what any launcher pays (ssh, the processes, TF's own start, the training), measured in
-the same run on the same machine: goal (issue #19) <= 1.10. Each side's images/sec (mean
+the same run on the same machine: goal (issue #31) <= 1.15 with short runs, <= 1.05 with the
+study's workload (--study). Each side's images/sec (mean
 per run, summed over workers) shows that both measure the same thing.
 
 The older figure is printed too: our wall time / the sum over runs of the training time the
@@ -49,6 +50,10 @@ import bare_launcher  # noqa: E402
 import testbed  # noqa: E402
 
 from dtfbench.results import store  # noqa: E402
+
+# Issue #31's goals for ours / bare: short runs (the trivial model) and the study's workload.
+GOAL_SHORT = 1.15
+GOAL_STUDY = 1.05
 
 
 def ours_sweep(args, inventory: Path, db: Path, env: dict, log: Path) -> dict:
@@ -245,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         "playbook_wall_s": wall,
         "bare_wall_s": bare_wall,
         "ratio_to_bare": wall / bare_wall,
-        "goal_to_bare": 1.10,
+        "goal_to_bare": GOAL_STUDY if args.study else GOAL_SHORT,
         "images_per_sec": {
             "ours": statistics.mean(r["images_per_sec"] for r in per_run),
             "bare": statistics.mean(r["images_per_sec"] for r in bare_runs),
@@ -281,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     rates = report["images_per_sec"]
     print(
         f"sweep wall, ours {wall:.1f} s / bare launcher {bare_wall:.1f} s = {report['ratio_to_bare']:.2f} "
-        f"(goal <= 1.10); images/sec per run, ours {rates['ours']:.1f}, bare {rates['bare']:.1f}"
+        f"(goal <= {report['goal_to_bare']:.2f}); images/sec per run, ours {rates['ours']:.1f}, bare {rates['bare']:.1f}"
     )
     print(f"sweep wall {wall:.1f} s / training {training:.1f} s = {report['ratio']:.2f} (goal <= 1.15)")
     print(
