@@ -4,9 +4,11 @@ Its loops looked every 0.1-0.2 s (``task.POLL``): the wait for the workers' end,
 wait for the PSs and each SIGTERM's wait for the task to go. A run paid up to a look's
 interval at each of them, which a bare launcher (blocked in waitpid) does not (issue #31, P1).
 They now sleep in ``procfs.wait_for_any_end``, which wakes when one of the processes ends.
-Checked with POLL raised to 30 s: the calls end within seconds, not after a look.
+Checked with POLL (and the workers' wait's WAIT_LOOK) raised to 30 s: the calls end within
+seconds, not after a look. The supervisors' own wait no longer wakes 20 times a second.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +76,7 @@ def test_a_zombie_is_not_waited_on():
 
 def test_the_run_ends_when_its_worker_does_and_a_stop_when_its_task_goes(tmp_path, monkeypatch):
     monkeypatch.setattr(host_run, "POLL", LONG_POLL)
+    monkeypatch.setattr(host_run, "WAIT_LOOK", LONG_POLL)
     monkeypatch.setattr(task, "POLL", LONG_POLL)
     # Finished: the worker (no port to wait for: it is done before any look) ends after 1 s.
     began = time.monotonic()
@@ -102,3 +105,42 @@ def test_the_run_ends_when_its_worker_does_and_a_stop_when_its_task_goes(tmp_pat
     assert not stopped.get("failed"), stopped
     assert stopped["tasks"][0]["terminated"] and not stopped["tasks"][0]["killed"]
     assert time.monotonic() - began < QUICK
+
+
+def voluntary_switches(pid):
+    for line in (procfs.read(f"/proc/{pid}/status") or "").splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no /proc/{pid}/status")
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfds: Python 3.9 on Linux 5.3")
+@pytest.mark.parametrize("runs", [3.0, 60.0])
+def test_a_supervisor_with_a_deadline_sleeps_until_its_program_ends_or_the_deadline(tmp_path, runs):
+    """Popen.wait(timeout) woke every 50 ms (~20 context switches a second) for the whole
+    run; the supervisor now wakes when its program ends, or at max_runtime (5 s here)."""
+    env = dict(os.environ, TF_TASK_SUPERVISOR_MAX_RUNTIME="5", TF_TASK_SUPERVISOR_GRACE="5")
+    exit_file = tmp_path / "task.exit"
+    program = [sys.executable, "-c", f"import time; time.sleep({runs})"]
+    supervisor = subprocess.Popen(
+        [sys.executable, task.__file__.replace("task.py", "supervisor.py"), "tf_task-supervisor", "m", str(exit_file)]
+        + ["--", *program],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        time.sleep(0.5)
+        before = voluntary_switches(supervisor.pid)
+        time.sleep(2.0)
+        assert voluntary_switches(supervisor.pid) - before <= 5
+        supervisor.wait(QUICK + 5)
+    finally:
+        if supervisor.poll() is None:
+            os.killpg(supervisor.pid, 9)
+            supervisor.wait()
+    record = json.loads(exit_file.read_text())
+    if runs < 5:
+        assert record["rc"] == 0 and "deadline_exceeded" not in record
+    else:  # the deadline still ends a program that outlives it
+        assert record["deadline_exceeded"] is True and record["signal_name"] == "SIGTERM"

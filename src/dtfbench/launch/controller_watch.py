@@ -37,6 +37,10 @@ class ControllerWatch:
         if self.why is None:
             self.why = "%s to the module" % signal.Signals(signum).name
 
+    def hang_ups(self):
+        """The descriptors whose hang-up says the controller went away (for a poll to wake on)."""
+        return (1,) if self.poller is not None else ()
+
     def gone(self):
         if self.why is None and self.poller is not None:
             for _fd, event in self.poller.poll(0):

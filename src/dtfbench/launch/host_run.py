@@ -39,6 +39,10 @@ NIC_TASK = "nic"
 # this long, its program a zombie, stopped answering (SIGSTOP, a stuck host): the program's
 # own exit status, in /proc while it is a zombie, is recorded in its place.
 SILENT_SUPERVISOR_GRACE = 2.0
+# How often the wait for the workers looks at what nothing wakes it for (heartbeats, a signal
+# to the call, the timeout); each look reads every task's files and /proc entries, on cores
+# the training uses.
+WAIT_LOOK = 0.5
 # How a frozen task's program is, by its /proc state.
 FROZEN_STATES = {
     "T": "stopped by a signal (SIGSTOP or SIGTSTP)",
@@ -470,10 +474,10 @@ class HostRun(object):
                         tasks=reports,
                         workers=self.worker_reports(workers, outcomes),
                     )
-                # A supervisor exits right after it recorded its program's end: the end is
-                # seen at once, not up to a poll later (the heartbeats, the controller and the
-                # timeout are looked at every POLL * 2 all the same).
-                procfs.wait_for_any_end(running, POLL * 2)
+                # A supervisor exits right after it recorded its program's end, and the
+                # controller's side hangs up when it goes: both wake this wait at once. The
+                # heartbeats, a signal and the timeout are looked at every WAIT_LOOK.
+                procfs.wait_for_any_end(running, WAIT_LOOK, self.watch.hang_ups())
         return self.done(
             changed=self.any_started(reports), tasks=reports, workers=self.worker_reports(workers, outcomes)
         )

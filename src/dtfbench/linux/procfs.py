@@ -81,11 +81,12 @@ def alive(pid):
     return state(pid) not in (None, "Z", "X", "x")
 
 
-def wait_for_any_end(pids, timeout):
+def wait_for_any_end(pids, timeout, hang_ups=()):
     """Sleep up to ``timeout`` s, waking as soon as one of ``pids`` ends (becomes a zombie or
-    goes): a poll loop that sleeps a fixed interval sees an end up to that interval late, which
-    every run of a sweep pays. Uses pidfds (Linux 5.3, Python 3.9); without them, or with no
-    live pid among ``pids``, a plain sleep. A pid reused since at worst sleeps the timeout."""
+    goes) or one of the descriptors ``hang_ups`` is hung up: a poll loop that sleeps a fixed
+    interval sees an end up to that interval late, which every run of a sweep pays. Uses
+    pidfds (Linux 5.3, Python 3.9); without them, or with no live pid among ``pids``, a plain
+    sleep. A pid reused since at worst sleeps the timeout."""
     descriptors = []
     pidfd_open = getattr(os, "pidfd_open", None)
     try:
@@ -102,6 +103,8 @@ def wait_for_any_end(pids, timeout):
         poller = select.poll()  # not select(): no limit on the descriptors' numbers
         for descriptor in descriptors:
             poller.register(descriptor, select.POLLIN)
+        for descriptor in hang_ups:
+            poller.register(descriptor, 0)  # POLLHUP and POLLERR are always reported
         poller.poll(timeout * 1000.0)
     finally:
         for descriptor in descriptors:
