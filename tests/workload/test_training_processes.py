@@ -12,8 +12,9 @@ import sys
 import time
 
 import pytest
-from workload_helpers import SMALL, model_variables, task_env, wait_for_line
+from workload_helpers import SMALL, model_variables, task_env, wait_for_line, wait_for_stderr
 
+from dtfbench.workload import ps_task
 from dtfbench.workload.collective import VARIABLES_LOG_PREFIX
 
 pytestmark = pytest.mark.tf
@@ -165,6 +166,12 @@ def test_real_data_from_generated_tfrecords(tasks, tmp_path):
 def test_killed_worker_ends_the_others_with_an_error(tasks):
     ps, workers = tasks.cluster("parameter_server", 1, 2, extra=["--num_batches", "100000"])
     wait_for_line(workers[1], "1\timages/sec", RUN_TIMEOUT)
+    # The PS names a dead worker only once its probe saw it up: a worker killed before the PS
+    # watches (it starts after its done queue's session, seconds on a busy machine) leaves it
+    # waiting for startup_timeout, and the other worker, with the sync tokens to itself,
+    # trains on (seen once in CI). Kill it once the PS has probed it.
+    wait_for_stderr(ps[0], "waiting for 2 worker(s) to finish", RUN_TIMEOUT)
+    time.sleep(ps_task.PROBE_EVERY_SECS + 1)
     workers[1].proc.send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
     bound = STEP_TIMEOUT + 30

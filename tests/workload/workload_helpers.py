@@ -176,14 +176,24 @@ class Tasks:
 
 
 def wait_for_line(task, prefix, timeout):
+    """Wait until a line of the task's stdout starts with prefix."""
+    _wait_for_output(task, lambda: any(line.startswith(prefix) for line in task.stdout.splitlines()), prefix, timeout)
+
+
+def wait_for_stderr(task, text, timeout):
+    """Wait until the task's stderr (its progress notes) holds text."""
+    _wait_for_output(task, lambda: text in task.stderr, text, timeout)
+
+
+def _wait_for_output(task, seen, what, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(line.startswith(prefix) for line in task.stdout.splitlines()):
+        if seen():
             return
         if task.poll() is not None:
-            pytest.fail(f"{task.name} exited ({task.proc.returncode}) before printing {prefix!r}\n{task.tails()}")
+            pytest.fail(f"{task.name} exited ({task.proc.returncode}) before printing {what!r}\n{task.tails()}")
         time.sleep(0.1)
-    pytest.fail(f"{task.name} did not print {prefix!r} within {timeout} s\n{task.tails()}")
+    pytest.fail(f"{task.name} did not print {what!r} within {timeout} s\n{task.tails()}")
 
 
 def run_train(args, env_extra=None, timeout=60):
