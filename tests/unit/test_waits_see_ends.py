@@ -144,3 +144,31 @@ def test_a_supervisor_with_a_deadline_sleeps_until_its_program_ends_or_the_deadl
         assert record["rc"] == 0 and "deadline_exceeded" not in record
     else:  # the deadline still ends a program that outlives it
         assert record["deadline_exceeded"] is True and record["signal_name"] == "SIGTERM"
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfds: Python 3.9 on Linux 5.3")
+def test_a_supervisor_takes_a_deadline_past_what_one_poll_can_wait(tmp_path):
+    """poll() takes a C int of milliseconds: 35 days would overflow it in one call."""
+    exit_file = tmp_path / "task.exit"
+    done = subprocess.run(
+        [sys.executable, task.__file__.replace("task.py", "supervisor.py"), "tf_task-supervisor", "m", str(exit_file)]
+        + ["--", sys.executable, "-c", "pass"],
+        env=dict(os.environ, TF_TASK_SUPERVISOR_MAX_RUNTIME=str(35 * 86400)),
+        capture_output=True,
+        text=True,
+        timeout=QUICK * 3,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(exit_file.read_text())["rc"] == 0
+
+
+def test_a_hang_up_wakes_the_wait_with_no_process_to_wait_on():
+    """The controller's side of the connection going (the module's stdout hung up)."""
+    read_end, write_end = os.pipe()
+    try:
+        os.close(write_end)
+        began = time.monotonic()
+        procfs.wait_for_any_end([], LONG_POLL, hang_ups=(read_end,))
+        assert time.monotonic() - began < QUICK
+    finally:
+        os.close(read_end)

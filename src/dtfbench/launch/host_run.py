@@ -40,8 +40,8 @@ NIC_TASK = "nic"
 # own exit status, in /proc while it is a zombie, is recorded in its place.
 SILENT_SUPERVISOR_GRACE = 2.0
 # How often the wait for the workers looks at what nothing wakes it for (heartbeats, a signal
-# to the call, the timeout); each look reads every task's files and /proc entries, on cores
-# the training uses.
+# to the call, the timeout) where pidfds wake it at a task's end (POLL * 2 without them); each
+# look reads every task's files and /proc entries, on cores the training uses.
 WAIT_LOOK = 0.5
 # How a frozen task's program is, by its /proc state.
 FROZEN_STATES = {
@@ -477,7 +477,7 @@ class HostRun(object):
                 # A supervisor exits right after it recorded its program's end, and the
                 # controller's side hangs up when it goes: both wake this wait at once. The
                 # heartbeats, a signal and the timeout are looked at every WAIT_LOOK.
-                procfs.wait_for_any_end(running, WAIT_LOOK, self.watch.hang_ups())
+                procfs.wait_for_any_end(running, WAIT_LOOK if procfs.PIDFDS else POLL * 2, self.watch.hang_ups())
         return self.done(
             changed=self.any_started(reports), tasks=reports, workers=self.worker_reports(workers, outcomes)
         )

@@ -111,8 +111,15 @@ def wait_child(child, timeout):
             try:
                 poller = select.poll()
                 poller.register(descriptor, select.POLLIN)
-                if not poller.poll(timeout * 1000.0):
-                    raise subprocess.TimeoutExpired(child.args, timeout)
+                deadline = time.time() + timeout
+                while True:
+                    remaining = deadline - time.time()
+                    if remaining <= 0:
+                        raise subprocess.TimeoutExpired(child.args, timeout)
+                    # A day at most a poll: poll() takes its timeout in milliseconds as a C
+                    # int, which a max_runtime over 24 days would overflow.
+                    if poller.poll(min(remaining, 86400.0) * 1000.0):
+                        break
             finally:
                 os.close(descriptor)
     return child.wait(timeout=timeout)

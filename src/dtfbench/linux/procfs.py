@@ -81,23 +81,26 @@ def alive(pid):
     return state(pid) not in (None, "Z", "X", "x")
 
 
+# Whether this Python can wait on a process's end (os.pidfd_open: Python 3.9, Linux 5.3).
+PIDFDS = hasattr(os, "pidfd_open")
+
+
 def wait_for_any_end(pids, timeout, hang_ups=()):
     """Sleep up to ``timeout`` s, waking as soon as one of ``pids`` ends (becomes a zombie or
     goes) or one of the descriptors ``hang_ups`` is hung up: a poll loop that sleeps a fixed
-    interval sees an end up to that interval late, which every run of a sweep pays. Uses
-    pidfds (Linux 5.3, Python 3.9); without them, or with no live pid among ``pids``, a plain
-    sleep. A pid reused since at worst sleeps the timeout."""
+    interval sees an end up to that interval late, which every run of a sweep pays. Ends are
+    seen through pidfds (PIDFDS); without them the wait lasts the timeout unless a descriptor
+    hangs up. A pid reused since at worst sleeps the timeout."""
     descriptors = []
-    pidfd_open = getattr(os, "pidfd_open", None)
     try:
-        for pid in pids if pidfd_open is not None else ():
+        for pid in pids if PIDFDS else ():
             if not alive(pid):
                 continue  # ended already (a zombie's pidfd is always readable)
             try:
-                descriptors.append(pidfd_open(pid))
+                descriptors.append(os.pidfd_open(pid))
             except OSError:
-                continue
-        if not descriptors:
+                continue  # gone meanwhile, or a kernel without pidfds
+        if not descriptors and not hang_ups:
             time.sleep(timeout)
             return
         poller = select.poll()  # not select(): no limit on the descriptors' numbers
@@ -105,7 +108,7 @@ def wait_for_any_end(pids, timeout, hang_ups=()):
             poller.register(descriptor, select.POLLIN)
         for descriptor in hang_ups:
             poller.register(descriptor, 0)  # POLLHUP and POLLERR are always reported
-        poller.poll(timeout * 1000.0)
+        poller.poll(max(timeout, 0) * 1000.0)
     finally:
         for descriptor in descriptors:
             os.close(descriptor)
