@@ -17,7 +17,7 @@ import time
 import pytest
 from ports import free_ports
 
-from dtfbench.launch import host_run, task
+from dtfbench.launch import host_run, supervisor, task
 from dtfbench.launch.host_run_spec import ARGUMENT_SPEC, TASK_SPEC
 from dtfbench.linux import procfs
 
@@ -107,6 +107,11 @@ def test_the_run_ends_when_its_worker_does_and_a_stop_when_its_task_goes(tmp_pat
     assert time.monotonic() - began < QUICK
 
 
+def supervised(exit_file, program):
+    """The command line of a task supervisor (its own file, as the task core runs it) of program."""
+    return [sys.executable, supervisor.__file__, task.SUPERVISOR_TAG, "m", str(exit_file), "--", *program]
+
+
 def voluntary_switches(pid):
     for line in (procfs.read(f"/proc/{pid}/status") or "").splitlines():
         if line.startswith("voluntary_ctxt_switches:"):
@@ -122,23 +127,19 @@ def test_a_supervisor_with_a_deadline_sleeps_until_its_program_ends_or_the_deadl
     env = dict(os.environ, TF_TASK_SUPERVISOR_MAX_RUNTIME="5", TF_TASK_SUPERVISOR_GRACE="5")
     exit_file = tmp_path / "task.exit"
     program = [sys.executable, "-c", f"import time; time.sleep({runs})"]
-    supervisor = subprocess.Popen(
-        [sys.executable, task.__file__.replace("task.py", "supervisor.py"), "tf_task-supervisor", "m", str(exit_file)]
-        + ["--", *program],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
+    running = subprocess.Popen(
+        supervised(exit_file, program), env=env, stdout=subprocess.DEVNULL, start_new_session=True
     )
     try:
         time.sleep(0.5)
-        before = voluntary_switches(supervisor.pid)
+        before = voluntary_switches(running.pid)
         time.sleep(2.0)
-        assert voluntary_switches(supervisor.pid) - before <= 5
-        supervisor.wait(QUICK + 5)
+        assert voluntary_switches(running.pid) - before <= 5
+        running.wait(QUICK + 5)
     finally:
-        if supervisor.poll() is None:
-            os.killpg(supervisor.pid, 9)
-            supervisor.wait()
+        if running.poll() is None:
+            os.killpg(running.pid, 9)
+            running.wait()
     record = json.loads(exit_file.read_text())
     if runs < 5:
         assert record["rc"] == 0 and "deadline_exceeded" not in record
@@ -151,8 +152,7 @@ def test_a_supervisor_takes_a_deadline_past_what_one_poll_can_wait(tmp_path):
     """poll() takes a C int of milliseconds: 35 days would overflow it in one call."""
     exit_file = tmp_path / "task.exit"
     done = subprocess.run(
-        [sys.executable, task.__file__.replace("task.py", "supervisor.py"), "tf_task-supervisor", "m", str(exit_file)]
-        + ["--", sys.executable, "-c", "pass"],
+        supervised(exit_file, [sys.executable, "-c", "pass"]),
         env=dict(os.environ, TF_TASK_SUPERVISOR_MAX_RUNTIME=str(35 * 86400)),
         capture_output=True,
         text=True,
