@@ -255,6 +255,43 @@ def test_bytes_that_differ_from_the_objects_crc_never_get_a_shard_name(moto, s3,
     assert local_digests(dest) == digests(objects)
 
 
+def page_cache_state(path: Path) -> dict[str, int]:
+    """cachestat(2) of a whole file (Linux 6.5+): its pages in the page cache, dirty ones (not
+    yet sent to the disk) and ones being written."""
+    import ctypes
+
+    class Range(ctypes.Structure):
+        _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+    class Stat(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_uint64) for name in ("cache", "dirty", "writeback", "evicted", "recently_evicted")]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    stat = Stat()
+    with open(path, "rb") as f:
+        if libc.syscall(451, f.fileno(), ctypes.byref(Range(0, 0)), ctypes.byref(stat), 0) != 0:  # SYS_cachestat
+            pytest.skip(f"no cachestat(2) here: {os.strerror(ctypes.get_errno())}")
+    return {name: getattr(stat, name) for name in ("cache", "dirty", "writeback")}
+
+
+def test_each_download_is_sent_to_the_disk_as_it_completes(moto, s3, tmp_path, monkeypatch):
+    """A finished download's pages go to the disk while the others download (the sync's flush
+    at the end then waits for the last files only): none of its pages is left dirty. Without
+    the writeback the kernel holds them for 30 s (vm.dirty_expire_centisecs)."""
+    data = os.urandom(8 * 1024 * 1024)
+    put_with(s3, "train-00000-of-00001", data)
+    client, _ = engine_client(moto, monkeypatch)
+    remote = s3sync.list_remote(client, BUCKET, "imagenet/")
+    dest = tmp_path / "data"
+    dest.mkdir()
+
+    st, _ = s3sync.download(client, BUCKET, remote["train-00000-of-00001"], str(dest), s3sync.Bandwidth(0))
+
+    state = page_cache_state(dest / "train-00000-of-00001")
+    assert st.st_size == len(data)
+    assert state["dirty"] == 0, f"pages of the download still dirty after it completed: {state}"
+
+
 def crc32_b64(data: bytes) -> str:
     return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
 

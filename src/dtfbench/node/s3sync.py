@@ -53,6 +53,7 @@ LOCK = ".dtfbench-s3sync.lock"
 # Reads of 1 MiB. 256 KiB, 4 MiB and readinto() into one reused buffer cost the same CPU
 # within the noise (measured): urllib3's readinto() is a read() plus a copy.
 CHUNK = 1024 * 1024
+SYNC_FILE_RANGE_WRITE = 2  # <linux/fs.h>
 DEFAULT_WORKERS = 16
 
 
@@ -270,6 +271,8 @@ def download(
                     written += len(chunk)
             except FlexibleChecksumError as err:
                 raise SyncError(f"the bytes differ from the object's {check} checksum in S3 ({err})") from err
+            f.flush()
+            start_writeback(f.fileno())
         if written != obj.size:
             raise SyncError(f"{obj.key}: got {written} bytes, the listing says {obj.size}")
         if digest is not None and digest.hexdigest() != obj.md5:
@@ -537,6 +540,28 @@ def _download_all(pool, client, bucket, remote, dest, fetch, bandwidth, verify_m
         report.download_checks[check] = report.download_checks.get(check, 0) + 1
     if errors:
         raise SyncError(f"{len(errors)} of {len(fetch)} downloads failed; a re-run resumes. First: {errors[0]}")
+
+
+_sync_file_range = None
+
+
+def start_writeback(fd: int) -> None:
+    """Start writing a finished file's pages to disk, without waiting (sync_file_range(2) with
+    SYNC_FILE_RANGE_WRITE): the disk writes while the other files download, and the sync's one
+    flush at the end (flush_file_system) waits for the last files only (measured: 0.09 s ->
+    0.015 s for 190 MB, docs/dataset.md). Nothing where the call does not exist."""
+    global _sync_file_range
+    if _sync_file_range is None:
+        try:
+            import ctypes
+
+            call = ctypes.CDLL(None, use_errno=True).sync_file_range
+            call.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
+            _sync_file_range = call
+        except (OSError, AttributeError):
+            _sync_file_range = False
+    if _sync_file_range:
+        _sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE)
 
 
 def flush_file_system(path: str) -> None:
