@@ -211,6 +211,10 @@ notes:
     validates the options on the controller and runs this module's code on the host without
     AnsiballZ when pipelining is on (a fifth of the host's CPU per call); the module runs
     without pipelining, with become, async or delegation, or before the host's Python is known.
+  - The direct call keeps its code on the host, once per version, in the user's cache folder
+    (C($XDG_CACHE_HOME/dtfbench/host-code), by default C(~/.cache/dtfbench/host-code)), where
+    Python keeps its bytecode; versions unused for a week are removed. Where that folder
+    cannot be written, or others may write to it, the code is imported from a temporary zip.
 seealso:
   - module: tf_task
   - module: tf_cluster_spec

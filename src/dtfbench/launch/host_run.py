@@ -13,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import pkgutil
 import signal
 import sys
 import time
@@ -22,7 +21,17 @@ from ..contract.outcomes import PEER_LOST
 from ..linux import procfs
 from . import nic_sampler, supervisor
 from .controller_watch import ControllerWatch
-from .task import DISK_FULL, POLL, TaskError, TfTask, _port_open, disk_full, room_problem, write_replacing
+from .task import (
+    DISK_FULL,
+    POLL,
+    TaskError,
+    TfTask,
+    _port_open,
+    disk_full,
+    room_problem,
+    source_beside,
+    write_replacing,
+)
 
 # Two tasks of a host that fail together (a worker, then the PS that lost it) end within this
 # many seconds of each other; the one that ended first is the cause.
@@ -49,7 +58,7 @@ FROZEN_STATES = {
     "t": "stopped by a debugger",
     "D": "in uninterruptible sleep (stuck in the kernel: a disk, a network file system, a device)",
 }
-NIC_SAMPLER_SOURCE = pkgutil.get_data(__name__.rpartition(".")[0], "nic_sampler.py").decode("utf-8")
+NIC_SAMPLER_SOURCE = source_beside("nic_sampler.py")
 
 
 def ready_polls(first=0.01, factor=1.5, cap=POLL):

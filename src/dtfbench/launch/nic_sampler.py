@@ -21,7 +21,6 @@ What cannot be measured is ``{"status": "unknown", "reason": ...}``, never an ex
 usage: python dtfbench_nic_sampler.py --address ADDRESS --out FILE [--interval S] [--max-runtime S]
 """
 
-import argparse
 import json
 import signal
 import socket
@@ -344,6 +343,9 @@ def sample(address, out, interval, max_runtime, net_dev=NET_DEV):
 
 
 def main(argv=None):
+    # Here, not at the top: every tf_host_run call imports this module for host_figures.
+    import argparse
+
     parser = argparse.ArgumentParser(prog=PROGRAM_NAME, description=__doc__.splitlines()[0])
     parser.add_argument("--address", required=True, help="the host's TF (private) address")
     parser.add_argument("--out", required=True, help="the samples file")
