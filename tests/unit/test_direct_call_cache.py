@@ -138,3 +138,22 @@ def test_a_cache_that_cannot_be_written_still_gets_an_answer(tmp_path):
     cache.write_text("")  # XDG_CACHE_HOME names a file: nothing can be made under it
     assert_answers(*call(sys.executable, tmp_path, cache))
     assert cache.read_text() == ""
+
+
+def test_a_relative_cache_folder_is_not_used(tmp_path):
+    """XDG_CACHE_HOME must be absolute (a relative one is ignored): nothing is written under
+    the folder the call happens to run in."""
+    params = {name: spec.get("default") for name, spec in ARGUMENT_SPEC.items()}
+    params.update(state="checked", run_id="r1", run_dir=str(tmp_path / "runs" / "r1"), tasks=[])
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-", direct_call.process_tag("tf_host_run")],
+        input=direct_call.script("tf_host_run", params, False, direct_call.path_options(ARGUMENT_SPEC)),
+        capture_output=True,
+        cwd=str(workdir),
+        env=dict(os.environ, XDG_CACHE_HOME="relative-cache"),
+        timeout=60,
+    )
+    assert_answers(direct_call.parse(done.stdout.decode()), done.stderr.decode())
+    assert list(workdir.iterdir()) == []

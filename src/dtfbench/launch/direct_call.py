@@ -87,6 +87,8 @@ import json, os, sys
 def cached_code():
     try:
         root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), CACHE_FOLDER)
+        if not os.path.isabs(root):
+            return None  # no home (a relative XDG_CACHE_HOME is to be ignored, the spec says)
         folder = os.path.join(root, CODE_ID)
         if not os.path.isdir(folder):
             if not os.path.isdir(root):
