@@ -40,7 +40,7 @@ def flat(text: str) -> str:
 class KeptFull:
     """Fills the file system of `folder` and keeps it full until stopped, as another program
     writing there would: room that a write frees (the supervisors' reserved room, once their
-    records are written) is taken again within 20 ms."""
+    records are written) is taken again within 2 ms (a stop wakes as a process ends)."""
 
     def __init__(self, folder: Path):
         self.filler, self.done = folder / "filler", threading.Event()
@@ -54,7 +54,7 @@ class KeptFull:
                         out.write(b"\0" * 4096)
                 except OSError:
                     pass
-                self.done.wait(0.02)
+                self.done.wait(0.002)
 
     def __enter__(self):
         self.thread.start()

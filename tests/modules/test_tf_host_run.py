@@ -559,6 +559,31 @@ def test_stopped_waits_up_to_ps_exit_timeout_for_the_ps(tmp_path, run_module, mo
     assert not processes_of(tmp_path)
 
 
+def test_the_marker_is_written_before_the_wait_for_the_ps(tmp_path, run_module, monkeypatch):
+    """The workers' results are complete when the stop begins: the marker is on disk while the
+    stop still waits for a PS (up to ps_exit_timeout), so a stop that is cut short there (its
+    host's sshd gone, the call killed) leaves a run that a rerun finds complete."""
+    host = Host(tmp_path, run_module, monkeypatch, num_ps=1, num_workers=1)
+    rc, started = host("started", {})  # the PS never exits by itself
+    assert rc == 0, started
+    results = [{"task_index": 0, "status": "ok", "reason": None, "value": 1.0}]
+    marker = host.run_dir / "complete"
+    seen = []
+
+    def look_while_the_stop_waits():
+        assert wait_for(lambda: module_running(tmp_path), 60), "no tf_host_run module seen"
+        assert wait_for(marker.exists, 6), "no marker while the stop waited for the PS"
+        seen.append(host.exit_record("run-ps-0") if (host.run_dir / "run-ps-0.exit").exists() else None)
+
+    join = in_background(look_while_the_stop_waits)
+    rc, stopped = host("stopped", ps_exit_timeout=8, grace_period=5, complete_results=results)
+    join()
+    assert rc == 0, stopped
+    assert seen == [None]  # the PS was still running when the marker was there
+    assert json.loads(marker.read_text()) == results
+    assert by_name(stopped["tasks"])["run-ps-0"]["signal_name"] == "SIGTERM"
+
+
 # ---- check mode, bad input -----------------------------------------------------------------
 
 

@@ -627,6 +627,19 @@ class HostRun(object):
 
     def stopped(self):
         params = self.params
+        changed = False
+        # The marker first: the workers' results are complete whatever the PSs do next, and a
+        # controller that goes away while they exit (up to ps_exit_timeout) leaves a run that
+        # a rerun finds complete.
+        if params["complete_results"] is not None:
+            path = os.path.join(self.run_dir, COMPLETE_MARKER)
+            content = json.dumps(params["complete_results"], indent=2, sort_keys=True) + "\n"
+            # Writing the marker is a change (state=checked reports the run complete from now
+            # on), also when there was nothing left to stop; the same marker again is none.
+            if procfs.read(path) != content:
+                changed = True
+                if not self.check_mode:
+                    changed = self.write_marker(path, content)
         ps_tasks = [t for t in self.tasks if t["job"] == "ps"]
         deadline = time.time() + params["ps_exit_timeout"]
         # Signals only note that the controller went away: the stop goes on to its end.
@@ -657,16 +670,6 @@ class HostRun(object):
                         msg=inspector.with_tail("task %s %s" % (self.name(task), how)),
                     )
                 )
-        changed = False
-        if params["complete_results"] is not None:
-            path = os.path.join(self.run_dir, COMPLETE_MARKER)
-            content = json.dumps(params["complete_results"], indent=2, sort_keys=True) + "\n"
-            # Writing the marker is a change (state=checked reports the run complete from now
-            # on), also when there was nothing left to stop; the same marker again is none.
-            if procfs.read(path) != content:
-                changed = True
-                if not self.check_mode:
-                    changed = self.write_marker(path, content)
         reports, survivors = [], []
         for task in self.tasks:
             failed, result = self.call(self.task_params(task), "stopped", self.check_mode)
