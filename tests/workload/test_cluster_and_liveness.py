@@ -9,7 +9,7 @@ import pytest
 
 from dtfbench.workload.cluster import Address, build_cluster, parse_address, parse_host_list
 from dtfbench.workload.errors import RunFailure, UsageError
-from dtfbench.workload.liveness import Watchdog, port_open, wait_for_ports
+from dtfbench.workload.liveness import CLOSED, OPEN, SILENT, Watchdog, port_open, port_state, wait_for_ports
 from dtfbench.workload.ps_task import went_away
 from dtfbench.workload.reporting import describe_peer
 
@@ -62,6 +62,35 @@ def test_port_probe_and_wait():
     with pytest.raises(RunFailure, match=r"ps 0 \(127\.0\.0\.1:\d+\) did not come up within 0\.5 s"):
         wait_for_ports([("ps 0", up)], timeout=0.5, poll=0.05)
     assert time.monotonic() - started < 5
+
+
+def test_a_probe_tells_a_refused_port_from_one_that_does_not_answer():
+    """A PS calls a worker gone on a refused connection at once, but not on one probe that got
+    no answer: a listener whose queue is full (a host too busy to answer, as behind a saturated
+    link) drops the handshake, and the probe times out while the process lives."""
+    sock = _listener()
+    address = Address("127.0.0.1", sock.getsockname()[1])
+    assert port_state(address) == OPEN
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(0)  # a queue of one, never accepted
+    queued = []
+    try:
+        for _ in range(3):
+            waiting = socket.socket()
+            waiting.setblocking(False)
+            waiting.connect_ex(busy.getsockname())
+            queued.append(waiting)
+        time.sleep(0.2)
+        started = time.monotonic()
+        assert port_state(Address("127.0.0.1", busy.getsockname()[1]), timeout=0.3) == SILENT
+        assert time.monotonic() - started >= 0.25
+    finally:
+        for waiting in queued:
+            waiting.close()
+        busy.close()
+        sock.close()
+    assert port_state(address) == CLOSED
 
 
 def test_watchdog_fires_once_and_can_be_disarmed():

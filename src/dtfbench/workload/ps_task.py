@@ -12,12 +12,15 @@ import time
 
 from .coordination import done_queue, ps_cpu
 from .errors import RunFailure
-from .liveness import port_open
+from .liveness import CLOSED, OPEN, port_open, port_state
 
 POLL_SECS = 0.25  # how often the done queue is looked at
 PROBE_EVERY_SECS = 1.0  # how often each unfinished worker's port is probed
 EXIT_GRACE_SECS = 10.0  # longest wait for finished workers to be gone before exiting
 PROBE_TIMEOUT_SECS = 0.5
+# A worker seen up whose probes get no answer this many times in a row (and none refused) is
+# gone: one unanswered probe is no proof on a saturated link.
+SILENT_PROBES = 3
 
 
 def server_config(tf, config):
@@ -86,6 +89,7 @@ def run(tf, config, cluster, report):
     started = last_token = time.monotonic()
     last_probe = 0.0
     first_seen = {}
+    silent = {}  # worker: unanswered probes in a row
     finished = set()
 
     def drain():
@@ -108,9 +112,14 @@ def run(tf, config, cluster, report):
         for worker, address in workers.items():
             if worker in finished:
                 continue
-            if port_open(address, timeout=PROBE_TIMEOUT_SECS):
+            state = port_state(address, timeout=PROBE_TIMEOUT_SECS)
+            if state == OPEN:
                 first_seen.setdefault(worker, now)
+                silent.pop(worker, None)
                 continue
+            silent[worker] = silent.get(worker, 0) + 1 if state != CLOSED else SILENT_PROBES
+            if worker in first_seen and silent[worker] < SILENT_PROBES:
+                continue  # no answer yet, not refused: probed again in a second
             # A worker enqueues its token before it exits, so look at the queue again
             # before calling a closed port a death.
             drain()
