@@ -29,36 +29,31 @@ HEARTBEAT_EVERY = 1.0
 HEARTBEAT_BYTES = 256
 
 
-def port_open(address, timeout=1.0):
-    """True when something accepts TCP connections at address (a cluster.Address)."""
-    try:
-        with socket.create_connection((address.host, address.port), timeout=timeout) as conn:
-            # Close with a reset, not FIN: probes then leave no TIME_WAIT sockets behind
-            # (a PS probing many workers for hours would otherwise pile up thousands).
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            return True
-    except OSError:
-        return False
-
-
 # What a probe of a peer's port found (port_state).
 OPEN, CLOSED, SILENT = "open", "closed", "silent"
 
 
 def port_state(address, timeout=1.0):
-    """OPEN when something accepts TCP connections at address; CLOSED when its host answers
-    that nothing listens there (the connection refused: the process is gone); SILENT when no
-    answer came within timeout, or the host cannot be reached: no proof either way, since a
-    saturated link (the very regime a benchmark of the network drives) can hold a handshake
-    back for longer than a probe waits."""
+    """OPEN when something accepts TCP connections at address (a cluster.Address); CLOSED when
+    its host answers that nothing listens there (the connection refused: the process is gone);
+    SILENT when no answer came within timeout, or the host cannot be reached: no proof either
+    way, since a saturated link (the very regime a benchmark of the network drives) can hold a
+    handshake back for longer than a probe waits."""
     try:
         with socket.create_connection((address.host, address.port), timeout=timeout) as conn:
+            # Close with a reset, not FIN: probes then leave no TIME_WAIT sockets behind
+            # (a PS probing many workers for hours would otherwise pile up thousands).
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             return OPEN
     except ConnectionRefusedError:
         return CLOSED
     except OSError:
         return SILENT
+
+
+def port_open(address, timeout=1.0):
+    """True when something accepts TCP connections at address."""
+    return port_state(address, timeout) == OPEN
 
 
 def wait_for_ports(peers, timeout, poll=0.25, clock=time.monotonic):
