@@ -31,8 +31,11 @@ def python(request):
     return sys.executable if request.param == "controller" else request.getfixturevalue("tf1_python")
 
 
-def call(python: str, tmp_path: Path, cache: Path, *flags: str) -> tuple[dict | None, str]:
-    """One `checked` call of tf_host_run on this machine as a host: (its result, stderr)."""
+def call(
+    python: str, tmp_path: Path, cache: Path | str, *flags: str, cwd: Path | None = None
+) -> tuple[dict | None, str]:
+    """One `checked` call of tf_host_run on this machine as a host, with XDG_CACHE_HOME=cache,
+    in the folder cwd: (its result, stderr)."""
     params = {name: spec.get("default") for name, spec in ARGUMENT_SPEC.items()}
     params.update(state="checked", run_id="r1", run_dir=str(tmp_path / "runs" / "r1"), tasks=[])
     env = dict(os.environ, XDG_CACHE_HOME=str(cache))
@@ -41,6 +44,7 @@ def call(python: str, tmp_path: Path, cache: Path, *flags: str) -> tuple[dict | 
         [python, *flags, "-", direct_call.process_tag("tf_host_run")],
         input=direct_call.script("tf_host_run", params, False, direct_call.path_options(ARGUMENT_SPEC)),
         capture_output=True,
+        cwd=cwd,
         env=env,
         timeout=60,
     )
@@ -143,17 +147,7 @@ def test_a_cache_that_cannot_be_written_still_gets_an_answer(tmp_path):
 def test_a_relative_cache_folder_is_not_used(tmp_path):
     """XDG_CACHE_HOME must be absolute (a relative one is ignored): nothing is written under
     the folder the call happens to run in."""
-    params = {name: spec.get("default") for name, spec in ARGUMENT_SPEC.items()}
-    params.update(state="checked", run_id="r1", run_dir=str(tmp_path / "runs" / "r1"), tasks=[])
     workdir = tmp_path / "cwd"
     workdir.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-", direct_call.process_tag("tf_host_run")],
-        input=direct_call.script("tf_host_run", params, False, direct_call.path_options(ARGUMENT_SPEC)),
-        capture_output=True,
-        cwd=str(workdir),
-        env=dict(os.environ, XDG_CACHE_HOME="relative-cache"),
-        timeout=60,
-    )
-    assert_answers(direct_call.parse(done.stdout.decode()), done.stderr.decode())
+    assert_answers(*call(sys.executable, tmp_path, "relative-cache", cwd=workdir))
     assert list(workdir.iterdir()) == []
