@@ -336,3 +336,20 @@ def test_the_tf_process_does_not_load_the_results_store():
     assert not loaded & {"dtfbench.results", "dtfbench.results.store", "dtfbench.results.record", "sqlite3"}, sorted(
         loaded
     )
+
+
+def test_the_sweep_table_does_not_load_the_fitting_code():
+    # ansible-playbook's own process imports the table's action plugin (sweep_table -> the report
+    # and its forecast section) before it can hand the task out: scipy.optimize (~0.12 s) only
+    # when a sweep of several GPU counts fits a model, the Student t (scipy.special) always.
+    done = subprocess.run(
+        [sys.executable, "-c", LOADER, "dtfbench.report.command"],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout))
+    assert "dtfbench.forecast.scaling_model" in loaded
+    assert "scipy.special" in loaded
+    assert "scipy.optimize" not in loaded

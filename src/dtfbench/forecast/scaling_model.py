@@ -57,7 +57,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import nnls
 
 GB = 1e9
 FLOAT_BYTES = 4
@@ -323,10 +322,18 @@ class Observation:
     images_per_sec: float
 
 
+def _nnls(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """scipy.optimize.nnls's solution. Imported at the first fit: scipy.optimize takes ~0.12 s to
+    import, and every sweep's table imports this module (its forecast section) where only a sweep
+    of several GPU counts fits anything."""
+    from scipy.optimize import nnls
+
+    return nnls(A, b)[0]
+
+
 def _nnls_overheads(A: np.ndarray, y: np.ndarray, base: np.ndarray) -> np.ndarray:
     """NNLS of the overheads on what the runs took beyond max(t1, transfer), relative to the step."""
-    x, _ = nnls(A / y[:, None], (y - base) / y)
-    return x
+    return _nnls(A / y[:, None], (y - base) / y)
 
 
 def _prepare(observations: Sequence[Observation], batch_size: int, variables: Variables):
@@ -485,8 +492,7 @@ def fit_optimus(observations: Sequence[Observation], batch_size: int) -> Optimus
     """The Optimus form fitted by NNLS on step time."""
     A = np.array([optimus_features(o.config) for o in observations])
     y = np.array([o.config.gpus * batch_size / o.images_per_sec for o in observations])
-    x, _ = nnls(A, y)
-    return OptimusFit(x, batch_size)
+    return OptimusFit(_nnls(A, y), batch_size)
 
 
 def observations_from_rows(rows: Iterable[Mapping[str, Any]], gpus_per_node: int | None = None) -> list[Observation]:
