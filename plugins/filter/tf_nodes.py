@@ -4,7 +4,7 @@
 
 tf_node_specs: inventory hosts -> the host list the cluster layout takes.
 tf_run_outcomes: the hosts' view of one run -> what dtfbench record takes.
-tf_measured_window: the hosts' workers' results -> the window of every host's NIC bytes.
+tf_measured_window: the run's workers' results -> the window of every host's NIC bytes.
 (Each documented in <name>.yml beside this file: ansible-doc reads one document per filter there.)
 
 One place decides which inventory variables describe a TF node:
@@ -68,14 +68,11 @@ def tf_run_outcomes(all_hosts, hostvars, active_hosts):
     return outcomes
 
 
-def tf_measured_window(host_names, hostvars):
-    """The span of the measured steps of the run's workers (on these hosts), first to last:
-    {status: ok, start, end, workers}, or {status: unknown, reason} (dtfbench.launch.nic_sampler)."""
-    results = []
-    for name in host_names:
-        runs = hostvars[name].get("tf_cluster_worker_runs") or {}
-        results.extend(run.get("result") if isinstance(run, dict) else None for run in runs.get("results") or [])
-    return nic_sampler.measured_window(results)
+def tf_measured_window(worker_runs):
+    """The span of the measured steps of the run's workers (what tf_host_run returned for each,
+    ``{result, ...}``), first to last: {status: ok, start, end, workers}, or {status: unknown,
+    reason} (dtfbench.launch.nic_sampler)."""
+    return nic_sampler.measured_window([run.get("result") if isinstance(run, dict) else None for run in worker_runs])
 
 
 class FilterModule:

@@ -10,7 +10,7 @@ import pytest
 from dtfbench.workload.cluster import Address, build_cluster, parse_address, parse_host_list
 from dtfbench.workload.errors import RunFailure, UsageError
 from dtfbench.workload.liveness import CLOSED, OPEN, SILENT, Watchdog, port_open, port_state, wait_for_ports
-from dtfbench.workload.ps_task import went_away
+from dtfbench.workload.ps_task import SILENT_PROBES, silent_after, went_away
 from dtfbench.workload.reporting import describe_peer
 
 
@@ -91,6 +91,26 @@ def test_a_probe_tells_a_refused_port_from_one_that_does_not_answer():
         busy.close()
         sock.close()
     assert port_state(address) == CLOSED
+
+
+def probes(*states):
+    """The PS's count of unanswered probes in a row after each of `states`."""
+    silent, counts = 0, []
+    for state in states:
+        silent = silent_after(state, silent)
+        counts.append(silent)
+    return counts
+
+
+def test_a_ps_takes_a_worker_for_gone_only_after_three_silent_probes_or_one_refused():
+    assert SILENT_PROBES == 3
+    # A saturated link: probes that get no answer, then one that does. Never gone.
+    assert max(probes(SILENT, SILENT, OPEN, SILENT, SILENT, OPEN)) < SILENT_PROBES
+    # A host that stopped answering altogether: gone at the third probe, not before.
+    assert probes(OPEN, SILENT, SILENT, SILENT) == [0, 1, 2, SILENT_PROBES]
+    # A killed worker's port refuses: gone at once, whatever came before.
+    assert probes(OPEN, SILENT, CLOSED) == [0, 1, SILENT_PROBES]
+    assert probes(CLOSED) == [SILENT_PROBES]
 
 
 def test_watchdog_fires_once_and_can_be_disarmed():

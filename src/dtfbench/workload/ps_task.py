@@ -60,6 +60,18 @@ class DoneTokens:
             raise RunFailure(f"reading this PS's done queue failed: {type(exc).__name__}: {exc.message}") from None
 
 
+def silent_after(state, silent):
+    """A worker's unanswered probes in a row after one that found its port `state`, given
+    `silent` before it: none once it answers; SILENT_PROBES at once when refused (nothing listens
+    there any more); one more when no answer came (a saturated link, not yet a death). At
+    SILENT_PROBES the PS takes the worker for not there."""
+    if state == OPEN:
+        return 0
+    if state == CLOSED:
+        return SILENT_PROBES
+    return silent + 1
+
+
 def went_away(workers, gone, unseen):
     """The PS's failure (message, peer) when the workers `gone` (seen up, their ports now
     closed) went away. Every worker gone since the last probe is named: a killed worker's peers
@@ -113,11 +125,10 @@ def run(tf, config, cluster, report):
             if worker in finished:
                 continue
             state = port_state(address, timeout=PROBE_TIMEOUT_SECS)
+            silent[worker] = silent_after(state, silent.get(worker, 0))
             if state == OPEN:
                 first_seen.setdefault(worker, now)
-                silent.pop(worker, None)
                 continue
-            silent[worker] = silent.get(worker, 0) + 1 if state != CLOSED else SILENT_PROBES
             if worker in first_seen and silent[worker] < SILENT_PROBES:
                 continue  # no answer yet, not refused: probed again in a second
             # A worker enqueues its token before it exits, so look at the queue again
