@@ -321,17 +321,22 @@ def test_a_backwards_import_fails_the_check(tmp_path, monkeypatch):
     assert found.endswith("dtfbench/plan/sweep.py:2: from ..results import store"), found
 
 
-def test_the_tf_process_does_not_load_the_results_store():
-    # A worker's failure names a lost peer in dtfbench.contract's words; the store (sqlite3, the
-    # environment view, nvidia-smi's parser) stays out of the TF process.
+def loaded_by(module):
+    """The modules a fresh interpreter loads to import `module` (dtfbench from the tree)."""
     done = subprocess.run(
-        [sys.executable, "-c", LOADER, "dtfbench.workload.reporting"],
+        [sys.executable, "-c", LOADER, module],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr
-    loaded = set(json.loads(done.stdout))
+    return set(json.loads(done.stdout))
+
+
+def test_the_tf_process_does_not_load_the_results_store():
+    # A worker's failure names a lost peer in dtfbench.contract's words; the store (sqlite3, the
+    # environment view, nvidia-smi's parser) stays out of the TF process.
+    loaded = loaded_by("dtfbench.workload.reporting")
     assert "dtfbench.workload.reporting" in loaded
     assert not loaded & {"dtfbench.results", "dtfbench.results.store", "dtfbench.results.record", "sqlite3"}, sorted(
         loaded
@@ -342,14 +347,7 @@ def test_the_sweep_table_does_not_load_the_fitting_code():
     # ansible-playbook's own process imports the table's action plugin (sweep_table -> the report
     # and its forecast section) before it can hand the task out: scipy.optimize (~0.12 s) only
     # when a sweep of several GPU counts fits a model, the Student t (scipy.special) always.
-    done = subprocess.run(
-        [sys.executable, "-c", LOADER, "dtfbench.report.command"],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
-    )
-    assert done.returncode == 0, done.stderr
-    loaded = set(json.loads(done.stdout))
+    loaded = loaded_by("dtfbench.report.command")
     assert "dtfbench.forecast.scaling_model" in loaded
     assert "scipy.special" in loaded
     assert "scipy.optimize" not in loaded
