@@ -12,9 +12,9 @@ selected=("$@")
 for name in "${selected[@]}"; do
   echo "=== $name"
   case "$name" in
-    # Ours against the bare launcher (plain ssh, the study's method), trivial model, 2 rounds
-    # of 3 runs a side, ~5 min on 2 cores.
-    p1) python benchmarks/orchestration_overhead.py ;;
+    # Ours against the bare launcher (plain ssh, the study's method), trivial model, 3 rounds
+    # of 3 runs a side, ~7 min on 2 cores (a round's noise here is several times the goal's margin).
+    p1) python benchmarks/orchestration_overhead.py --rounds 3 ;;
     # The study's workload (InceptionV3, 10 + 100 steps), 2 rounds of 1 run a side, ~12 min on 2 cores.
     p1-study) python benchmarks/orchestration_overhead.py --study ;;
     # 16 hosts against 1 and against the bare fan-out (xargs -P ssh), ~2 min.
