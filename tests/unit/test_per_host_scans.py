@@ -76,3 +76,25 @@ def test_the_check_finds_a_per_host_scan_and_accepts_run_once_and_single_lookups
     path = tmp_path / "tasks.yml"
     path.write_text(yaml.safe_dump([scan, in_vars, in_block_vars, once, single]))
     assert per_host_scans(path) == ["scan", "scan in vars", "uses the block's scan"]
+
+
+def per_host_set_facts(tasks, run_once=False):
+    """The names of the set_fact tasks that run on every host on the way a run goes when nothing
+    fails (blocks unfolded, rescue sections left out)."""
+    found = []
+    for task in tasks or []:
+        once = bool(task.get("run_once", run_once))
+        if "block" in task:
+            found += per_host_set_facts(task["block"], once)
+            found += per_host_set_facts(task.get("always"), once)
+        elif "ansible.builtin.set_fact" in task and not once:
+            found.append(task.get("name", "?"))
+    return found
+
+
+def test_a_run_keeps_each_hosts_outcome_with_one_per_host_task():
+    # Each per-host task costs the controller a worker process a host a run (~8 ms of
+    # ansible-playbook's own time a host before the worker's): the host's workers' results,
+    # failure and NIC bytes are kept once, after the stop (docs/performance.md, P1).
+    run = yaml.safe_load((ROOT / "roles" / "tf_cluster" / "tasks" / "run.yml").read_text())
+    assert per_host_set_facts(run) == ["Keep this host's outcome of the run"]
