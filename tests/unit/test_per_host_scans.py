@@ -22,14 +22,15 @@ TASK_FILES = sorted(ROOT.glob("roles/*/tasks/*.yml"))
 SCAN = re.compile(r"hostvars(?!\s*\[)")
 
 
-def leaf_tasks(tasks, inherited_run_once=False, inherited_vars=None):
-    """(task, run_once, the vars it sees from its blocks) for every task, blocks unfolded."""
+def leaf_tasks(tasks, inherited_run_once=False, inherited_vars=None, parts=("block", "rescue", "always")):
+    """(task, run_once, the vars it sees from its blocks) for every task, blocks unfolded (the
+    sections named in `parts`)."""
     for task in tasks or []:
         run_once = bool(task.get("run_once", inherited_run_once))
         block_vars = dict(inherited_vars or {}, **(task.get("vars") or {}))
         if "block" in task:
-            for part in ("block", "rescue", "always"):
-                yield from leaf_tasks(task.get(part), run_once, block_vars)
+            for part in parts:
+                yield from leaf_tasks(task.get(part), run_once, block_vars, parts)
         else:
             yield task, run_once, inherited_vars or {}
 
@@ -78,18 +79,14 @@ def test_the_check_finds_a_per_host_scan_and_accepts_run_once_and_single_lookups
     assert per_host_scans(path) == ["scan", "scan in vars", "uses the block's scan"]
 
 
-def per_host_set_facts(tasks, run_once=False):
+def per_host_set_facts(tasks):
     """The names of the set_fact tasks that run on every host on the way a run goes when nothing
-    fails (blocks unfolded, rescue sections left out)."""
-    found = []
-    for task in tasks or []:
-        once = bool(task.get("run_once", run_once))
-        if "block" in task:
-            found += per_host_set_facts(task["block"], once)
-            found += per_host_set_facts(task.get("always"), once)
-        elif "ansible.builtin.set_fact" in task and not once:
-            found.append(task.get("name", "?"))
-    return found
+    fails (rescue sections left out)."""
+    return [
+        task.get("name", "?")
+        for task, run_once, _vars in leaf_tasks(tasks, parts=("block", "always"))
+        if "ansible.builtin.set_fact" in task and not run_once
+    ]
 
 
 def test_a_run_keeps_each_hosts_outcome_with_one_per_host_task():
