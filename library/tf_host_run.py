@@ -202,6 +202,18 @@ options:
         (from the first worker's first measured step to the last worker's last), over which C(nic)
         gives this host's bytes. Omitted, C(nic) is C(unknown).
     type: dict
+  data_read_dir:
+    description:
+      - With O(state=checked), a data directory whose raw read rate the check measures, before
+        anything of the run starts (a sequential read of its first O(data_read_files) C(train-*)
+        shards, with C(O_DIRECT) where the file system allows it), the rate that explains a
+        real-data run's throughput (C(data_read) in the results). Omitted, nothing is read.
+      - A read that fails (no shards, no access) never fails the call; C(data_read) says why.
+    type: path
+  data_read_files:
+    description: "With O(data_read_dir), how many shards the check reads (at most 512 MB in all)."
+    type: int
+    default: 4
 extends_documentation_fragment:
   - dtfbench_task
 notes:
@@ -297,6 +309,13 @@ busy:
     msg:
       description: One line naming the port, the task that wants it and who holds it.
       type: str
+data_read:
+  description:
+    - The raw read rate of O(data_read_dir) - C(mb_per_s), C(bytes), C(seconds), C(files),
+      C(direct) (whether the read bypassed the page cache) and C(data_dir) - or C(data_dir) and
+      C(error) where the read failed.
+  returned: when O(state=checked) and O(data_read_dir) is given
+  type: dict
 room_problem:
   description:
     - Null, or one line saying that the disk of O(run_dir) has less room than a run needs

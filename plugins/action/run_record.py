@@ -22,3 +22,4 @@ class ActionModule(ControllerAction):
     plain_params = True  # as `dtfbench record` reads them from the playbook's to_json
     errors = (RecordError,)
     result_key = "record"
+    shown = True  # the run's record in the play's output, without a debug task a run

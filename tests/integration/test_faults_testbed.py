@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -176,6 +177,9 @@ def test_killed_worker_fails_its_run_and_the_sweep_goes_on(bed2, tmp_path, live_
     # (fail_on_failed_runs, the default), so that scripts and CI notice.
     assert rc == 2, out[-3000:]
     assert f"sweep {sweep.sweep_id}: 1 of 2 runs failed ({first['run_id']})" in " ".join(out.split()), out[-3000:]
+    # Each run's record is in the output, shown by the record task itself (run_record).
+    shown = re.findall(r"run_id: (\S+)\s+status: (\w+)", out)
+    assert shown == [(first["run_id"], "failed"), (second["run_id"], "ok")], out[-3000:]
     assert tf_processes(sweep.sweep_id, live_processes) == []
 
 

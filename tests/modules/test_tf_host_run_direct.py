@@ -92,7 +92,34 @@ def test_without_pipelining_the_module_runs(tmp_path, adhoc, monkeypatch):
     host = Host(tmp_path, runner, monkeypatch)
     rc, checked = host("checked")
     assert rc == 0 and checked["complete"] is False and checked["busy"] == [], checked
+    assert "data_read" not in checked  # nothing read unless asked
     assert MODULE + " (no pipelining)" in runner.outputs[0] and DIRECT not in runner.outputs[0]
+
+
+@pytest.mark.parametrize("pipelining", [True, False], ids=["direct call", "module"])
+def test_the_check_measures_the_data_directorys_read_rate_and_never_fails_for_it(
+    tmp_path, adhoc, monkeypatch, pipelining
+):
+    """A real-data run's raw read rate comes from its check (one call a host that the run pays
+    anyway), on either path: the direct call ships node/read_throughput.py with the host code."""
+    runner = Runner(tmp_path, adhoc, pipelining=pipelining)
+    host = Host(tmp_path, runner, monkeypatch)
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(3):
+        (data / ("train-%05d-of-00003" % i)).write_bytes(os.urandom(1 << 20))
+    rc, checked = host("checked", data_read_dir=str(data), data_read_files=2)
+    assert rc == 0 and checked["busy"] == [], checked
+    read = checked["data_read"]
+    assert read["data_dir"] == str(data) and read["files"] == 2 and read["bytes"] == 2 << 20, read
+    assert read["mb_per_s"] > 0, read
+    rc, missing = host("checked", data_read_dir=str(tmp_path / "none"))
+    assert rc == 0, missing
+    assert (
+        missing["data_read"]["data_dir"] == str(tmp_path / "none")
+        and "no train-* files" in missing["data_read"]["error"]
+    )
+    assert all((DIRECT in output) == pipelining for output in runner.outputs), runner.outputs[-1][-3000:]
 
 
 def test_the_projects_own_settings_take_the_direct_call_on_the_local_connection(tmp_path, adhoc):

@@ -89,9 +89,9 @@ def test_a_signal_writes_the_pending_hosts_at_once(plugin):
 
 def test_the_benchmark_roles_record_task_ends_the_run_for_the_watchdog(plugin):
     """The run is the watchdog's to record until the role's record task returned (its action, as
-    roles/benchmark/tasks/run.yml names it), or failed with its own error; another task leaves
+    roles/benchmark/tasks/run_record.yml names it), or failed with its own error; another task leaves
     it pending."""
-    tasks = yaml.safe_load((PLUGIN.parents[2] / "roles" / "benchmark" / "tasks" / "run.yml").read_text())
+    tasks = yaml.safe_load((PLUGIN.parents[2] / "roles" / "benchmark" / "tasks" / "run_record.yml").read_text())
     record = next(t for t in tasks if t.get("name") == "Record the run in the results store")
     (action,) = [key for key in record if key.endswith("run_record")]
     plugin.state["run"] = dict(run_id="r1")

@@ -95,3 +95,34 @@ def test_a_run_keeps_each_hosts_outcome_with_one_per_host_task():
     # failure and NIC bytes are kept once, after the stop (docs/performance.md, P1).
     run = yaml.safe_load((ROOT / "roles" / "tf_cluster" / "tasks" / "run.yml").read_text())
     assert per_host_set_facts(run) == ["Keep this host's outcome of the run"]
+
+
+def imported(tasks, folder):
+    """The tasks of a task file with its static imports (import_tasks, import_role) unfolded,
+    blocks unfolded: what a run executes, before conditions."""
+    for task, _run_once, _vars in leaf_tasks(tasks):
+        if "ansible.builtin.import_tasks" in task:
+            path = folder / task["ansible.builtin.import_tasks"]
+            yield from imported(yaml.safe_load(path.read_text()), path.parent)
+        elif "ansible.builtin.import_role" in task:
+            role = task["ansible.builtin.import_role"]
+            path = ROOT / "roles" / role["name"] / "tasks" / (role.get("tasks_from", "main") + ".yml")
+            yield from imported(yaml.safe_load(path.read_text()), path.parent)
+        else:
+            yield task
+
+
+@pytest.mark.parametrize("launcher", ["ssh", "slurm"])
+def test_a_run_pays_no_task_to_show_count_or_skip_the_other_launcher(launcher):
+    # Every task of a run costs it a turn over the hosts, a skipped one too (~0.05 s at 4 hosts):
+    # the progress is the first task's name, the record shows itself (run_record), a failed run
+    # is counted by the next run's start, and each launcher has its own run file, whose
+    # imports cost nothing (docs/performance.md, P1).
+    folder = ROOT / "roles" / "benchmark" / "tasks"
+    tasks = list(imported(yaml.safe_load((folder / f"run_{launcher}.yml").read_text()), folder))
+    names = [task.get("name", "?") for task in tasks]
+    assert [n for n, t in zip(names, tasks) if "ansible.builtin.debug" in t] == [], names
+    assert [n for n, t in zip(names, tasks) if "benchmark_launcher" in str(t.get("when", ""))] == [], names
+    dynamic = [n for n, t in zip(names, tasks) if any(k.endswith(("include_tasks", "include_role")) for k in t)]
+    assert dynamic == ([] if launcher == "ssh" else ["Run the benchmark through Slurm"]), names
+    assert names[0].startswith("Start run {{") and names[-1] == "Record the run in the results store", names

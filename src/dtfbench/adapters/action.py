@@ -25,7 +25,8 @@ class ControllerAction(ActionBase):
     ``compute(params)``. A plugin's ``ActionModule`` subclasses it and sets ``argument_spec``,
     ``compute`` (a staticmethod), ``errors`` and, to nest the result under one key, ``result_key``;
     ``plain_params`` gives compute the options as plain JSON types, as a command line's JSON
-    would (not Ansible's string and mapping subclasses), for code that stores them."""
+    would (not Ansible's string and mapping subclasses), for code that stores them; ``shown``
+    prints the answer as ``debug`` does (a debug task after it would cost the play a task)."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -35,6 +36,7 @@ class ControllerAction(ActionBase):
     errors: ClassVar[tuple[type[Exception], ...]]
     result_key: ClassVar[str | None] = None
     plain_params: ClassVar[bool] = False
+    shown: ClassVar[bool] = False
 
     @staticmethod
     def compute(params: Mapping[str, Any]) -> Any:
@@ -50,4 +52,6 @@ class ControllerAction(ActionBase):
         if self.plain_params:
             params = json.loads(json.dumps(params))
         result.update(answer(self.compute, params, self.errors, self.result_key))
+        if self.shown:
+            result["_ansible_verbose_always"] = True
         return result

@@ -247,6 +247,14 @@ class HostRun(object):
         )
         if complete:
             result["stored_results"] = stored_results
+        if self.params["data_read_dir"]:
+            # Just before the run, not during it (which would slow the run down), in the call
+            # the run pays anyway: a task of its own cost every run a module call a host.
+            from ..node import read_throughput
+
+            result["data_read"] = read_throughput.measured(
+                self.params["data_read_dir"], files=self.params["data_read_files"]
+            )
         return self.done(**result)
 
     # ---- the NIC sampler -------------------------------------------------------------

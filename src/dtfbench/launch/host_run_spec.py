@@ -41,4 +41,6 @@ ARGUMENT_SPEC = dict(
     log_tail_lines=dict(type="int", default=40),
     nic_sample_interval=dict(type="float", default=0.1),
     nic_window=dict(type="dict"),
+    data_read_dir=dict(type="path"),
+    data_read_files=dict(type="int", default=4),
 )

@@ -1,3 +1,4 @@
+# -*- coding: utf-8 -*-
 """Raw read throughput of a data directory: a dd-like sequential read of a few shards.
 
     python -m dtfbench read_throughput /mnt/local_ssd/imagenet [--files 4] [--max-mb 512]
@@ -7,28 +8,30 @@ can read its dataset before TensorFlow's input pipeline is involved. The shards 
 with O_DIRECT where the filesystem allows it (the device, not the page cache); elsewhere
 (tmpfs, overlay) the file's cached pages are dropped first with posix_fadvise(DONTNEED)
 and the read is buffered, and ``direct: false`` says so. Prints one JSON object:
-{"mb_per_s", "bytes", "seconds", "files", "direct", "data_dir"}. Standard library only.
+{"mb_per_s", "bytes", "seconds", "files", "direct", "data_dir"}. Standard library only, and
+the nodes' oldest Python: tf_host_run's check (launch/host_run.py) measures it before a run.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import argparse
 import json
 import mmap
 import os
 import time
-from pathlib import Path
 
 BLOCK = 4 << 20  # 4 MiB reads, aligned for O_DIRECT (a multiple of any logical block size)
 
 
-def shards(data_dir: Path, pattern: str, count: int) -> list[Path]:
+def shards(data_dir, pattern, count):
     """The first `count` shards by name: the same ones on every node and every run."""
-    found = sorted(p for p in data_dir.glob(pattern) if p.is_file())
+    import glob
+
+    found = sorted(p for p in glob.glob(os.path.join(glob.escape(str(data_dir)), pattern)) if os.path.isfile(p))
     return found[:count]
 
 
-def _read_direct(path: Path, limit: int, buffer: mmap.mmap) -> int:
+def _read_direct(path, limit, buffer):
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
     try:
         total = 0
@@ -42,7 +45,7 @@ def _read_direct(path: Path, limit: int, buffer: mmap.mmap) -> int:
         os.close(fd)
 
 
-def _read_buffered(path: Path, limit: int) -> int:
+def _read_buffered(path, limit):
     fd = os.open(path, os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -57,10 +60,12 @@ def _read_buffered(path: Path, limit: int) -> int:
         os.close(fd)
 
 
-def measure(data_dir: Path, pattern: str = "train-*", files: int = 4, max_bytes: int = 512 << 20) -> dict:
+def measure(data_dir, pattern="train-*", files=4, max_bytes=512 << 20):
+    """The read's figures (the docstring's JSON object); raises OSError (FileNotFoundError
+    where the directory holds no shard)."""
     paths = shards(data_dir, pattern, files)
     if not paths:
-        raise FileNotFoundError(f"no {pattern} files in {data_dir}")
+        raise FileNotFoundError("no %s files in %s" % (pattern, data_dir))
     buffer = mmap.mmap(-1, BLOCK)  # page-aligned, as O_DIRECT needs
     direct = hasattr(os, "O_DIRECT")
     total = 0
@@ -87,17 +92,22 @@ def measure(data_dir: Path, pattern: str = "train-*", files: int = 4, max_bytes:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def measured(data_dir, pattern="train-*", files=4, max_bytes=512 << 20):
+    """measure()'s figures, or {data_dir, error} where the read failed (no shards, no access):
+    the answer of the command and of tf_host_run's check, which never fail for it."""
+    try:
+        return measure(data_dir, pattern, files, max_bytes)
+    except OSError as err:
+        return {"data_dir": str(data_dir), "error": str(err)}
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(prog="dtfbench read_throughput", description=__doc__.split("\n\n")[0])
-    parser.add_argument("data_dir", type=Path)
+    parser.add_argument("data_dir")
     parser.add_argument("--pattern", default="train-*")
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--max-mb", type=int, default=512)
     args = parser.parse_args(argv)
-    try:
-        result = measure(args.data_dir, args.pattern, args.files, args.max_mb << 20)
-    except OSError as err:
-        print(json.dumps({"data_dir": str(args.data_dir), "error": str(err)}))
-        return 1
+    result = measured(args.data_dir, args.pattern, args.files, args.max_mb << 20)
     print(json.dumps(result))
-    return 0
+    return 1 if "error" in result else 0
