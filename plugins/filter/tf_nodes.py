@@ -3,6 +3,7 @@
 """Filters between the inventory and the cluster layout.
 
 tf_node_specs: inventory hosts -> the host list the cluster layout takes.
+tf_host_outcome: one host's calls of one run -> its outcome (what the tf_cluster role keeps).
 tf_run_outcomes: the hosts' view of one run -> what dtfbench record takes.
 tf_measured_window: the run's workers' results -> the window of every host's NIC bytes.
 (Each documented in <name>.yml beside this file: ansible-doc reads one document per filter there.)
@@ -15,6 +16,8 @@ One place decides which inventory variables describe a TF node:
 """
 
 from __future__ import annotations
+
+import time
 
 from ansible.errors import AnsibleFilterError
 
@@ -44,6 +47,54 @@ def tf_node_specs(host_names, hostvars):
             spec["max_ps"] = hv["tf_max_ps"]
         specs.append(spec)
     return specs
+
+
+def _busy_text(host, busy):
+    pids = " (listening pids: %s)" % busy["pids"] if busy.get("pids") else ""
+    return (
+        f"port {busy['port']} on {host} ({busy['address']}), wanted by {busy['job']} {busy['task_index']}, "
+        f"is already in use{pids}: stop what listens there (ss -ltnp 'sport = :{busy['port']}') or move the "
+        "ports with tf_cluster_ps_port_base / tf_cluster_worker_port_base"
+    )
+
+
+def tf_host_outcome(host, check, run, stop, hosts_lost, in_layout, run_complete, rescued_failure="", rescued_at=None):
+    """One host's outcome of a tf_cluster run, from what its calls returned (each a registered
+    result, ``{skipped: true}`` where the call did not run): its workers' results (the stored ones
+    of a run that had completed), why its part failed (empty when it did not) and when, and its
+    NIC figures. The cause, first found first: a host of the run that left the play, a port taken
+    or a disk without room here (nothing started), the wait's failure (the rescue's message and
+    time), a task that died by itself before the stop."""
+    check, run, stop = check or {}, run or {}, stop or {}
+    if run_complete:
+        results = [{"result": result} for result in check.get("stored_results") or []]
+    else:
+        results = list(run.get("workers") or [])
+    lost_here = bool(hosts_lost) and in_layout
+    busy, room = list(check.get("busy") or []), check.get("room_problem") or ""
+    died = list(stop.get("died") or [])
+    if lost_here:
+        failure = "not started: %s, %s of this run, left the play (unreachable or failed)" % (
+            ", ".join(hosts_lost),
+            "a host" if len(hosts_lost) == 1 else "hosts",
+        )
+        failed_at = time.time()
+    elif busy or room:
+        failure = "; ".join([_busy_text(host, entry) for entry in busy] + ([room] if room else []))
+        failed_at = time.time()
+    elif run.get("failed"):
+        failure, failed_at = rescued_failure, rescued_at
+    elif died:
+        failure = "; ".join(entry["msg"] for entry in died)
+        failed_at = min((entry["ended"] for entry in died if entry.get("ended")), default=time.time())
+    else:
+        failure, failed_at = "", ""
+    return {
+        "results": results,
+        "failure": failure,
+        "failed_at": failed_at,
+        "nic": {host: stop["nic"]} if "nic" in stop else {},
+    }
 
 
 def tf_run_outcomes(all_hosts, hostvars, active_hosts):
@@ -79,6 +130,7 @@ class FilterModule:
     def filters(self):
         return {
             "tf_node_specs": tf_node_specs,
+            "tf_host_outcome": tf_host_outcome,
             "tf_run_outcomes": tf_run_outcomes,
             "tf_measured_window": tf_measured_window,
         }
