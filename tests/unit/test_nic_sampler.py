@@ -76,6 +76,37 @@ def test_read_counters_reads_the_real_proc_net_dev():
     assert ns.read_counters("no-such-if0") is None
 
 
+def test_the_samplers_reader_gives_what_read_counters_gives_at_each_read(tmp_path):
+    # The real file, read again through the same descriptor: the counters move on.
+    reader = ns.CounterReader("lo")
+    try:
+        first, parsed = reader.read(), ns.read_counters("lo")
+        assert first is not None and parsed[0] >= first[0] and parsed[1] >= first[1]
+        again = reader.read()
+        assert again[0] >= parsed[0] and again[1] >= parsed[1]
+    finally:
+        reader.close()
+    missing = ns.CounterReader("no-such-if0")
+    try:
+        assert missing.read() is None
+    finally:
+        missing.close()
+    # A host with many interfaces: the file is longer than one read, names share suffixes and
+    # a long name starts its line; the interface's own line is found, whole.
+    head = "Inter-|   Receive |  Transmit\n face |bytes    packets|bytes    packets\n"
+    lines = ["  veth%d: %d 0 0 0 0 0 0 0 %d 0 0 0 0 0 0 0" % (i, i, 2 * i) for i in range(3000)]
+    lines += ["  eth0: 7 0 0 0 0 0 0 0 9 0 0 0 0 0 0 0", "xeth0:1 0 0 0 0 0 0 0 1 0 0 0 0 0 0 0"]
+    fake = tmp_path / "dev"
+    fake.write_text(head + "\n".join(lines) + "\n")
+    assert len(fake.read_bytes()) > ns.CounterReader.CHUNK
+    for name, expected in (("eth0", (7, 9)), ("veth2999", (2999, 5998)), ("xeth0", (1, 1)), ("th0", None)):
+        reader = ns.CounterReader(name, str(fake))
+        try:
+            assert reader.read() == expected == ns.read_counters(name, str(fake)), name
+        finally:
+            reader.close()
+
+
 # ---- a real transfer, counted by the real program ---------------------------------------
 
 TRANSFER = textwrap.dedent(
