@@ -189,7 +189,7 @@ def read_counters(interface, path=NET_DEV):
         return parse_net_dev(handle.read()).get(interface)
 
 
-class CounterReader(object):
+class CounterReader:
     """read_counters() at every sample, for less: the file stays open and is read again from
     its start (the kernel writes /proc/net/dev anew then), only as far as the interface's line,
     which alone is parsed. The sampler wakes ten times a second beside the training, on cores
