@@ -95,11 +95,17 @@ def test_the_samplers_reader_gives_what_read_counters_gives_at_each_read(tmp_pat
     # a long name starts its line; the interface's own line is found, whole.
     head = "Inter-|   Receive |  Transmit\n face |bytes    packets|bytes    packets\n"
     lines = ["  veth%d: %d 0 0 0 0 0 0 0 %d 0 0 0 0 0 0 0" % (i, i, 2 * i) for i in range(3000)]
-    lines += ["  eth0: 7 0 0 0 0 0 0 0 9 0 0 0 0 0 0 0", "xeth0:1 0 0 0 0 0 0 0 1 0 0 0 0 0 0 0"]
+    lines += ["  eth0: 7 0 0 0 0 0 0 0 9 0 0 0 0 0 0 0", "xeth0:1 0 0 0 0 0 0 0 1 0 0 0 0 0 0 0", "  bad0: 1 2"]
     fake = tmp_path / "dev"
     fake.write_text(head + "\n".join(lines) + "\n")
     assert len(fake.read_bytes()) > ns.CounterReader.CHUNK
-    for name, expected in (("eth0", (7, 9)), ("veth2999", (2999, 5998)), ("xeth0", (1, 1)), ("th0", None)):
+    for name, expected in (
+        ("eth0", (7, 9)),
+        ("veth2999", (2999, 5998)),
+        ("xeth0", (1, 1)),
+        ("th0", None),
+        ("bad0", None),
+    ):
         reader = ns.CounterReader(name, str(fake))
         try:
             assert reader.read() == expected == ns.read_counters(name, str(fake)), name
