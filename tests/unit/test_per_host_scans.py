@@ -24,9 +24,10 @@ SCAN = re.compile(r"hostvars(?!\s*\[)")
 
 def leaf_tasks(tasks, inherited_run_once=False, inherited_vars=None, parts=("block", "rescue", "always")):
     """(task, run_once, the vars it sees from its blocks) for every task, blocks unfolded (the
-    sections named in `parts`)."""
+    sections named in `parts`). A templated run_once counts as not once: where it renders false,
+    the task runs on every host."""
     for task in tasks or []:
-        run_once = bool(task.get("run_once", inherited_run_once))
+        run_once = task.get("run_once", inherited_run_once) is True
         block_vars = dict(inherited_vars or {}, **(task.get("vars") or {}))
         if "block" in task:
             for part in parts:
@@ -73,10 +74,11 @@ def test_the_check_finds_a_per_host_scan_and_accepts_run_once_and_single_lookups
         "block": [{"name": "uses the block's scan", "ansible.builtin.debug": {"msg": "{{ y }}"}}],
     }
     once = dict(scan, name="once", run_once=True)
+    sometimes = dict(scan, name="once where it fits", run_once="{{ groups['all'] | length < 32 }}")
     single = {"name": "single", "ansible.builtin.debug": {"msg": "{{ hostvars['localhost'].x }}"}}
     path = tmp_path / "tasks.yml"
-    path.write_text(yaml.safe_dump([scan, in_vars, in_block_vars, once, single]))
-    assert per_host_scans(path) == ["scan", "scan in vars", "uses the block's scan"]
+    path.write_text(yaml.safe_dump([scan, in_vars, in_block_vars, once, sometimes, single]))
+    assert per_host_scans(path) == ["scan", "scan in vars", "uses the block's scan", "once where it fits"]
 
 
 def per_host_set_facts(tasks):
