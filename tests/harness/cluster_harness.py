@@ -14,8 +14,8 @@ that are the same for both:
 - ``load_state``;
 - ``down``: nothing when there is no state, only the files while it was still claiming,
   otherwise the harness's own ``take_down`` first;
-- ``leftovers``: the namespaces and links of its prefix, the processes that name its
-  directories, its state file;
+- ``leftovers``: the namespaces and links of its prefix (while no later claim holds the
+  range: ``reclaimed``), the processes that name its directories, its state file;
 - ``status``: the state, with what the harness adds about its processes.
 
 Reached, like netns_harness.py, through a file link in each harness's folder.
@@ -102,10 +102,20 @@ class NetnsCluster:
         remove_files(directory, state)
         return True
 
-    def leftovers(self, prefix: str, markers: Iterable[str], files: Iterable[Path]) -> list[str]:
-        """What of one still exists: namespaces and links named `prefix`-*, live processes (not
-        this one or its ancestors) with an argument that is a marker or a path under one, files."""
-        found = nh.prefixed_leftovers(prefix + "-")
+    def reclaimed(self, state: dict) -> bool:
+        """True when another claim holds `state`'s range now: its bridge exists, under another
+        index than the one this claim made. A claim needs every name of the range free, so
+        then nothing named by the prefix is this one's (another lane's `up` may take a range
+        the moment a `down` released it)."""
+        index = state.get("claim_ifindex")
+        now = nh.link_index(state[self.bridge_key]) if index is not None else None
+        return now is not None and now != index
+
+    def leftovers(self, prefix: str, markers: Iterable[str], files: Iterable[Path], names: bool = True) -> list[str]:
+        """What of one still exists: namespaces and links named `prefix`-* (unless not `names`:
+        the range is another's now), live processes (not this one or its ancestors) with an
+        argument that is a marker or a path under one, files."""
+        found = nh.prefixed_leftovers(prefix + "-") if names else []
         markers = [str(marker).rstrip("/") for marker in markers]
         spare = nh.ancestors()
         for pid in nh.all_pids():

@@ -8,7 +8,8 @@ state.json alone. The steps they share live here, once:
 - running a command and failing with the command, its exit status and its output;
 - ``ip`` (JSON output), the links and namespaces there are, the networks this machine uses;
 - claiming a free address range by creating its bridge (the kernel refuses a second link of
-  the same name, so two harnesses started at once never share a range);
+  the same name, so two harnesses started at once never share a range); the bridge goes
+  last at ``down``, and a range taken down may be claimed again at once, by another run;
 - state.json, recorded *before* anything it names is created, written atomically;
 - /proc: command lines, liveness, parents, the processes of a network namespace;
 - stopping processes (SIGTERM, then SIGKILL after a grace period, until none is left), and
@@ -75,6 +76,16 @@ def link_names() -> set[str]:
     return {link["ifname"] for link in ip_json("link", "show")}
 
 
+def link_index(name: str) -> int | None:
+    """The kernel's index of link `name`, None when there is none. The kernel hands indexes out
+    in turn and does not reuse one soon, so a link deleted and made again has another."""
+    done = ip("-j", "link", "show", "dev", name, check=False)
+    if done.returncode != 0:
+        return None
+    links = json.loads(done.stdout or "[]")
+    return links[0]["ifindex"] if links else None
+
+
 def netns_names() -> set[str]:
     return {entry["name"] for entry in ip_json("netns", "list")} if NETNS_DIR.exists() else set()
 
@@ -138,7 +149,9 @@ def claim_range(
 ) -> dict | None:
     """Claim the first free X of `candidates`: record its plan (status "claiming": a `down`
     then removes nothing of the prefix), create the plan's bridge (`bridge_key`), and record
-    status "building". None when no candidate is free."""
+    status "building" with the bridge's index (``claim_ifindex``: whose claim a bridge of that
+    name is, once this one's is gone and another claim took the range). None when no
+    candidate is free."""
     links, namespaces, used = link_names(), netns_names(), used_networks()
     for x in candidates:
         if not range_is_free(prefix_of(x), networks_of(x), links, namespaces, used):
@@ -148,6 +161,7 @@ def claim_range(
         done = ip("link", "add", "name", state[bridge_key], "type", "bridge", check=False)
         if done.returncode == 0:
             state["status"] = "building"
+            state["claim_ifindex"] = link_index(state[bridge_key])
             save_state(state)
             return state
         if "exists" not in done.stderr:

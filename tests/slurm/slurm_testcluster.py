@@ -613,12 +613,14 @@ def take_down(directory: Path, state: dict) -> None:
         ours = any(str(directory) in a or (munge_dir and munge_dir in a) for a in argv)
         if pid and alive(pid) and pid not in ancestors() and ours:
             kill_all(lambda pid=pid: [pid])
-    # 3. Namespaces (their veth ends go with them), host veth ends, the bridge, and anything
-    #    else with the prefix (a crash between create and record).
-    nh.remove_prefixed(state["prefix"] + "-", last=[state["bridge"]], grace=3.0)
+    # 3. The short folders (named by the prefix), namespaces (their veth ends go with them),
+    #    host veth ends, anything else with the prefix (a crash between create and record),
+    #    and the bridge last: it is the range's claim, and once it is gone another `up` may
+    #    take the range and make the same names.
     for short_dir in (munge_dir, state.get("spool_dir", "")):
         if short_dir.startswith("/tmp/dtfbench-slurm-"):
             shutil.rmtree(short_dir, ignore_errors=True)
+    nh.remove_prefixed(state["prefix"] + "-", last=[state["bridge"]], grace=3.0)
 
 
 OUR_ENTRIES = ("etc", "ctld", "nodes", "modulefiles", "modules", "work", "env.sh", "watchdog.log")
@@ -647,9 +649,12 @@ def remove_files(directory: Path, state: dict | None) -> None:
 
 def leftovers(state: dict) -> list[str]:
     """What of a cluster still exists (empty when it is fully down). For tests."""
-    markers = [state["dir"]] + ([state["munge_dir"]] if state.get("munge_dir") else [])
-    short_dirs = [state[key] for key in ("munge_dir", "spool_dir") if state.get(key)]
-    found = CLUSTER.leftovers(state["prefix"], markers, [Path(state["dir"], STATE), *short_dirs])
+    # Once another cluster has claimed the range, the names and short folders of its prefix
+    # are that cluster's: only the processes and files of this one's folder can be this one's.
+    ours = not CLUSTER.reclaimed(state)
+    markers = [state["dir"]] + ([state["munge_dir"]] if ours and state.get("munge_dir") else [])
+    short_dirs = [state[key] for key in ("munge_dir", "spool_dir") if ours and state.get(key)]
+    found = CLUSTER.leftovers(state["prefix"], markers, [Path(state["dir"], STATE), *short_dirs], names=ours)
     for name, pid in state.get("pids", {}).items():
         if pid and alive(pid) and any(marker in a for marker in markers for a in cmdline(pid)):
             found.append(f"{name} {pid}")

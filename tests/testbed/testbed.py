@@ -234,24 +234,6 @@ def ssh_clients_of(directory: Path, public_net: str | None = None) -> list[int]:
     return found
 
 
-def owners_of(prefix: str) -> list[Path]:
-    """The directories of the live test beds (their keepers' --dir) whose state names `prefix`."""
-    owners = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        argv = cmdline(int(entry))
-        if "_keeper" in argv and "--dir" in argv[:-1]:
-            directory = Path(argv[argv.index("--dir") + 1])
-            try:
-                state = load_state(directory)
-            except nh.HarnessError:
-                continue
-            if state is not None and state.get("prefix") == prefix:
-                owners.append(directory)
-    return owners
-
-
 def keepers_of(directory: Path) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -861,8 +843,12 @@ def take_down(directory: Path, state: dict) -> None:
             kill_all(lambda pid=pid: [pid])
     # 3. The keeper, which reaps all of them first (then init reaps the keeper).
     kill_all(lambda: keepers_of(directory), grace=5)
-    # 4. Namespaces (their veth ends go with them), host veth ends, bridges.
-    namespaces, links = netns_names(), link_names()
+    # 4. Its cgroups (empty now), namespaces (their veth ends go with them), host veth ends,
+    #    anything else of this prefix (a crash between create and record), and the bridges
+    #    last: the public one is the range's claim, and once it is gone another `up` may take
+    #    the range and make the same names.
+    remove_cgroups(state)
+    namespaces = netns_names()
     for node in state["nodes"]:
         if node["netns"] in namespaces:
             ip("netns", "del", node["netns"])
@@ -871,12 +857,7 @@ def take_down(directory: Path, state: dict) -> None:
         for name in (node["veth_public"], node["veth_private"]):
             if name in links:
                 ip("link", "del", name, check=False)
-    for name in (state["bridge_private"], state["bridge_public"]):
-        if name in links:
-            ip("link", "del", name)
-    # Anything else of this prefix (a crash between create and record).
-    nh.remove_prefixed(state["prefix"] + "-")
-    remove_cgroups(state)
+    nh.remove_prefixed(state["prefix"] + "-", last=[state["bridge_private"], state["bridge_public"]])
     remove_shared_dirs(state)
 
 
@@ -971,12 +952,16 @@ def leftovers(state_or_prefix: dict | str, directory: Path | str | None = None) 
         prefix = state_or_prefix
     markers = [] if directory is None else [directory]
     files = [] if directory is None else [Path(directory, STATE)]
-    found = TESTBED.leftovers(prefix, markers, files)
+    # Once another test bed has claimed the range, its names, cgroup and addresses are that
+    # bed's: only the processes and files of this one's folder can still be this one's.
+    ours = not (isinstance(state_or_prefix, dict) and TESTBED.reclaimed(state_or_prefix))
+    found = TESTBED.leftovers(prefix, markers, files, names=ours)
     root = cgroup2_root()
-    if root and Path(root, f"dtfbench-{prefix}").exists():
+    if ours and root and Path(root, f"dtfbench-{prefix}").exists():
         found.append(f"cgroup {root}/dtfbench-{prefix}")
     if directory is not None and isinstance(state_or_prefix, dict):
-        for pid in ssh_clients_of(Path(directory), state_or_prefix["public_net"]):
+        public_net = state_or_prefix["public_net"] if ours else None
+        for pid in ssh_clients_of(Path(directory), public_net):
             if alive(pid):
                 found.append(f"ssh client {pid}: {' '.join(cmdline(pid))}")
     return found

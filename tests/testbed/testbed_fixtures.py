@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +31,6 @@ import testbed as tb
 class Testbed:
     dir: Path
     state: dict = field(default_factory=dict)
-    downed: bool = False  # down() has checked what `up` built (the fixture downs once more at the end)
 
     @property
     def inventory(self) -> str:
@@ -61,28 +59,8 @@ class Testbed:
         return Path(next(n["dir"] for n in self.nodes if n["name"] == name)) / "local_ssd"
 
     def down(self) -> None:
-        """Down by its state.json, as `testbed.py down`; then, should that file no longer describe
-        what `up` built here, down what `up` returned as well, and warn with what the file held."""
-        directory = Path(self.dir).resolve()
-        on_file = tb.load_state(directory) if directory.exists() else None
-        tb.down(directory)
-        built = self.state
-        if not built or self.downed:
-            return
-        self.downed = True
-        if on_file is not None and on_file.get("prefix") == built["prefix"]:
-            return
-        # Twice in a CI run (never alone) the file named no test bed, or another one, and this
-        # bed's namespaces, links, cgroup and SSH masters outlived `down`; the warning keeps
-        # what the file held for the next person. A bed that another keeper now owns is not ours.
-        if tb.owners_of(built["prefix"]) or not tb.leftovers(built, directory):
-            return
-        held = "no state.json" if on_file is None else f"a state.json of {on_file.get('prefix')}"
-        warnings.warn(
-            f"test bed {directory}: `down` found {held}, not {built['prefix']}: downed by what `up` returned",
-            stacklevel=2,
-        )
-        tb.take_down(directory, built)
+        """Down by its state.json, as `testbed.py down`."""
+        tb.down(self.dir)
 
     def shape(self, link_mbit: float | None) -> None:
         """Shape every node's private link to `link_mbit` Mbit/s each way (None: unshaped)."""
