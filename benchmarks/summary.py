@@ -135,6 +135,18 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
         )
     else:
         out.append(("P3", "not run", "-", None, ">= 0.95", None))
+    p3_crc64 = _load(directory, "staging-crc64nvme")
+    if p3_crc64:
+        out.append(
+            (
+                "P3",
+                f"dataset sync, CRC64NVME objects {p3_crc64['mb_per_s']['dtfbench']:.1f} MB/s",
+                f"raw GET loop {p3_crc64['mb_per_s']['raw']:.1f} MB/s",
+                p3_crc64["dtfbench_vs_raw"],
+                ">= 0.95",
+                p3_crc64["dtfbench_vs_raw"] >= 0.95,
+            )
+        )
     p4 = _load(directory, "workload_vs_tf_cnn")
     if p4:
         rates = p4["images_per_sec"]

@@ -21,7 +21,10 @@ for name in "${selected[@]}"; do
     p2) python benchmarks/launch_scaling.py ;;
     # The controller's CPU per host and the launch's wall time at 4, 16 and 64 hosts, ~6 min.
     controller) python benchmarks/controller_scaling.py ;;
+    # Ours against a raw GET loop, aws s3 sync and s5cmd, 5 rounds, ~4 min; objects with a CRC32
+    # (as boto3 uploads them), or with a CRC64NVME (S3's own for objects uploaded without one).
     p3) python benchmarks/staging.py ;;
+    p3-crc64nvme) python benchmarks/staging.py --checksum CRC64NVME ;;
     # Ours vs tf_cnn_benchmarks master (TF 2.x) and the study's program (TF 1.1), 4 models,
     # single process and 1 PS + 2 workers, ~40 min on 2 cores. DTFBENCH_LOCK=FILE: flock it per leg.
     p4) python benchmarks/workload_vs_tf_cnn.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
@@ -44,7 +47,7 @@ for name in "${selected[@]}"; do
     ps-pattern) python benchmarks/ps_pattern.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #27's telemetry cost: throughput with the NIC sampler on and off in turns of 3 s, one run, ~1.5 min.
     nic-cost) python benchmarks/nic_cost.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost" >&2; exit 2 ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"
