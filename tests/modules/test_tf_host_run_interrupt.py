@@ -61,12 +61,29 @@ def start_finished(host, adhoc, tmp_path):
     )
     cmd = adhoc.command("tf_host_run", args)
     log = open(str(tmp_path / "ansible.log"), "w+")
+    host_tmp(tmp_path).mkdir()
+    env = dict(adhoc.env(), TMPDIR=str(host_tmp(tmp_path)))
     process = subprocess.Popen(
-        cmd, cwd=str(tmp_path), env=adhoc.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        cmd, cwd=str(tmp_path), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
     assert wait_for(lambda: all(port_open(p) for p in host.ps_ports + host.worker_ports), 60), _output(log)
     time.sleep(1.0)  # the module is waiting for its workers by now
     return process, log
+
+
+def host_tmp(tmp_path):
+    """The host's temporary folder (TMPDIR) for this test's call: where AnsiballZ unpacks the module."""
+    return tmp_path / "host-tmp"
+
+
+def assert_no_payload_left(tmp_path):
+    """The interrupted call removed what it unpacked on the host (AnsiballZ's payload folder),
+    by its end (which may come after ansible's: Ctrl-C ends ansible while the module stops)."""
+
+    def left():
+        return sorted(p.name for p in host_tmp(tmp_path).glob("ansible_*_payload_*"))
+
+    assert wait_for(lambda: left() == [], BOUND), left()
 
 
 def _output(log):
@@ -99,6 +116,7 @@ def test_ctrl_c_to_ansible_stops_the_hosts_tasks(tmp_path, run_module, monkeypat
     assert_stopped_within_bound(host, pids, since, log)
     process.wait(30)
     assert process.returncode != 0
+    assert_no_payload_left(tmp_path)
 
 
 def test_a_lost_connection_stops_the_hosts_tasks(tmp_path, run_module, monkeypatch, adhoc):
@@ -123,3 +141,4 @@ def test_a_lost_connection_stops_the_hosts_tasks(tmp_path, run_module, monkeypat
     assert_stopped_within_bound(host, pids, since, log)
     assert wait_for(lambda: not alive(modules[0]), 10)
     process.wait(30)
+    assert_no_payload_left(tmp_path)
