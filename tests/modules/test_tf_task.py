@@ -131,6 +131,8 @@ def test_start_ready_idempotent_finish_with_result(task, tmp_path):
     pid = started["pid"]
     assert alive(pid)
     assert os.getpgid(pid) == pid and os.getsid(pid) == pid  # leader of its own session
+    # The supervisor imports the standard library only: its Python starts without `site`.
+    assert procfs.cmdline(pid)[:2] == [sys.executable, "-S"], procfs.cmdline(pid)
     with socket.create_connection(("127.0.0.1", port), timeout=2):
         pass
     assert open(started["pid_file"]).read().strip() == str(pid)

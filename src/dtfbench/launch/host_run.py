@@ -24,6 +24,7 @@ from .controller_watch import ControllerWatch
 from .task import (
     DISK_FULL,
     POLL,
+    STDLIB_ONLY_FLAGS,
     TaskError,
     TfTask,
     _port_open,
@@ -295,18 +296,21 @@ class HostRun(object):
         except (IOError, OSError) as error:
             self.warn("the NIC sampler cannot be set up in %s: %s" % (self.run_dir, error))
             return
-        argv = [
-            sys.executable,
-            program,
-            "--address",
-            self.tasks[0]["address"],
-            "--out",
-            samples,
-            "--interval",
-            str(interval),
-            "--max-runtime",
-            str(self.params["max_runtime"]),
-        ]
+        argv = (
+            [sys.executable]
+            + list(STDLIB_ONLY_FLAGS)
+            + [
+                program,
+                "--address",
+                self.tasks[0]["address"],
+                "--out",
+                samples,
+                "--interval",
+                str(interval),
+                "--max-runtime",
+                str(self.params["max_runtime"]),
+            ]
+        )
         failed, result = self.call(
             self.nic_params(argv=argv, wait_ready=False, max_runtime=self.params["max_runtime"]), "started"
         )
