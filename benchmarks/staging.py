@@ -99,10 +99,10 @@ from moto_server import MotoServer  # noqa: E402
 
 BUCKET = "dtfbench-staging"
 BIN = Path(sys.executable).parent
-NOT_RESYNCING = ("raw", "raw-boto3", "dtfbench-nomd5")
+NOT_RESYNCING = ("raw", "raw-boto3", "dtfbench-nomd5")  # no notion of "already there", or the same code path
 # The full-object checksums S3 stores that botocore validates while a GET streams (the last two
 # with awscrt, which the lock installs).
-CHECKSUMS = ("CRC32", "CRC32C", "CRC64NVME")  # no notion of "already there", or the same code path
+CHECKSUMS = ("CRC32", "CRC32C", "CRC64NVME")
 
 
 def tool(name: str) -> str | None:

@@ -68,6 +68,8 @@ def start_finished(host, adhoc, tmp_path):
     )
     assert wait_for(lambda: all(port_open(p) for p in host.ps_ports + host.worker_ports), 60), _output(log)
     time.sleep(1.0)  # the module is waiting for its workers by now
+    if not os.environ.get("DTFBENCH_TEST_DIRECT_CALL"):  # the direct call unpacks nothing there
+        assert list(host_tmp(tmp_path).glob("ansible_*_payload_*")), "AnsiballZ unpacked nothing into TMPDIR"
     return process, log
 
 

@@ -165,6 +165,16 @@ def test_start_ready_idempotent_finish_with_result(task, tmp_path):
     assert rc == 0 and stopped["changed"] is False
 
 
+def test_python_starts_without_site_except_in_a_virtualenv_of_virtualenv_before_20(monkeypatch):
+    """`-S` (the supervisor and the NIC sampler import the standard library only), but not where
+    the interpreter's own site.py puts the standard library on the path (sys.real_prefix)."""
+    from dtfbench.launch.task import stdlib_only_flags
+
+    assert stdlib_only_flags() == ["-S"]
+    monkeypatch.setattr(sys, "real_prefix", "/usr", raising=False)
+    assert stdlib_only_flags() == []
+
+
 def test_nonzero_exit_reports_rc_reason_and_log_tail(task):
     rc, started = task(
         "t-fail",

@@ -649,15 +649,23 @@ def remove_files(directory: Path, state: dict | None) -> None:
 
 def leftovers(state: dict) -> list[str]:
     """What of a cluster still exists (empty when it is fully down). For tests."""
-    # Once another cluster has claimed the range, the names and short folders of its prefix
-    # are that cluster's: only the processes and files of this one's folder can be this one's.
-    ours = not CLUSTER.reclaimed(state)
-    markers = [state["dir"]] + ([state["munge_dir"]] if ours and state.get("munge_dir") else [])
-    short_dirs = [state[key] for key in ("munge_dir", "spool_dir") if ours and state.get(key)]
-    found = CLUSTER.leftovers(state["prefix"], markers, [Path(state["dir"], STATE), *short_dirs], names=ours)
-    for name, pid in state.get("pids", {}).items():
-        if pid and alive(pid) and any(marker in a for marker in markers for a in cmdline(pid)):
-            found.append(f"{name} {pid}")
+
+    def scan(ours: bool) -> list[str]:
+        """With `ours` false: only the processes and files of this cluster's folder."""
+        markers = [state["dir"]] + ([state["munge_dir"]] if ours and state.get("munge_dir") else [])
+        short_dirs = [state[key] for key in ("munge_dir", "spool_dir") if ours and state.get(key)]
+        found = CLUSTER.leftovers(state["prefix"], markers, [Path(state["dir"], STATE), *short_dirs], names=ours)
+        for name, pid in state.get("pids", {}).items():
+            if pid and alive(pid) and any(marker in a for marker in markers for a in cmdline(pid)):
+                found.append(f"{name} {pid}")
+        return found
+
+    found = scan(ours=True)
+    # Once another cluster has claimed the range, the names and short folders of its prefix are
+    # that cluster's. A claim makes its bridge before any of them, so a look after the scan
+    # covers all the scan saw; then only this cluster's folder and processes can be its own.
+    if found and CLUSTER.reclaimed(state):
+        found = scan(ours=False)
     return found
 
 

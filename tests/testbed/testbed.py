@@ -952,18 +952,26 @@ def leftovers(state_or_prefix: dict | str, directory: Path | str | None = None) 
         prefix = state_or_prefix
     markers = [] if directory is None else [directory]
     files = [] if directory is None else [Path(directory, STATE)]
+    state = state_or_prefix if isinstance(state_or_prefix, dict) else None
+
+    def scan(ours: bool) -> list[str]:
+        """With `ours` false: only the processes and files of this bed's folder."""
+        found = TESTBED.leftovers(prefix, markers, files, names=ours)
+        root = cgroup2_root()
+        if ours and root and Path(root, f"dtfbench-{prefix}").exists():
+            found.append(f"cgroup {root}/dtfbench-{prefix}")
+        if directory is not None and state is not None:
+            for pid in ssh_clients_of(Path(directory), state["public_net"] if ours else None):
+                if alive(pid):
+                    found.append(f"ssh client {pid}: {' '.join(cmdline(pid))}")
+        return found
+
+    found = scan(ours=True)
     # Once another test bed has claimed the range, its names, cgroup and addresses are that
-    # bed's: only the processes and files of this one's folder can still be this one's.
-    ours = not (isinstance(state_or_prefix, dict) and TESTBED.reclaimed(state_or_prefix))
-    found = TESTBED.leftovers(prefix, markers, files, names=ours)
-    root = cgroup2_root()
-    if ours and root and Path(root, f"dtfbench-{prefix}").exists():
-        found.append(f"cgroup {root}/dtfbench-{prefix}")
-    if directory is not None and isinstance(state_or_prefix, dict):
-        public_net = state_or_prefix["public_net"] if ours else None
-        for pid in ssh_clients_of(Path(directory), public_net):
-            if alive(pid):
-                found.append(f"ssh client {pid}: {' '.join(cmdline(pid))}")
+    # bed's. A claim makes its bridge before any of them, so a look after the scan covers all
+    # the scan saw; then only this bed's folder and processes can still be its own.
+    if found and state is not None and TESTBED.reclaimed(state):
+        found = scan(ours=False)
     return found
 
 

@@ -60,9 +60,11 @@ class HostAction(ActionBase):
         except AnsibleActionFail as error:
             return dict(failed=True, changed=False, msg=str(error))
         display.vvv("%s: direct call with %s (no AnsiballZ)" % (self.call, python), host=host)
-        environment = self._compute_environment_string().strip()
-        argv = self._connection._shell.join(self.direct_call.command_argv(python, self.call))
-        command = "%s %s" % (environment, argv) if environment else argv
+        # `python - dtfbench-<call>`: the program comes on stdin; its argument names it in the
+        # host's process table.
+        command = self._connection._shell.build_module_command(
+            self._compute_environment_string(), "#!" + python, "-", arg_path=self.direct_call.process_tag(self.call)
+        ).strip()
         program = self.direct_call.script(self.call, params, self._play_context.check_mode, paths)
         done = self._low_level_execute_command(command, sudoable=False, in_data=program)
         output = self.direct_call.parse(done.get("stdout", ""))

@@ -33,8 +33,6 @@ import json
 import os
 import zipfile
 
-from .task import STDLIB_ONLY_FLAGS
-
 PACKAGE = "dtfbench_tf_host_run"
 WARNINGS_KEY = "_dtfbench_warnings"
 # The host code the calls need, relative to the dtfbench package (it imports nothing else).
@@ -68,15 +66,8 @@ def path_options(spec):
 
 
 def process_tag(call):
-    """The program's argument (``python -S - dtfbench-tf_host_run``): what names it in ``ps``."""
+    """The program's argument (``python - dtfbench-tf_host_run``): what names it in ``ps``."""
     return "dtfbench-" + call
-
-
-def command_argv(python, call):
-    """How a host runs the direct call of `call` with its `python`: ``python -S - dtfbench-<call>``
-    (the program comes on stdin and imports the standard library only; the argument names it
-    in the host's process table)."""
-    return [python, *STDLIB_ONLY_FLAGS, "-", process_tag(call)]
 
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

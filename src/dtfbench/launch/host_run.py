@@ -24,13 +24,13 @@ from .controller_watch import ControllerWatch
 from .task import (
     DISK_FULL,
     POLL,
-    STDLIB_ONLY_FLAGS,
     TaskError,
     TfTask,
     _port_open,
     disk_full,
     room_problem,
     source_beside,
+    stdlib_only_flags,
     write_replacing,
 )
 
@@ -298,7 +298,7 @@ class HostRun(object):
             return
         argv = (
             [sys.executable]
-            + list(STDLIB_ONLY_FLAGS)
+            + stdlib_only_flags()
             + [
                 program,
                 "--address",

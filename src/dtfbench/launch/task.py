@@ -33,10 +33,6 @@ MARKER_ENV = "DTFBENCH_TF_TASK"
 HEARTBEAT_ENV = "DTFBENCH_TASK_HEARTBEAT"
 SUPERVISOR_TAG = "tf_task-supervisor"
 SUPERVISOR_NAME = "tf_task_supervisor.py"
-# How the host programs that import the standard library only start Python (the supervisor,
-# the NIC sampler, the direct call's code): without `site` (site-packages, .pth files), about
-# 30 % of an interpreter's start (11.4 -> 8.0 ms here), paid three to five times a host a run.
-STDLIB_ONLY_FLAGS = ("-S",)
 POLL = 0.1
 KILL_WAIT = 5.0
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}$")
@@ -56,6 +52,15 @@ def _which(program, path):
     import shutil
 
     return shutil.which(program, path=path)
+
+
+def stdlib_only_flags():
+    """Python's flags for the host programs that import the standard library only (the
+    supervisor, the NIC sampler): without `site` (site-packages, .pth files), about 30 % of an
+    interpreter's start (11.4 -> 8.0 ms here), paid three times a host a run. Not in a
+    virtualenv made by virtualenv < 20 (it sets sys.real_prefix): its own site.py puts most
+    of the standard library on the path."""
+    return [] if hasattr(sys, "real_prefix") else ["-S"]
 
 
 def source_beside(name):
@@ -697,7 +702,7 @@ class TfTask(object):
             with open(os.devnull, "rb") as devnull:
                 process = subprocess.Popen(
                     [sys.executable]
-                    + list(STDLIB_ONLY_FLAGS)
+                    + stdlib_only_flags()
                     + [script, SUPERVISOR_TAG, self.marker, self.exit_file, "--"]
                     + list(params["argv"]),
                     cwd=self.chdir,
