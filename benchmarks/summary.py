@@ -22,6 +22,19 @@ def _load(directory: Path, name: str) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def _sync_vs_raw(what: str, staging: dict) -> tuple:
+    """P3's goal row of one staging.py run: the sync against the raw GET loop."""
+    ratio = staging["dtfbench_vs_raw"]
+    return (
+        "P3",
+        f"{what} {staging['mb_per_s']['dtfbench']:.1f} MB/s",
+        f"raw GET loop {staging['mb_per_s']['raw']:.1f} MB/s",
+        ratio,
+        ">= 0.95",
+        ratio >= 0.95,
+    )
+
+
 def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool | None]]:
     """(id, figure, baseline, ratio, goal, met) per goal."""
     out = []
@@ -101,16 +114,7 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
     p3 = _load(directory, "staging")
     if p3:
         ours = p3["mb_per_s"]["dtfbench"]
-        out.append(
-            (
-                "P3",
-                f"dataset sync {ours:.1f} MB/s",
-                f"raw GET loop {p3['mb_per_s']['raw']:.1f} MB/s",
-                p3["dtfbench_vs_raw"],
-                ">= 0.95",
-                p3["dtfbench_vs_raw"] >= 0.95,
-            )
-        )
+        out.append(_sync_vs_raw("dataset sync", p3))
         vs_aws = p3.get("dtfbench_vs_aws")  # None when awscli was not installed
         out.append(
             (
@@ -137,16 +141,7 @@ def rows(directory: Path) -> list[tuple[str, str, str, float | None, str, bool |
         out.append(("P3", "not run", "-", None, ">= 0.95", None))
     p3_crc64 = _load(directory, "staging-crc64nvme")
     if p3_crc64:
-        out.append(
-            (
-                "P3",
-                f"dataset sync, CRC64NVME objects {p3_crc64['mb_per_s']['dtfbench']:.1f} MB/s",
-                f"raw GET loop {p3_crc64['mb_per_s']['raw']:.1f} MB/s",
-                p3_crc64["dtfbench_vs_raw"],
-                ">= 0.95",
-                p3_crc64["dtfbench_vs_raw"] >= 0.95,
-            )
-        )
+        out.append(_sync_vs_raw("dataset sync, CRC64NVME objects", p3_crc64))
     p4 = _load(directory, "workload_vs_tf_cnn")
     if p4:
         rates = p4["images_per_sec"]
