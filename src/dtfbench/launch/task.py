@@ -298,7 +298,7 @@ class TfTask(object):
     )
     required_if = [("state", "started", ["argv"]), ("state", "ready", ["port"])]
 
-    def __init__(self, params, check_mode=False, warn=None, process=None):
+    def __init__(self, params, check_mode=False, warn=None, process=None, table=None):
         params = dict(dict((key, spec.get("default")) for key, spec in self.argument_spec.items()), **params)
         self.params = params
         self.check_mode = check_mode
@@ -329,6 +329,9 @@ class TfTask(object):
         # The supervisor's Popen when this process started it (start(), or ``process``
         # from the caller that did: dtfbench.launch.host_run); kept, so nothing else reaps it.
         self.process = process
+        # The process table a caller read for several tasks' starts (``procfs.table()``): where
+        # ``start`` looks for this task's leftovers. None: its own look.
+        self.table = table
         self.result = dict(
             changed=False,
             name=self.name,
@@ -417,21 +420,19 @@ class TfTask(object):
             return None
         return record
 
-    def processes(self, pgid=None, trusted=False):
+    def processes(self, pgid=None, trusted=False, table=None):
         """Live pids of the task (the group of a verified supervisor, and every process that
-        carries the marker), the process groups to signal, and the pids outside them."""
+        carries the marker), the process groups to signal, and the pids outside them; from
+        ``table`` (``procfs.table()``, read once for several tasks) or a fresh look."""
         own = os.getpid()
         own_group = os.getpgrp()
         marked, groups = set(), set()
         stats = {}
-        for pid in procfs.pids():
+        for pid, found, environ in table if table is not None else procfs.table():
             if pid == own:
                 continue
-            found = procfs.stat(pid)
-            if found is None or found[0] in ("Z", "X", "x"):
-                continue
             stat = stats[pid] = (found[0], found[2])  # (state, process group)
-            if self.marker_entry in procfs.environ(pid):
+            if self.marker_entry in environ:
                 marked.add(pid)
                 groups.add(stat[1])
         if pgid is not None and (trusted or self.is_supervisor(pgid)):
@@ -444,14 +445,15 @@ class TfTask(object):
         loners = sorted(pid for pid in marked if stats[pid][1] not in groups)
         return sorted(marked | members), sorted(groups), loners
 
-    def terminate(self, pgid=None):
+    def terminate(self, pgid=None, found=None):
         """SIGTERM, grace period, SIGKILL; returns (terminated, killed, remaining).
 
         The group of pgid is signalled when pgid is this task's supervisor at the start; it
         stays trusted while its members die (a group id is not reused while it has members).
+        ``found``: what ``processes(pgid)`` gave the caller just before (no second look).
         """
         trusted = pgid is not None and self.is_supervisor(pgid)
-        pids, groups, loners = self.processes(pgid, trusted)
+        pids, groups, loners = found if found is not None else self.processes(pgid, trusted)
         if not pids:
             return [], [], []
         terminated = list(pids)
@@ -673,7 +675,7 @@ class TfTask(object):
         run_dir_info = self.safe_run_dir()
         self.check_program(env)
         # Leftovers of an earlier start (a stale pid file; descendants that outlived it).
-        leftovers = self.processes()[0]
+        leftovers = self.processes(table=self.table)[0]
         if leftovers:
             terminated, killed, remaining = self.terminate()
             self.warn(
@@ -992,7 +994,8 @@ class TfTask(object):
 
     def stopped(self):
         pid = self.running_supervisor()
-        pids = self.processes(pid)[0]
+        found = self.processes(pid)
+        pids = found[0]
         self.result.update(pid=pid, running=bool(pid))
         if not pids:
             if not self.check_mode:
@@ -1000,7 +1003,7 @@ class TfTask(object):
             return self.done(terminated=[], killed=[], msg="task %s is not running" % self.name)
         if self.check_mode:
             return self.done(changed=True, terminated=[], killed=[], msg="check mode: would stop pids %s" % pids)
-        terminated, killed, remaining = self.terminate(pid)
+        terminated, killed, remaining = self.terminate(pid, found)
         self.record_stop(pid, bool(killed))
         fields = dict(terminated=terminated, killed=killed, running=self.is_supervisor(pid))
         record = self.read_exit(pid)

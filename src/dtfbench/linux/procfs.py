@@ -128,6 +128,19 @@ def environ(pid):
     return data.split(b"\0") if data else []
 
 
+def table():
+    """Every live process once: [(pid, (state, ppid, pgrp), its environment entries)], zombies
+    and dead ones left out. A caller that looks for several tasks' processes reads the table
+    once (each look reads every process's stat and environment: ~17 us a process here)."""
+    rows = []
+    for pid in pids():
+        found = stat(pid)
+        if found is None or found[0] in ("Z", "X", "x"):
+            continue
+        rows.append((pid, found, environ(pid)))
+    return rows
+
+
 def listening_pids(port):
     """Pids listening on the TCP port (best effort: only processes whose fds we may read)."""
     inodes = set()
