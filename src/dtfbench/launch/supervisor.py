@@ -102,8 +102,9 @@ def spawn(argv):
     posix_spawnp (Python 3.8) starts it without importing ``subprocess``, ~6 ms of each
     supervisor's start (three a host and run); older Pythons use Popen. Either way the program
     starts as Popen leaves it: SIGPIPE and SIGXFSZ back to their defaults (Python ignores
-    them, and an exec keeps what is ignored); this process has no other descriptors to close
-    (its own are non-inheritable). A program that cannot be executed raises OSError.
+    them, and an exec keeps what is ignored). Nothing is left to close: the task core starts
+    the supervisor with stdin, stdout and stderr alone (close_fds), and the files this process
+    opens are non-inheritable. A program that cannot be executed raises OSError.
     """
     posix_spawnp = getattr(os, "posix_spawnp", None)
     if posix_spawnp is None:
