@@ -64,8 +64,11 @@ def stop_script(tasks: list[dict], run_dir: str, run_id: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fan_out(state: dict, scripts: dict[str, str], control_dir: Path, workdir: Path, parallel: int) -> float:
-    """Run each host's script over ssh, `parallel` at once through xargs -P; the wall time."""
+def fan_out(
+    state: dict, scripts: dict[str, str], control_dir: Path, workdir: Path, parallel: int, spans: list | None = None
+) -> float:
+    """Run each host's script over ssh, `parallel` at once through xargs -P; the wall time.
+    `spans`: where to note the fan-out's (start, end) as time.time() gives them."""
     public = {n["name"]: n["public_ip"] for n in state["nodes"]}
     listing = []
     for host, script in scripts.items():
@@ -73,7 +76,7 @@ def fan_out(state: dict, scripts: dict[str, str], control_dir: Path, workdir: Pa
         path.write_text(script)
         listing.append(f"{public[host]} {path}\n")
     ssh = " ".join(shlex.quote(a) for a in ssh_base(state, control_dir))
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     done = subprocess.run(
         ["xargs", "-P", str(parallel), "-L", "1", "sh", "-c", f'exec {ssh} "$0" bash -s < "$1"'],
         input="".join(listing),
@@ -82,17 +85,27 @@ def fan_out(state: dict, scripts: dict[str, str], control_dir: Path, workdir: Pa
         timeout=600,
     )
     wall = time.monotonic() - started
+    if spans is not None:
+        spans.append((started_at, started_at + wall))
     if done.returncode != 0:
         raise SystemExit(f"the bare fan-out failed (exit {done.returncode}): {done.stderr[-2000:]}")
     return wall
 
 
 def launch(
-    state: dict, layout: dict, program: list[str], run_id: str, control_dir: Path, workdir: Path, warm: bool
+    state: dict,
+    layout: dict,
+    program: list[str],
+    run_id: str,
+    control_dir: Path,
+    workdir: Path,
+    warm: bool,
+    spans: list | None = None,
 ) -> float:
     """Start every task of the layout with the bare fan-out, wait for every port, stop them; the start's time.
 
     warm: the ssh connections are opened first (untimed), as the warm runs of ours do with a ping.
+    spans: where to note the start's (start, end) on time.time()'s clock.
     """
     if warm:
         fan_out(state, {host: "true\n" for host in layout["hosts"]}, control_dir, workdir, len(layout["hosts"]))
@@ -102,7 +115,7 @@ def launch(
         host: host_script(tasks, layout["cluster_spec"], program, run_dir, run_id, python)
         for host, tasks in layout["hosts"].items()
     }
-    seconds = fan_out(state, starts, control_dir, workdir, len(starts))
+    seconds = fan_out(state, starts, control_dir, workdir, len(starts), spans)
     fan_out(
         state,
         {host: stop_script(tasks, run_dir, run_id) for host, tasks in layout["hosts"].items()},

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How the launch scales with the number of hosts: start time on 16 test-bed hosts / on 1.
 
-    .venv/bin/python benchmarks/launch_scaling.py [--hosts 16] [--repeats 3] [--lock FILE]
+    .venv/bin/python benchmarks/launch_scaling.py [--hosts 16] [--repeats 3] [--lock FILE] [--cpu-split]
 
 Brings up the multi-host test bed (tests/testbed/testbed.py: network namespaces with their
 own sshd, reached over real SSH), then, for 1 host and for all hosts, starts the cluster of
@@ -22,6 +22,11 @@ flags, listens on its endpoint and sleeps. It imports nothing heavy, so the meas
 the launch machinery (Ansible's fan-out over SSH, the tf_task module on each host, the
 process start, the readiness check) and not TensorFlow's ~10 s import, which a real
 task adds on top, in parallel on every host.
+
+--cpu-split: one more warm start of all hosts each way, under ``perf record -a``, and whose CPU
+each took over its timed window (benchmarks/cpu_split.py): the controller, its workers, the ssh
+clients, the hosts' sshd and shells, and the hosts' Python processes by generation (ours: the
+host code, its supervisors, their programs; the bare fan-out: the supervisors, their programs).
 
 Two numbers per host count, each the median of --repeats runs:
   cold  the SSH connections to the hosts are opened by the launch itself (no ControlPersist
@@ -79,6 +84,7 @@ from bench_env import ROOT, ansible_env, held  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import bare_fanout  # noqa: E402
+import cpu_split  # noqa: E402
 import testbed  # noqa: E402
 from bare_launcher import node_specs  # noqa: E402
 
@@ -126,7 +132,7 @@ PLAYBOOK = """
 
     - name: Report the time
       ansible.builtin.debug:
-        msg: "LAUNCH_SCALING {{{{ {{'seconds': now().timestamp() - launch_t0 | float, 'tasks': tf_cluster_layout.tasks | length}} | to_json }}}}"
+        msg: "LAUNCH_SCALING {{{{ {{'seconds': now().timestamp() - launch_t0 | float, 't0': launch_t0 | float, 'tasks': tf_cluster_layout.tasks | length}} | to_json }}}}"
       run_once: true
 
     - name: Stop every task
@@ -148,7 +154,7 @@ def kill_ssh_masters(state: dict) -> None:
     testbed.kill_all(lambda: testbed.ssh_clients_of(Path(state["dir"]), state["public_net"]))
 
 
-def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int, env: dict) -> dict:
+def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int | str, env: dict) -> dict:
     run_id = f"launch-scaling-{hosts}-{'warm' if warm else 'cold'}-{run_no}-{os.getpid()}"
     book = workdir / f"{run_id}.yml"
     book.write_text(PLAYBOOK.format(run_id=run_id, script=Path(__file__).resolve(), gpus=hosts, warm=str(warm).lower()))
@@ -183,6 +189,7 @@ def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int, env
     measured = json.loads(re.search(r"\{.*\}", line.split("LAUNCH_SCALING", 1)[1]).group(0))
     return {
         "seconds": measured["seconds"],
+        "t0": measured["t0"],
         "tasks": measured["tasks"],
         "playbook_wall_s": wall,
         # CPU of the whole playbook run: ansible-playbook and its children on the controller
@@ -193,8 +200,8 @@ def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int, env
     }
 
 
-def bare_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int) -> dict:
-    """The same start through the bare fan-out (benchmarks/bare_fanout.py)."""
+def bare_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int | str, spans: list | None = None) -> dict:
+    """The same start through the bare fan-out (benchmarks/bare_fanout.py); `spans`: see bare_fanout.launch."""
     run_id = f"bare-{hosts}-{'warm' if warm else 'cold'}-{run_no}-{os.getpid()}"
     if not warm:
         kill_ssh_masters(state)
@@ -202,7 +209,7 @@ def bare_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int) ->
     control_dir = workdir / "ssh"
     control_dir.mkdir(exist_ok=True)
     seconds = bare_fanout.launch(
-        state, layout, [state["python"], str(Path(__file__).resolve())], run_id, control_dir, workdir, warm
+        state, layout, [state["python"], str(Path(__file__).resolve())], run_id, control_dir, workdir, warm, spans
     )
     return {"seconds": seconds, "tasks": len(layout["tasks"]), "load_avg_1min": os.getloadavg()[0]}
 
@@ -270,9 +277,56 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-launch-scaling"))
     parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "launch_scaling.json")
+    parser.add_argument(
+        "--cpu-split",
+        action="store_true",
+        help="then one warm start each way under perf record -a: whose CPU each start took (needs perf)",
+    )
     args = parser.parse_args(argv)
+    if args.cpu_split:
+        cpu_split.perf()  # before the test bed comes up: no perf, one clear error
     with held(args.lock):
         return measure(args)
+
+
+def split_run(state: dict, workdir: Path, hosts: int, env: dict) -> dict:
+    """One warm start of all hosts each way under perf: CPU-seconds by role over each timed window."""
+    ours_data, bare_data = workdir / "ours.perf", workdir / "bare.perf"
+    with cpu_split.recording(ours_data):
+        ours = one_run(state, workdir, hosts, True, "split", env)
+    spans: list = []
+    with cpu_split.recording(bare_data):
+        bare = bare_run(state, workdir, hosts, True, "split", spans)
+    split = {
+        "ours": cpu_split.split(cpu_split.script(ours_data), ours["t0"], ours["t0"] + ours["seconds"]),
+        "bare": cpu_split.split(cpu_split.script(bare_data), *spans[0]),
+    }
+    return {
+        "hosts": hosts,
+        "perf_rate_hz": cpu_split.RATE,
+        "seconds": {"ours": ours["seconds"], "bare": bare["seconds"]},
+        "cpu_s": {side: {role: round(value, 3) for role, value in sorted(cpu.items())} for side, cpu in split.items()},
+    }
+
+
+def print_split(split: dict) -> None:
+    roles = sorted(set(split["cpu_s"]["ours"]) | set(split["cpu_s"]["bare"]))
+    n = split["hosts"]
+    print(
+        f"whose CPU a warm start of {n} hosts took (perf, {split['perf_rate_hz']} Hz a core): "
+        f"ours {split['seconds']['ours']:.2f} s, bare {split['seconds']['bare']:.2f} s; CPU-s (ms a host)"
+    )
+    for role in roles + ["all"]:
+        cells = []
+        for side in ("ours", "bare"):
+            cpu = split["cpu_s"][side]
+            value = sum(cpu.values()) if role == "all" else cpu.get(role, 0.0)
+            cells.append(f"{value:6.2f} ({1000 * value / n:4.0f})")
+        print(f"  {role:<34} ours {cells[0]}   bare {cells[1]}")
+    print(
+        "  Python generations: ours 1 the host code, 2 the supervisors, 3 their programs (PS, worker, NIC sampler);"
+        " bare 1 the supervisors, 2 their programs (PS, worker)"
+    )
 
 
 def measure(args) -> int:
@@ -305,12 +359,15 @@ def measure(args) -> int:
                         f"load {bare['load_avg_1min']:.1f}",
                         flush=True,
                     )
+        split = split_run(state, workdir, args.hosts, env) if args.cpu_split else None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         testbed.down(args.dir)
 
     n = args.hosts
     report = summarize(samples, n, args.repeats)
+    if split is not None:
+        report["cpu_split"] = split
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     cpu = report["playbook_cpu_s"]
@@ -338,6 +395,8 @@ def measure(args) -> int:
         f"cores busy over the playbook: {busy['1']:.0%} with 1 host, {busy[str(n)]:.0%} with {n}; each extra host "
         f"costs controller {extra['controller']:.2f} + node {extra['nodes']:.2f} CPU-s"
     )
+    if split is not None:
+        print_split(split)
     print(f"written to {args.output}")
     return 0
 

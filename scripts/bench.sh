@@ -19,6 +19,9 @@ for name in "${selected[@]}"; do
     p1-study) python benchmarks/orchestration_overhead.py --study ;;
     # 16 hosts against 1 and against the bare fan-out (xargs -P ssh), ~2 min.
     p2) python benchmarks/launch_scaling.py ;;
+    # One run of p2, then one warm start each way under perf record -a: whose CPU each took
+    # (the controller, its workers, ssh, the hosts' sshd and Python processes), ~2 min; needs perf.
+    p2-split) python benchmarks/launch_scaling.py --repeats 1 --cpu-split --output results/benchmarks/launch_scaling_split.json ;;
     # The controller's CPU per host and the launch's wall time at 4, 16 and 64 hosts, ~6 min.
     controller) python benchmarks/controller_scaling.py ;;
     # Ours against a raw GET loop, aws s3 sync and s5cmd, 5 rounds, ~4 min; objects with a CRC32
