@@ -185,8 +185,8 @@ def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int | st
             f"launch with {hosts} hosts failed (whole output: {failed_log}):\n{done.stdout[-4000:]}\n"
             f"{done.stderr[-2000:]}"
         )
-    line = next(part for part in done.stdout.splitlines() if "LAUNCH_SCALING" in part)
-    measured = json.loads(re.search(r"\{.*\}", line.split("LAUNCH_SCALING", 1)[1]).group(0))
+    # The callback folds a long message over lines at its spaces: one space for each fold again.
+    measured = json.loads(re.search(r"LAUNCH_SCALING (\{.*?\})", " ".join(done.stdout.split())).group(1))
     return {
         "seconds": measured["seconds"],
         "t0": measured["t0"],
