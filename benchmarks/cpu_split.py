@@ -41,7 +41,9 @@ def recording(path: Path):
     """``perf record -a`` over the block, on the realtime clock (so that samples compare with
     time.time()). It starts a second before the block: perf first notes every running process."""
     process = subprocess.Popen(
-        [perf(), "record", "-a", "-F", str(RATE), "--clockid", "realtime", "-o", str(path)],
+        # cpu-clock: a sample every 1/RATE s of a core's time (perf's default, cycles, counts
+        # cycles where the machine has hardware counters: no fixed time a sample).
+        [perf(), "record", "-e", "cpu-clock", "-a", "-F", str(RATE), "--clockid", "realtime", "-o", str(path)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -70,31 +72,34 @@ def script(path: Path) -> list[str]:
     return done.stdout.splitlines()
 
 
-def role(chain: list[str]) -> str:
-    """What a process is, from its command names, the machine's first process's to its own."""
+def role(chain: list[str], on_host: bool) -> str:
+    """What a process is, from its command names (the machine's first process's to its own) and
+    whether it descends from a test-bed host's sshd."""
     own = chain[-1]
-    if own == "ssh":
-        return "ssh clients"
-    if own == "sshd":
-        return "hosts: sshd"
-    if CONTROLLER in chain:
-        first = chain.index(CONTROLLER)
-        if own == CONTROLLER:
-            return "controller: ansible-playbook" if first == len(chain) - 1 else "controller: its workers"
-        return "controller: other"
-    if "sshd" in chain:
+    if on_host:
+        if own == "sshd":
+            return "hosts: sshd"
         below = chain[len(chain) - chain[::-1].index("sshd") :]
         generation = sum(1 for name in below if name.startswith("python"))
         if own.startswith("python") and generation:
             return "hosts: Python, generation %d" % generation
         return "hosts: shell and tools"
+    if own == "ssh":
+        return "ssh clients"
+    if CONTROLLER in chain:
+        first = chain.index(CONTROLLER)
+        if own == CONTROLLER:
+            return "controller: ansible-playbook" if first == len(chain) - 1 else "controller: its workers"
+        return "controller: other"
     if "xargs" in chain:
         return "controller: xargs"
     return "other"
 
 
-def split(lines: list[str], start: float, end: float, rate: int = RATE) -> Counter:
-    """CPU-seconds by ``role`` of the samples taken from ``start`` to ``end`` (time.time())."""
+def split(lines: list[str], start: float, end: float, host_sshds: set[int], rate: int = RATE) -> Counter:
+    """CPU-seconds by ``role`` of the samples taken from ``start`` to ``end`` (time.time());
+    `host_sshds`: the pids of the test bed's sshd daemons (a benchmark run from an ssh login has
+    an sshd of its own above the controller)."""
     parent: dict[int, int] = {}
     name: dict[int, str] = {}
     cpu: Counter = Counter()
@@ -117,12 +122,14 @@ def split(lines: list[str], start: float, end: float, rate: int = RATE) -> Count
         pid = int(sample.group(2))
         if pid == 0:
             continue  # idle
-        chain, seen = [], set()
+        chain, seen = [], []
         while pid not in seen:
-            seen.add(pid)
+            seen.append(pid)
             chain.append(sample.group(1) if not chain else name.get(pid, "?"))  # its name when sampled
             if pid not in parent:
                 break
             pid = parent[pid]
-        cpu[role(chain[::-1])] += 1.0 / rate
+        cpu[role(chain[::-1], any(pid in host_sshds for pid in seen))] += 1.0 / rate
+    if not cpu:
+        raise SystemExit("perf recorded no cpu-clock sample between %.3f and %.3f" % (start, end))
     return cpu

@@ -297,9 +297,10 @@ def split_run(state: dict, workdir: Path, hosts: int, env: dict) -> dict:
     spans: list = []
     with cpu_split.recording(bare_data):
         bare = bare_run(state, workdir, hosts, True, "split", spans)
+    sshds = {node["sshd_pid"] for node in state["nodes"] if node.get("sshd_pid")}
     split = {
-        "ours": cpu_split.split(cpu_split.script(ours_data), ours["t0"], ours["t0"] + ours["seconds"]),
-        "bare": cpu_split.split(cpu_split.script(bare_data), *spans[0]),
+        "ours": cpu_split.split(cpu_split.script(ours_data), ours["t0"], ours["t0"] + ours["seconds"], sshds),
+        "bare": cpu_split.split(cpu_split.script(bare_data), *spans[0], sshds),
     }
     return {
         "hosts": hosts,

@@ -5,6 +5,8 @@ processes by generation, including a supervisor whose parent has ended."""
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import cpu_split  # noqa: E402
 
@@ -61,7 +63,7 @@ def test_samples_in_the_window_go_to_their_processes_roles():
     for comm, pid, count in window:
         lines += [sample(comm, pid, 11.0 + i / 100) for i in range(count)]
     lines.append(sample("python", 205, 20.0))  # after the window
-    cpu = cpu_split.split(lines, 10.0, 12.0, rate=1)
+    cpu = cpu_split.split(lines, 10.0, 12.0, host_sshds={50}, rate=1)
     assert cpu == {
         "controller: ansible-playbook": 3,
         "controller: its workers": 2,
@@ -76,7 +78,43 @@ def test_samples_in_the_window_go_to_their_processes_roles():
 
 
 def test_the_bare_fan_out_counts_its_supervisors_as_the_first_generation():
-    assert cpu_split.role(["systemd", "sshd", "sshd", "bash", "python"]) == "hosts: Python, generation 1"
-    assert cpu_split.role(["systemd", "sshd", "sshd", "bash", "python", "python"]) == "hosts: Python, generation 2"
-    assert cpu_split.role(["systemd", "python", "xargs"]) == "controller: xargs"
-    assert cpu_split.role(["systemd", "python", "xargs", "ssh"]) == "ssh clients"
+    assert cpu_split.role(["systemd", "sshd", "sshd", "bash", "python"], True) == "hosts: Python, generation 1"
+    assert (
+        cpu_split.role(["systemd", "sshd", "sshd", "bash", "python", "python"], True) == "hosts: Python, generation 2"
+    )
+    assert cpu_split.role(["systemd", "python", "xargs"], False) == "controller: xargs"
+    assert cpu_split.role(["systemd", "python", "xargs", "sh", "ssh"], False) == "ssh clients"
+
+
+def test_a_benchmark_run_from_an_ssh_login_keeps_its_controller_off_the_hosts():
+    """Only the test bed's sshd daemons make a host: the login's sshd is above the controller."""
+    lines = [
+        exec_("systemd", 1, 0.0),
+        fork("systemd", 1, 40, 0.0),
+        exec_("sshd", 40, 0.0),  # the user's login
+        fork("sshd", 40, 41, 0.0),
+        exec_("bash", 41, 0.0),
+        fork("bash", 41, 100, 0.0),
+        exec_("python", 100, 0.0),
+        fork("python", 100, 101),
+        exec_("xargs", 101),
+        fork("systemd", 1, 50, 0.0),
+        exec_("sshd", 50, 0.0),  # a test-bed host's sshd
+        fork("sshd", 50, 201),
+        fork("sshd", 201, 202),
+        exec_("bash", 202),
+        sample("xargs", 101, 11.0),
+        sample("python", 100, 11.0),
+        sample("bash", 202, 11.0),
+    ]
+    assert cpu_split.split(lines, 10.0, 12.0, host_sshds={50}, rate=1) == {
+        "controller: xargs": 1,
+        "other": 1,
+        "hosts: shell and tools": 1,
+    }
+
+
+def test_no_sample_in_the_window_is_an_error_not_an_empty_split():
+    lines = [exec_("python", 100, 0.0), sample("python", 100, 20.0)]
+    with pytest.raises(SystemExit, match="no cpu-clock sample"):
+        cpu_split.split(lines, 10.0, 12.0, host_sshds=set(), rate=1)

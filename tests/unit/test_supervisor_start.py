@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,8 @@ def test_exit_codes_signals_and_the_deadline_as_before(tmp_path, python):
     output, record = supervise(python, tmp_path, ["sh", "-c", "kill -KILL $$"])
     assert (record["rc"], record["signal_name"]) == (None, "SIGKILL"), output
     # A program that ignores SIGTERM past the deadline: SIGTERM to the group, then SIGKILL.
-    deadline = {supervisor.DEADLINE_ENV: "0.3", supervisor.GRACE_ENV: "0.3"}
+    # (1 s: time for sh to set its trap on a busy machine.)
+    deadline = {supervisor.DEADLINE_ENV: "1", supervisor.GRACE_ENV: "1"}
     output, record = supervise(python, tmp_path, ["sh", "-c", "trap '' TERM; sleep 30"], deadline)
     assert record["deadline_exceeded"] is True and record["signal_name"] == "SIGKILL", output
     assert record["duration"] < 10, record
@@ -110,3 +112,47 @@ def test_the_timed_wait_without_pidfds_sees_the_end_and_the_deadline(monkeypatch
     finally:
         runs.kill()
     assert supervisor.wait_child(runs.pid) == -signal.SIGKILL
+
+
+def test_the_popen_fallback_leaves_the_reaping_to_the_wait(monkeypatch):
+    """Below Python 3.8: a Popen dropped at once reaps its ended child (its destructor, or the
+    next Popen's clean-up of dropped ones), and the wait would see no exit status."""
+    monkeypatch.delattr(os, "posix_spawnp", raising=False)
+    pid = supervisor.spawn(["sh", "-c", "exit 3"])
+    time.sleep(0.3)
+    subprocess.run(["true"], check=True)  # a Popen cleans up the dropped ones it knows of
+    assert supervisor.wait_child(pid, 30) == 3
+
+
+def test_posix_spawnp_only_where_it_reports_exec_errors(monkeypatch):
+    """glibc before 2.24 runs the child and exits 127 where the exec fails: no OSError, no why."""
+    assert supervisor._spawn_reports_exec_errors() == (os.confstr("CS_GNU_LIBC_VERSION") >= "glibc 2.24")
+    for answer, expected in (("glibc 2.17", False), ("glibc 2.24", True), ("glibc 2.39", True)):
+        monkeypatch.setattr(os, "confstr", lambda name, answer=answer: answer)
+        assert supervisor._spawn_reports_exec_errors() is expected, answer
+
+    def unknown(name):
+        raise ValueError("unrecognized configuration name")  # musl: no CS_GNU_LIBC_VERSION
+
+    monkeypatch.setattr(os, "confstr", unknown)
+    assert supervisor._spawn_reports_exec_errors() is False
+
+
+def test_the_program_gets_no_descriptor_its_supervisors_starter_left_open(tmp_path):
+    read_end, write_end = os.pipe()
+    try:
+        exit_file = tmp_path / "task.exit"
+        program = [sys.executable, "-c", "import os; print('FDS', sorted(int(f) for f in os.listdir('/proc/self/fd')))"]
+        done = subprocess.run(
+            [sys.executable, "-S", supervisor.__file__, task.SUPERVISOR_TAG, "m", str(exit_file), "--", *program],
+            pass_fds=(write_end,),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            start_new_session=True,
+        )
+        listed = json.loads(done.stdout.split("FDS ", 1)[1].splitlines()[0])
+        assert write_end not in listed and listed[:3] == [0, 1, 2], listed
+    finally:
+        os.close(read_end)
+        os.close(write_end)

@@ -96,21 +96,55 @@ class TimedOut(Exception):
     """The program still runs after the time given to ``wait_child``."""
 
 
+# Popen's destructor reaps an ended child (waitpid WNOHANG): the Popen of the fallback is
+# kept, so that only wait_child reaps the program.
+_POPENS = []
+
+
+def _spawn_reports_exec_errors():
+    """Whether os.posix_spawnp raises when the program cannot be executed: glibc 2.24 and
+    later; before, the child just exits 127 (CPython's subprocess makes the same check)."""
+    try:
+        libc, version = os.confstr("CS_GNU_LIBC_VERSION").split(None, 1)
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except (AttributeError, OSError, ValueError):
+        return False
+    return libc == "glibc" and (major, minor) >= (2, 24)
+
+
+def _no_inheritance_beyond_stdio():
+    """Popen's close_fds: the program gets stdin, stdout and stderr alone, whatever the
+    supervisor's own starter left open (its files are non-inheritable already)."""
+    try:
+        descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        return
+    for descriptor in descriptors:
+        if descriptor > 2:
+            try:
+                if os.get_inheritable(descriptor):
+                    os.set_inheritable(descriptor, False)
+            except OSError:
+                pass  # the listing's own descriptor, closed since
+
+
 def spawn(argv):
     """Start the program as this supervisor's child (its session and process group); its pid.
 
-    posix_spawnp (Python 3.8) starts it without importing ``subprocess``, ~6 ms of each
-    supervisor's start (three a host and run); older Pythons use Popen. Either way the program
+    posix_spawnp (Python 3.8, glibc 2.24) starts it without importing ``subprocess``, ~6 ms of
+    each supervisor's start (three a host and run); elsewhere Popen. Either way the program
     starts as Popen leaves it: SIGPIPE and SIGXFSZ back to their defaults (Python ignores
-    them, and an exec keeps what is ignored). Nothing is left to close: the task core starts
-    the supervisor with stdin, stdout and stderr alone (close_fds), and the files this process
-    opens are non-inheritable. A program that cannot be executed raises OSError.
+    them, and an exec keeps what is ignored), no descriptor beyond stdin, stdout and stderr.
+    A program that cannot be executed raises OSError.
     """
     posix_spawnp = getattr(os, "posix_spawnp", None)
-    if posix_spawnp is None:
+    if posix_spawnp is None or not _spawn_reports_exec_errors():
         import subprocess
 
-        return subprocess.Popen(argv).pid
+        child = subprocess.Popen(argv)
+        _POPENS.append(child)
+        return child.pid
+    _no_inheritance_beyond_stdio()
     restored = [getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name)]
     return posix_spawnp(argv[0], argv, dict(os.environ), setsigdef=restored)
 
@@ -122,6 +156,15 @@ def exit_code(status):
     return os.WEXITSTATUS(status)
 
 
+def _reaped(pid, options):
+    """os.waitpid's (pid, status); a child that is not there to wait for (SIGCHLD ignored: the
+    kernel reaps it) counts as ended with 0, as Popen counts it."""
+    try:
+        return os.waitpid(pid, options)
+    except ChildProcessError:
+        return pid, 0
+
+
 def wait_child(pid, timeout=None):
     """The child's returncode (``exit_code``), or TimedOut after ``timeout`` s (None: no limit).
 
@@ -129,23 +172,24 @@ def wait_child(pid, timeout=None):
     supervisor per task and NIC sampler, all taking the cores from the training they watch.
     Where pidfds exist (Python 3.9, Linux 5.3) this sleeps in poll() until the child ends or
     the time passes; a signal that arrives meanwhile runs its handler and the poll goes on.
-    Elsewhere it looks as Popen.wait does, every 50 ms at most.
+    Elsewhere it looks as Popen.wait does, every 50 ms at most. The deadline is on the
+    monotonic clock: a step of the wall clock (NTP at a node's boot) moves no max_runtime.
     """
     if timeout is not None:
-        deadline = time.time() + timeout
+        deadline = time.monotonic() + timeout
         descriptor = None
         pidfd_open = getattr(os, "pidfd_open", None)
         if pidfd_open is not None:
             try:
                 descriptor = pidfd_open(pid)
             except OSError:
-                descriptor = None  # a kernel without pidfds: the looks below
+                descriptor = None  # a kernel without pidfds, or no child to open: the looks below
         if descriptor is not None:
             try:
                 poller = select.poll()
                 poller.register(descriptor, select.POLLIN)
                 while True:
-                    remaining = deadline - time.time()
+                    remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise TimedOut()
                     # A day at most a poll: poll() takes its timeout in milliseconds as a C
@@ -157,15 +201,15 @@ def wait_child(pid, timeout=None):
         else:
             pause = 0.0005
             while True:
-                ended, status = os.waitpid(pid, os.WNOHANG)
+                ended, status = _reaped(pid, os.WNOHANG)
                 if ended:
                     return exit_code(status)
-                remaining = deadline - time.time()
+                remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimedOut()
                 pause = min(pause * 2, remaining, 0.05)
                 time.sleep(pause)
-    return exit_code(os.waitpid(pid, 0)[1])
+    return exit_code(_reaped(pid, 0)[1])
 
 
 def kill_group_but_self():

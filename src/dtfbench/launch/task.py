@@ -674,14 +674,16 @@ class TfTask(object):
         env = self.environment()
         run_dir_info = self.safe_run_dir()
         self.check_program(env)
-        # Leftovers of an earlier start (a stale pid file; descendants that outlived it).
+        # Leftovers of an earlier start (a stale pid file; descendants that outlived it). The
+        # termination looks again: one seen in a caller's table may have ended since.
         leftovers = self.processes(table=self.table)[0]
         if leftovers:
             terminated, killed, remaining = self.terminate()
-            self.warn(
-                "stopped %d leftover process(es) of an earlier start of %s: %s"
-                % (len(terminated), self.name, terminated)
-            )
+            if terminated:
+                self.warn(
+                    "stopped %d leftover process(es) of an earlier start of %s: %s"
+                    % (len(terminated), self.name, terminated)
+                )
             if remaining:
                 self.fail("leftover processes of %s survive SIGKILL: %s" % (self.name, remaining))
         if params["port"] is not None and _port_open(params["ready_host"], params["port"], 1.0):
