@@ -22,9 +22,10 @@ validation): each engine's process, round-robin, median (what a user pays), plus
 engine called in-process and the LIST alone, to show where the time goes.
 
 Engines (the ones not installed are reported as missing, not measured):
-  dtfbench        python -m dtfbench s3sync (partial file + rename, journal, and S3's own checksum
-                  validated by botocore: the --checksum the uploading SDK stored with every
-                  object here, CRC32 unless told; an MD5 only for objects without one)
+  dtfbench        python -m dtfbench s3sync (partial file + rename, journal, writeback, and S3's own
+                  checksum checked while the body streams: the --checksum the uploading SDK
+                  stored with every object here, CRC32 unless told; an MD5 only for objects
+                  without one)
   dtfbench-nomd5  the same with --no-md5 (objects without an S3 checksum checked by size only:
                   none here, so the same work as dtfbench)
   raw             this file's --raw-get mode with the engine's own client (s3sync.make_client):
@@ -100,7 +101,7 @@ from moto_server import MotoServer  # noqa: E402
 BUCKET = "dtfbench-staging"
 BIN = Path(sys.executable).parent
 NOT_RESYNCING = ("raw", "raw-boto3", "dtfbench-nomd5")  # no notion of "already there", or the same code path
-# The full-object checksums S3 stores that botocore validates while a GET streams (the last two
+# The full-object checksums S3 stores that the engine checks while a GET streams (the last two
 # with awscrt, which the lock installs).
 CHECKSUMS = ("CRC32", "CRC32C", "CRC64NVME")
 

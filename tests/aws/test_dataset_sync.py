@@ -7,7 +7,6 @@ re-sync with nothing to do for ImageNet's 1,152 shards.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -15,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,12 +21,14 @@ import boto3
 import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
+from botocore.httpchecksum import Crc32Checksum, CrtCrc32cChecksum, CrtCrc64NvmeChecksum
 
 from dtfbench.node import s3sync
 from dtfbench.workload.flags import tfrecord_files
 
 BUCKET = "dtfbench-data"
 SOURCE = f"s3://{BUCKET}/imagenet"
+BOTOCORE_CHECKSUMS = {"CRC32": Crc32Checksum, "CRC32C": CrtCrc32cChecksum, "CRC64NVME": CrtCrc64NvmeChecksum}
 
 
 @pytest.fixture
@@ -169,7 +169,8 @@ def s3_no_checksum(moto, s3):
 def engine_client(moto, monkeypatch):
     """The engine's own client (s3sync.make_client), and the checksums botocore computes over
     GET bodies to validate them against S3's (their classes' names), seen through botocore's
-    public event hooks, which get each response as the engine does."""
+    public event hooks, which get each response as the engine does. With the engine's client
+    botocore validates none: the engine checks S3's checksum itself (s3sync.s3_checksum)."""
     for name, value in moto.env.items():
         monkeypatch.setenv(name, value)
     client = s3sync.make_client(4)
@@ -185,9 +186,10 @@ def engine_client(moto, monkeypatch):
 
 
 def test_s3_checksum_first_and_md5_only_for_objects_without_one(moto, s3, s3_no_checksum, tmp_path, monkeypatch):
-    """CRC32, CRC32C and CRC64NVME objects are checked by botocore while they stream and by no
-    MD5; an object with an MD5 ETag and no checksum by its MD5; a multipart object without
-    a full-object checksum (a composite one, or none) by its size."""
+    """CRC32, CRC32C and CRC64NVME objects are checked by their S3 checksum while they stream
+    and by no MD5 (by the engine, or by botocore where the client validates by itself); an
+    object with an MD5 ETag and no checksum by its MD5; a multipart object without a
+    full-object checksum (a composite one, or none) by its size."""
     objects = {f"train-{i:05d}-of-00006": os.urandom(20_000 + i) for i in range(6)}
     names = sorted(objects)
     for name, algorithm in zip(names, ["CRC32", "CRC32C", "CRC64NVME"]):
@@ -209,9 +211,9 @@ def test_s3_checksum_first_and_md5_only_for_objects_without_one(moto, s3, s3_no_
     report = s3sync.sync(client, SOURCE, str(tmp_path / "data"))
     assert report.verified and report.downloaded_files == 8
     assert report.download_checks == {"CRC32": 2, "CRC32C": 1, "CRC64NVME": 1, "MD5": 2, "size": 2}
-    # botocore validated exactly the four checksummed objects, each with its own algorithm
-    # (awscrt's implementations: requirements/lock.txt has it).
-    assert sorted(validated) == ["CrtCrc32Checksum", "CrtCrc32Checksum", "CrtCrc32cChecksum", "CrtCrc64NvmeChecksum"]
+    # The engine checked the S3 checksums itself (zlib's CRC32 is 1.6x awscrt's here); botocore
+    # validated none of them, so no byte was hashed twice.
+    assert validated == []
     assert local_digests(tmp_path / "data") == {
         **digests(objects),
         "validation-00000-of-00002": hashlib.md5(big).hexdigest(),
@@ -227,31 +229,35 @@ def test_s3_checksum_first_and_md5_only_for_objects_without_one(moto, s3, s3_no_
     }
 
 
-def test_bytes_that_differ_from_the_objects_crc_never_get_a_shard_name(moto, s3, tmp_path, monkeypatch):
+@pytest.mark.parametrize("algorithm", ["CRC32", "CRC32C", "CRC64NVME"])
+@pytest.mark.parametrize("checked_by", ["engine", "botocore"])
+def test_bytes_that_differ_from_the_objects_crc_never_get_a_shard_name(
+    moto, s3, tmp_path, monkeypatch, algorithm, checked_by
+):
     """An object whose stored bytes no longer match its CRC (what a corruption on the server's
     side looks like: moto keeps the checksum a PUT declares) while its MD5 ETag matches
     them: only the CRC can catch it. The download fails, nothing carries the shard's name,
-    the other files are kept and vouched for, and a re-sync fetches only that one."""
+    the other files are kept and vouched for, and a re-sync fetches only that one. Checked
+    by the engine with its client, and by botocore with a default boto3 client (which
+    validates S3's checksum of every GET by itself, botocore's when_supported)."""
     objects = shard_set(4, 30_000)
     put_objects(s3, objects)
     bad = "train-00002-of-00004"
     other = bytearray(objects[bad])
     other[100] ^= 0xFF
-    put_with(s3, bad, objects[bad], ChecksumAlgorithm="CRC32", ChecksumCRC32=crc32_b64(bytes(other)))
+    put_with(s3, bad, objects[bad], ChecksumAlgorithm=algorithm, **{f"Checksum{algorithm}": s3_b64(algorithm, other)})
     dest = tmp_path / "data"
-    # The engine's client: a default boto3 client would validate S3's checksum of every GET
-    # by itself (botocore's when_supported), whatever the engine asks.
-    client, _ = engine_client(moto, monkeypatch)
+    client = engine_client(moto, monkeypatch)[0] if checked_by == "engine" else s3
 
-    with pytest.raises(s3sync.SyncError, match=f"1 of 4 downloads failed.*{bad}.*checksum"):
+    with pytest.raises(s3sync.SyncError, match=f"1 of 4 downloads failed.*{bad}.*{algorithm} checksum"):
         s3sync.sync(client, SOURCE, str(dest))
     assert sorted(p.name for p in dest.iterdir() if not p.name.startswith(".")) == sorted(set(objects) - {bad})
     assert not list(dest.glob(f"*{s3sync.PARTIAL_SUFFIX}"))
     assert bad not in s3sync.read_manifest(str(dest))
 
-    put_with(s3, bad, objects[bad], ChecksumAlgorithm="CRC32")  # repaired
+    put_with(s3, bad, objects[bad], ChecksumAlgorithm=algorithm)  # repaired
     again = s3sync.sync(client, SOURCE, str(dest))
-    assert (again.downloaded_files, again.skipped_files, again.download_checks) == (1, 3, {"CRC32": 1})
+    assert (again.downloaded_files, again.skipped_files, again.download_checks) == (1, 3, {algorithm: 1})
     assert local_digests(dest) == digests(objects)
 
 
@@ -292,8 +298,11 @@ def test_each_download_is_sent_to_the_disk_as_it_completes(moto, s3, tmp_path, m
     assert state["dirty"] == 0, f"pages of the download still dirty after it completed: {state}"
 
 
-def crc32_b64(data: bytes) -> str:
-    return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+def s3_b64(algorithm: str, data: bytes) -> str:
+    """S3's checksum of `data` as botocore computes it (its own classes, not the engine's)."""
+    checksum = BOTOCORE_CHECKSUMS[algorithm]()
+    checksum.update(bytes(data))
+    return checksum.b64digest()
 
 
 def test_remote_removals_are_deleted_only_when_asked(s3, tmp_path):

@@ -135,3 +135,40 @@ def test_the_client_validates_s3_checksums_only_on_request():
     config = s3sync.client_config(16)
     assert config.max_pool_connections >= 16
     assert config.response_checksum_validation == "when_required"  # botocore >= 1.36; download() asks where needed
+
+
+@pytest.mark.parametrize("algorithm", s3sync.S3_CHECKSUMS)
+def test_the_engines_s3_checksums_are_botocores(algorithm):
+    """Each full-object checksum the engine computes itself equals botocore's own (its
+    classes, as a default client validates with them), chunk by chunk as a body streams."""
+    from botocore import httpchecksum
+
+    reference = {
+        "CRC32": httpchecksum.Crc32Checksum,
+        "CRC32C": httpchecksum.CrtCrc32cChecksum,
+        "CRC64NVME": httpchecksum.CrtCrc64NvmeChecksum,
+        "SHA1": httpchecksum.Sha1Checksum,
+        "SHA256": httpchecksum.Sha256Checksum,
+    }[algorithm]()
+    chunks = [os.urandom(n) for n in (1, 7000, 65536, 3)]
+    for chunk in chunks:
+        reference.update(chunk)
+    stored = reference.b64digest()
+
+    found, digest, expected = s3sync.s3_checksum({f"Checksum{algorithm}": stored, "ChecksumType": "FULL_OBJECT"})
+    for chunk in chunks:
+        digest.update(chunk)
+    assert (found, digest.digest()) == (algorithm, expected)
+
+
+def test_a_composite_or_missing_s3_checksum_is_none():
+    assert s3sync.s3_checksum({"ChecksumCRC32": "AAAAAA==-2", "ChecksumType": "COMPOSITE"}) == (None, None, None)
+    assert s3sync.s3_checksum({"ETag": '"%s"' % MD5}) == (None, None, None)
+
+
+def test_without_awscrt_only_its_algorithms_fall_back(monkeypatch):
+    """CRC32C and CRC64NVME need awscrt (as in botocore): without it such an object is checked
+    as one without an S3 checksum; a CRC32 still is (zlib)."""
+    monkeypatch.setitem(sys.modules, "awscrt", None)
+    assert s3sync.s3_checksum({"ChecksumCRC32C": "AAAAAA=="}) == (None, None, None)
+    assert s3sync.s3_checksum({"ChecksumCRC32": "AAAAAA=="})[0] == "CRC32"

@@ -19,10 +19,10 @@ How a sync goes:
    matches; otherwise it is downloaded again.
 3. Every download goes to a temporary file in the destination directory, named
    ``.<name>.dtfbench-partial`` (hidden: it never matches ``train-*``/``validation-*``),
-   checked while it streams (size, and the object's own S3 checksum where it has one
-   botocore can check, e.g. CRC64NVME, CRC32C or CRC32, validated by botocore; otherwise
-   MD5 against the ETag when the ETag is one) and renamed onto its final name: a final
-   name only ever holds a whole, checked file.
+   checked while it streams (size, and the object's own full-object S3 checksum where it
+   has one: CRC64NVME, CRC32C, CRC32, SHA-1 or SHA-256; otherwise MD5 against the ETag
+   when the ETag is one) and renamed onto its final name: a final name only ever holds a
+   whole, checked file.
    Temporary files left by a killed sync are removed by the next one.
 4. Each completed file is appended to a journal (one JSON line, flushed), so a sync killed
    halfway keeps what it finished; at the end the journal is folded into the manifest.
@@ -36,6 +36,7 @@ A lock file keeps two syncs from writing into the same directory at once.
 from __future__ import annotations
 
 import argparse
+import base64
 import fnmatch
 import hashlib
 import json
@@ -43,6 +44,7 @@ import os
 import sys
 import threading
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
@@ -241,24 +243,31 @@ def download(
 ) -> tuple[os.stat_result, str]:
     """GET one object into its partial file, check it, rename it onto its final name.
 
-    Returns the final file's stat and what checked its bytes (CONTENT_CHECKS' names). The
+    Returns the final file's stat and what checked its bytes (Report.download_checks' names). The
     object's directory must exist (the caller makes each one once, not once per file).
-    S3's own checksum first: every GET asks for it (ChecksumMode), and where the object
-    has one botocore can check, botocore hashes the stream and fails the last read on a
-    mismatch, before the rename. Only without one is the MD5 computed (when the ETag is an
-    MD5), in the loop that writes the chunks: no byte is hashed twice, none read twice.
+    S3's own checksum first: a client prepared by ask_for_s3_checksums() gets it with every
+    GET, and where the object has a full-object one (s3_checksum()) it is computed in the
+    loop that writes the chunks and compared before the rename. A client that validates
+    checksums itself (botocore's when_supported) hands over a body that fails its last read
+    on a mismatch: that check is kept and no other made. Only without either is the MD5
+    computed (when the ETag is an MD5). No byte is hashed twice, none read twice.
     """
     from botocore.exceptions import FlexibleChecksumError
+    from botocore.httpchecksum import StreamingChecksumBody
 
     final = os.path.join(dest, obj.name)
     tmp = partial_path(dest, obj.name)
-    response = client.get_object(Bucket=bucket, Key=obj.key, ChecksumMode="ENABLED")
+    response = client.get_object(Bucket=bucket, Key=obj.key)
     body = response["Body"]
-    check = s3_checksum_checked(response)
-    digest = None
-    if check is None:
-        digest = hashlib.md5(usedforsecurity=False) if (verify_md5 and obj.md5) else None
-        check = "MD5" if digest is not None else "size"
+    digest, expected = None, None
+    if isinstance(body, StreamingChecksumBody):
+        check = s3_checksum(response, computable=False)[0] or "S3 checksum"
+    else:
+        check, digest, expected = s3_checksum(response)
+        if check is None:
+            digest = hashlib.md5(usedforsecurity=False) if (verify_md5 and obj.md5) else None
+            check = "MD5" if digest is not None else "size"
+            expected = bytes.fromhex(obj.md5) if digest is not None else None
     written = 0
     try:
         with open(tmp, "wb") as f:
@@ -275,8 +284,8 @@ def download(
             start_writeback(f.fileno())
         if written != obj.size:
             raise SyncError(f"{obj.key}: got {written} bytes, the listing says {obj.size}")
-        if digest is not None and digest.hexdigest() != obj.md5:
-            raise SyncError(f"{obj.key}: MD5 {digest.hexdigest()} differs from the ETag {obj.md5}")
+        if digest is not None and digest.digest() != expected:
+            raise SyncError(f"{obj.key}: {_mismatch(check, digest.digest(), expected)}")
         os.replace(tmp, final)
     except BaseException:
         body.close()
@@ -288,23 +297,86 @@ def download(
     return os.stat(final), check
 
 
-def s3_checksum_checked(response: dict) -> str | None:
-    """The algorithm of the S3 checksum botocore validates while this GET's body streams, or None.
+def _mismatch(check: str, computed: bytes, stored: bytes) -> str:
+    if check == "MD5":
+        return f"MD5 {computed.hex()} differs from the ETag {stored.hex()}"
+    return (
+        f"the bytes differ from the object's {check} checksum in S3 "
+        f"({base64.b64encode(computed).decode()} computed, {base64.b64encode(stored).decode()} stored)"
+    )
 
-    botocore wraps the body in a StreamingChecksumBody exactly when the response carries a
-    full-object checksum of an algorithm it can compute: CRC32 always, CRC32C and CRC64NVME
-    with awscrt installed, SHA-1/SHA-256. It does not for an object without one, nor for a
-    multipart object's composite checksum (a checksum of part checksums, "...-N"), nor for a
-    CRC32C/CRC64NVME one without awscrt: those fall back to the MD5 (or the size only).
+
+class _Crc:
+    """A CRC as a hashlib-like object: ``function(data, crc)`` -> crc, digested big-endian in
+    ``size`` bytes (S3's encoding, before base64)."""
+
+    def __init__(self, function, size: int):
+        self.function, self.size, self.crc = function, size, 0
+
+    def update(self, data: bytes) -> None:
+        self.crc = self.function(data, self.crc)
+
+    def digest(self) -> bytes:
+        return self.crc.to_bytes(self.size, "big")
+
+
+def _s3_checksum_digest(algorithm: str):
+    """A fresh digest of one of S3's checksum algorithms, or None where none is at hand here.
+
+    The CRC32 is zlib's (CPython's own): 5.5 GB/s here against awscrt's 3.4, which botocore
+    would pick where awscrt is installed and offers no setting to avoid. CRC32C and CRC64NVME
+    are awscrt's (the CPU's CRC instructions, ~80 GB/s; botocore's own choice, and it has no
+    other): without awscrt an object of theirs is checked as one with no S3 checksum.
     """
-    from botocore.httpchecksum import StreamingChecksumBody
+    if algorithm == "CRC32":
+        return _Crc(zlib.crc32, 4)
+    if algorithm in ("CRC32C", "CRC64NVME"):
+        try:
+            from awscrt import checksums
+        except ImportError:
+            return None
+        return _Crc(checksums.crc32c, 4) if algorithm == "CRC32C" else _Crc(checksums.crc64nvme, 8)
+    return hashlib.new(algorithm.replace("SHA", "sha"), usedforsecurity=False)
 
-    if not isinstance(response["Body"], StreamingChecksumBody):
-        return None
-    for key, value in response.items():
-        if key.startswith("Checksum") and key != "ChecksumType" and isinstance(value, str) and "-" not in value:
-            return key[len("Checksum") :]
-    return "S3 checksum"
+
+# S3's checksum algorithms as GetObject's response names them ("Checksum" + algorithm), in
+# botocore's order of preference (a response carries one).
+S3_CHECKSUMS = ("CRC64NVME", "CRC32C", "CRC32", "SHA1", "SHA256")
+
+
+def s3_checksum(response: dict, computable: bool = True):
+    """(algorithm, a fresh digest of it, the stored value's bytes) of the full-object S3
+    checksum a GET's response carries, or (None, None, None).
+
+    None for an object without one, and for a multipart object's composite checksum (a
+    checksum of its parts' checksums, "...-N", which the whole body cannot be checked
+    against); with ``computable``, also for an algorithm with no implementation here
+    (CRC32C and CRC64NVME without awscrt). Without ``computable`` the digest is None.
+    """
+    for algorithm in S3_CHECKSUMS:
+        value = response.get("Checksum" + algorithm)
+        if not isinstance(value, str) or "-" in value:
+            continue
+        if not computable:
+            return algorithm, None, None
+        digest = _s3_checksum_digest(algorithm)
+        if digest is not None:
+            return algorithm, digest, base64.b64decode(value)
+    return None, None, None
+
+
+def ask_for_s3_checksums(client):
+    """Make each GetObject of this client ask S3 for the object's checksum (the header that
+    ChecksumMode=ENABLED sends), without botocore's own validation of it: download() checks
+    it, with a faster CRC32 than botocore's (_s3_checksum_digest). A client that validates
+    by itself (botocore's when_supported) still does, and download() then leaves it to it.
+    Returns the client; registering twice is a no-op."""
+
+    def ask(params, **_):
+        params["headers"]["x-amz-checksum-mode"] = "ENABLED"
+
+    client.meta.events.register("before-call.s3.GetObject", ask, unique_id="dtfbench-s3-checksum-mode")
+    return client
 
 
 class _Lock:
@@ -345,6 +417,7 @@ def sync(
     if workers < 1:
         raise SyncError(f"workers={workers}: give at least 1")
     bucket, prefix = parse_s3_url(source)
+    ask_for_s3_checksums(client)
     started = time.monotonic()
     report = Report(source=source, dest=dest)
     if not os.path.isdir(dest):
@@ -603,8 +676,9 @@ def client_config(workers: int):
     """One shared client's configuration for every worker thread.
 
     A connection per worker (botocore's default pool of 10 would cap them), standard retries,
-    and response checksums validated where a request asks for one: every GET of download()
-    does (ChecksumMode). Said explicitly for botocore >= 1.36, whose default also asks.
+    and no response checksum validated by botocore unless a request asks for it (ChecksumMode;
+    botocore >= 1.36's default asks with every GET): download() checks S3's checksum itself
+    (ask_for_s3_checksums).
     """
     from botocore.config import Config
 
@@ -640,7 +714,7 @@ def make_client(workers: int, endpoint_url: str | None = None):
 
     session = botocore.session.get_session()
     client = session.create_client("s3", endpoint_url=endpoint_url or None, config=client_config(workers))
-    return skip_timestamp_parsing(client)
+    return ask_for_s3_checksums(skip_timestamp_parsing(client))
 
 
 def main(argv=None) -> int:
