@@ -14,7 +14,7 @@ description:
     of the wrong size, or not vouched for by the manifest of an earlier sync.
   - Each download goes to a hidden temporary file in O(dest) (C(.NAME.dtfbench-partial),
     which never matches C(train-*) or C(validation-*)), is checked (size, and the object's
-    own full-object S3 checksum - CRC64NVME, CRC32C or CRC32 - computed while it streams;
+    own full-object S3 checksum - CRC64NVME, CRC32C, CRC32, SHA, XXHASH - computed while it streams;
     for an object without one, MD5 where the ETag is one) and renamed onto its final name,
     so a final name only ever holds a whole file. Temporary files left by a killed sync are removed by the next one; files it
     finished are kept (a journal records them as they complete).
@@ -26,8 +26,8 @@ description:
     the staging benchmark C(benchmarks/staging.py) compares it with C(aws s3 sync) and a raw
     parallel GET loop.
   - Runs on the node that gets the data; that node's Python needs boto3 and botocore, and
-    awscrt to check CRC32C and CRC64NVME checksums (without it those objects are checked
-    by their MD5 ETag instead).
+    awscrt to check CRC32C, CRC64NVME and XXHASH checksums (without it those objects are
+    checked by their MD5 ETag instead).
 version_added: "0.1.0"
 author: dtfbench developers
 options:

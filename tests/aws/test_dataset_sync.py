@@ -38,7 +38,9 @@ def s3(moto):
         aws_secret_access_key=moto.env["AWS_SECRET_ACCESS_KEY"],
         region_name=moto.env["AWS_REGION"],
     )
-    client = session.client("s3", endpoint_url=moto.endpoint, config=Config(max_pool_connections=32))
+    # botocore's default since 1.36, said: this client validates S3's checksum of every GET.
+    config = Config(max_pool_connections=32, response_checksum_validation="when_supported")
+    client = session.client("s3", endpoint_url=moto.endpoint, config=config)
     client.create_bucket(Bucket=BUCKET)
     return client
 
@@ -247,10 +249,18 @@ def test_bytes_that_differ_from_the_objects_crc_never_get_a_shard_name(
     other[100] ^= 0xFF
     put_with(s3, bad, objects[bad], ChecksumAlgorithm=algorithm, **{f"Checksum{algorithm}": s3_b64(algorithm, other)})
     dest = tmp_path / "data"
-    client = engine_client(moto, monkeypatch)[0] if checked_by == "engine" else s3
+    if checked_by == "engine":
+        client, found_by = engine_client(moto, monkeypatch)[0], "computed"
+    else:
+        # botocore's check alone: the engine computes no checksum of its own beside it.
+        client, found_by = s3, "Expected checksum"
+        monkeypatch.setattr(s3sync, "_s3_checksum_digest", lambda algorithm: pytest.fail("hashed twice"))
 
-    with pytest.raises(s3sync.SyncError, match=f"1 of 4 downloads failed.*{bad}.*{algorithm} checksum"):
+    with pytest.raises(
+        s3sync.SyncError, match=f"1 of 4 downloads failed.*{bad}: .*{algorithm} checksum.*{found_by}"
+    ) as failed:
         s3sync.sync(client, SOURCE, str(dest))
+    assert str(failed.value).count(bad) == 1, failed.value
     assert sorted(p.name for p in dest.iterdir() if not p.name.startswith(".")) == sorted(set(objects) - {bad})
     assert not list(dest.glob(f"*{s3sync.PARTIAL_SUFFIX}"))
     assert bad not in s3sync.read_manifest(str(dest))
@@ -259,6 +269,23 @@ def test_bytes_that_differ_from_the_objects_crc_never_get_a_shard_name(
     again = s3sync.sync(client, SOURCE, str(dest))
     assert (again.downloaded_files, again.skipped_files, again.download_checks) == (1, 3, {algorithm: 1})
     assert local_digests(dest) == digests(objects)
+
+
+def test_a_download_asks_for_the_s3_checksum_with_any_client(moto, s3, tmp_path, monkeypatch):
+    """download() on its own, with a client the engine did not make (the module's own, from
+    AnsibleAWSModule, with the engine's configuration): the object's CRC32 is still what
+    checks it, not its MD5."""
+    put_with(s3, "train-00000-of-00001", os.urandom(50_000), ChecksumAlgorithm="CRC32")
+    for name, value in moto.env.items():
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3", config=s3sync.client_config(4))
+    remote = s3sync.list_remote(client, BUCKET, "imagenet/")
+    dest = tmp_path / "data"
+    dest.mkdir()
+
+    _, check = s3sync.download(client, BUCKET, remote["train-00000-of-00001"], str(dest), s3sync.Bandwidth(0))
+
+    assert check == "CRC32"
 
 
 def page_cache_state(path: Path) -> dict[str, int]:

@@ -134,22 +134,34 @@ def test_the_engine_does_without_boto3():
 def test_the_client_validates_s3_checksums_only_on_request():
     config = s3sync.client_config(16)
     assert config.max_pool_connections >= 16
-    assert config.response_checksum_validation == "when_required"  # botocore >= 1.36; download() asks where needed
+    assert config.response_checksum_validation == "when_required"  # botocore >= 1.36; download() checks it
+
+
+def getobject_checksums():
+    """The response checksums botocore checks for S3's GetObject: the model's algorithms that
+    this botocore (with this awscrt) has an implementation of, and their classes."""
+    import botocore.session
+    from botocore import httpchecksum
+
+    model = botocore.session.get_session().get_service_model("s3").operation_model("GetObject")
+    return {
+        algorithm: httpchecksum._CHECKSUM_CLS[algorithm.lower()]  # botocore's own table (test only)
+        for algorithm in model.http_checksum["responseAlgorithms"]
+        if algorithm.lower() in httpchecksum._CHECKSUM_CLS
+    }
+
+
+def test_the_engine_checks_every_s3_checksum_botocore_checks():
+    """A new algorithm in botocore (S3 added the XXHashes and SHA-512 in 2025) is one the
+    engine must check too, or such objects would silently fall back to their MD5 or size."""
+    assert set(getobject_checksums()) == set(s3sync.S3_CHECKSUMS)
 
 
 @pytest.mark.parametrize("algorithm", s3sync.S3_CHECKSUMS)
 def test_the_engines_s3_checksums_are_botocores(algorithm):
     """Each full-object checksum the engine computes itself equals botocore's own (its
     classes, as a default client validates with them), chunk by chunk as a body streams."""
-    from botocore import httpchecksum
-
-    reference = {
-        "CRC32": httpchecksum.Crc32Checksum,
-        "CRC32C": httpchecksum.CrtCrc32cChecksum,
-        "CRC64NVME": httpchecksum.CrtCrc64NvmeChecksum,
-        "SHA1": httpchecksum.Sha1Checksum,
-        "SHA256": httpchecksum.Sha256Checksum,
-    }[algorithm]()
+    reference = getobject_checksums()[algorithm]()
     chunks = [os.urandom(n) for n in (1, 7000, 65536, 3)]
     for chunk in chunks:
         reference.update(chunk)
@@ -167,8 +179,10 @@ def test_a_composite_or_missing_s3_checksum_is_none():
 
 
 def test_without_awscrt_only_its_algorithms_fall_back(monkeypatch):
-    """CRC32C and CRC64NVME need awscrt (as in botocore): without it such an object is checked
-    as one without an S3 checksum; a CRC32 still is (zlib)."""
+    """CRC32C, CRC64NVME and the XXHashes need awscrt (as in botocore): without it such an
+    object is checked as one without an S3 checksum; a CRC32 (zlib) or a SHA still is."""
     monkeypatch.setitem(sys.modules, "awscrt", None)
-    assert s3sync.s3_checksum({"ChecksumCRC32C": "AAAAAA=="}) == (None, None, None)
+    for algorithm in ("CRC32C", "CRC64NVME", "XXHASH64", "XXHASH3", "XXHASH128"):
+        assert s3sync.s3_checksum({f"Checksum{algorithm}": "AAAAAA=="}) == (None, None, None)
     assert s3sync.s3_checksum({"ChecksumCRC32": "AAAAAA=="})[0] == "CRC32"
+    assert s3sync.s3_checksum({"ChecksumSHA512": "AAAAAA=="})[0] == "SHA512"

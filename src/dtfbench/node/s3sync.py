@@ -245,9 +245,9 @@ def download(
 
     Returns the final file's stat and what checked its bytes (Report.download_checks' names). The
     object's directory must exist (the caller makes each one once, not once per file).
-    S3's own checksum first: a client prepared by ask_for_s3_checksums() gets it with every
-    GET, and where the object has a full-object one (s3_checksum()) it is computed in the
-    loop that writes the chunks and compared before the rename. A client that validates
+    S3's own checksum first: every GET asks for it (ask_for_s3_checksums()), and where the
+    object has a full-object one (s3_checksum()) it is computed in the loop that writes the
+    chunks and compared before the rename. A client that validates
     checksums itself (botocore's when_supported) hands over a body that fails its last read
     on a mismatch: that check is kept and no other made. Only without either is the MD5
     computed (when the ETag is an MD5). No byte is hashed twice, none read twice.
@@ -257,7 +257,7 @@ def download(
 
     final = os.path.join(dest, obj.name)
     tmp = partial_path(dest, obj.name)
-    response = client.get_object(Bucket=bucket, Key=obj.key)
+    response = ask_for_s3_checksums(client).get_object(Bucket=bucket, Key=obj.key)
     body = response["Body"]
     digest, expected = None, None
     if isinstance(body, StreamingChecksumBody):
@@ -279,7 +279,9 @@ def download(
                         digest.update(chunk)
                     written += len(chunk)
             except FlexibleChecksumError as err:
-                raise SyncError(f"the bytes differ from the object's {check} checksum in S3 ({err})") from err
+                raise SyncError(
+                    f"{obj.key}: the bytes differ from the object's {check} checksum in S3 ({err})"
+                ) from err
             f.flush()
             start_writeback(f.fileno())
         if written != obj.size:
@@ -320,28 +322,52 @@ class _Crc:
         return self.crc.to_bytes(self.size, "big")
 
 
+class _XXHash:
+    """awscrt's XXHash as a hashlib-like object."""
+
+    def __init__(self, xxhash):
+        self.xxhash = xxhash
+
+    def update(self, data: bytes) -> None:
+        self.xxhash.update(data)
+
+    def digest(self) -> bytes:
+        return self.xxhash.finalize()
+
+
+# awscrt's: the CRCs by their function and size, the XXHashes by their constructor.
+_AWSCRT_CRCS = {"CRC32C": ("crc32c", 4), "CRC64NVME": ("crc64nvme", 8)}
+_AWSCRT_XXHASHES = {"XXHASH64": "new_xxhash64", "XXHASH3": "new_xxhash3_64", "XXHASH128": "new_xxhash3_128"}
+
+
 def _s3_checksum_digest(algorithm: str):
     """A fresh digest of one of S3's checksum algorithms, or None where none is at hand here.
 
     The CRC32 is zlib's (CPython's own): 5.5 GB/s here against awscrt's 3.4, which botocore
-    would pick where awscrt is installed and offers no setting to avoid. CRC32C and CRC64NVME
-    are awscrt's (the CPU's CRC instructions, ~80 GB/s; botocore's own choice, and it has no
-    other): without awscrt an object of theirs is checked as one with no S3 checksum.
+    would pick where awscrt is installed and offers no setting to avoid. CRC32C, CRC64NVME
+    (the CPU's CRC instructions, 50-85 GB/s here) and the XXHashes are awscrt's, as botocore
+    has them: without awscrt (the XXHashes: before awscrt 0.31.2) an object of theirs is
+    checked as one with no S3 checksum. SHA-1, SHA-256 and SHA-512 are hashlib's.
     """
     if algorithm == "CRC32":
         return _Crc(zlib.crc32, 4)
-    if algorithm in ("CRC32C", "CRC64NVME"):
+    if algorithm in _AWSCRT_CRCS or algorithm in _AWSCRT_XXHASHES:
         try:
             from awscrt import checksums
         except ImportError:
             return None
-        return _Crc(checksums.crc32c, 4) if algorithm == "CRC32C" else _Crc(checksums.crc64nvme, 8)
-    return hashlib.new(algorithm.replace("SHA", "sha"), usedforsecurity=False)
+        if algorithm in _AWSCRT_CRCS:
+            function, size = _AWSCRT_CRCS[algorithm]
+            return _Crc(getattr(checksums, function), size)
+        new = getattr(getattr(checksums, "XXHash", None), _AWSCRT_XXHASHES[algorithm], None)
+        return _XXHash(new()) if new is not None else None
+    return hashlib.new(algorithm.lower(), usedforsecurity=False)
 
 
-# S3's checksum algorithms as GetObject's response names them ("Checksum" + algorithm), in
-# botocore's order of preference (a response carries one).
-S3_CHECKSUMS = ("CRC64NVME", "CRC32C", "CRC32", "SHA1", "SHA256")
+# The S3 checksum algorithms botocore checks, as GetObject's response names them ("Checksum" +
+# algorithm), in its order of preference; a response carries one. (S3 also knows an MD5 one,
+# which botocore does not check: such an object is checked by its ETag when that is an MD5.)
+S3_CHECKSUMS = ("XXHASH128", "XXHASH3", "CRC64NVME", "XXHASH64", "CRC32C", "CRC32", "SHA1", "SHA256", "SHA512")
 
 
 def s3_checksum(response: dict, computable: bool = True):
@@ -351,7 +377,7 @@ def s3_checksum(response: dict, computable: bool = True):
     None for an object without one, and for a multipart object's composite checksum (a
     checksum of its parts' checksums, "...-N", which the whole body cannot be checked
     against); with ``computable``, also for an algorithm with no implementation here
-    (CRC32C and CRC64NVME without awscrt). Without ``computable`` the digest is None.
+    (awscrt's without awscrt). Without ``computable`` the digest is None.
     """
     for algorithm in S3_CHECKSUMS:
         value = response.get("Checksum" + algorithm)
@@ -365,17 +391,17 @@ def s3_checksum(response: dict, computable: bool = True):
     return None, None, None
 
 
+def _ask_for_checksum(params, **_):
+    params["headers"]["x-amz-checksum-mode"] = "ENABLED"
+
+
 def ask_for_s3_checksums(client):
     """Make each GetObject of this client ask S3 for the object's checksum (the header that
     ChecksumMode=ENABLED sends), without botocore's own validation of it: download() checks
     it, with a faster CRC32 than botocore's (_s3_checksum_digest). A client that validates
     by itself (botocore's when_supported) still does, and download() then leaves it to it.
-    Returns the client; registering twice is a no-op."""
-
-    def ask(params, **_):
-        params["headers"]["x-amz-checksum-mode"] = "ENABLED"
-
-    client.meta.events.register("before-call.s3.GetObject", ask, unique_id="dtfbench-s3-checksum-mode")
+    Returns the client; registering again is a no-op (~7 us)."""
+    client.meta.events.register("before-call.s3.GetObject", _ask_for_checksum, unique_id="dtfbench-s3-checksum-mode")
     return client
 
 
@@ -605,7 +631,7 @@ def _download_all(pool, client, bucket, remote, dest, fetch, bandwidth, verify_m
         try:
             st, check = future.result()
         except Exception as err:  # noqa: BLE001 - collected, reported together below
-            errors.append(f"{remote[name].key}: {err}")
+            errors.append(str(err) if isinstance(err, SyncError) else f"{remote[name].key}: {err}")
             continue
         remember(name, st)
         report.downloaded_files += 1
