@@ -1,0 +1,32 @@
+"""benchmarks/staging.py's order of the engines: a Williams design."""
+
+from __future__ import annotations
+
+import collections
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from staging import orders  # noqa: E402
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 7, 8])
+def test_each_engine_runs_in_every_position_and_after_every_other_equally(count):
+    names = [f"engine{i}" for i in range(count)]
+    cycle = count if count % 2 == 0 else 2 * count
+    rows = [order for _, order in orders(names, cycle)]
+
+    assert all(sorted(row) == names for row in rows)
+    for position in range(count):
+        assert sorted(row[position] for row in rows[:count]) == names
+    after = collections.Counter((row[i - 1], row[i]) for row in rows for i in range(1, count))
+    assert set(after) == {(a, b) for a in names for b in names if a != b}
+    assert len(set(after.values())) == 1, after
+
+
+def test_the_rounds_repeat_the_cycle():
+    names = ["a", "b", "c"]
+    rows = [order for _, order in orders(names, 8)]
+    assert rows[6:] == rows[:2]
