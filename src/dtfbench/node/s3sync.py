@@ -20,9 +20,9 @@ How a sync goes:
 3. Every download goes to a temporary file in the destination directory, named
    ``.<name>.dtfbench-partial`` (hidden: it never matches ``train-*``/``validation-*``),
    checked while it streams (size, and the object's own full-object S3 checksum where it
-   has one: CRC64NVME, CRC32C, CRC32, SHA-1 or SHA-256; otherwise MD5 against the ETag
-   when the ETag is one) and renamed onto its final name: a final name only ever holds a
-   whole, checked file.
+   has one, of any algorithm botocore checks: CRC64NVME, CRC32C, CRC32, SHA-1/256/512,
+   XXHASH64/3/128; otherwise MD5 against the ETag when the ETag is one) and renamed onto
+   its final name: a final name only ever holds a whole, checked file.
    Temporary files left by a killed sync are removed by the next one.
 4. Each completed file is appended to a journal (one JSON line, flushed), so a sync killed
    halfway keeps what it finished; at the end the journal is folded into the manifest.
@@ -247,10 +247,10 @@ def download(
     object's directory must exist (the caller makes each one once, not once per file).
     S3's own checksum first: every GET asks for it (ask_for_s3_checksums()), and where the
     object has a full-object one (s3_checksum()) it is computed in the loop that writes the
-    chunks and compared before the rename. A client that validates
-    checksums itself (botocore's when_supported) hands over a body that fails its last read
-    on a mismatch: that check is kept and no other made. Only without either is the MD5
-    computed (when the ETag is an MD5). No byte is hashed twice, none read twice.
+    chunks and compared before the rename. A client that validates checksums itself
+    (botocore's when_supported) hands over a body that fails its last read on a mismatch:
+    that check is kept and no other made. Only without either is the MD5 computed (when the
+    ETag is an MD5). No byte is hashed twice, none read twice.
     """
     from botocore.exceptions import FlexibleChecksumError
     from botocore.httpchecksum import StreamingChecksumBody
@@ -400,7 +400,8 @@ def ask_for_s3_checksums(client):
     ChecksumMode=ENABLED sends), without botocore's own validation of it: download() checks
     it, with a faster CRC32 than botocore's (_s3_checksum_digest). A client that validates
     by itself (botocore's when_supported) still does, and download() then leaves it to it.
-    Returns the client; registering again is a no-op (~7 us)."""
+    Returns the client; download() calls it for every GET (registering again is a no-op,
+    ~7 us), so that any client it is given asks."""
     client.meta.events.register("before-call.s3.GetObject", _ask_for_checksum, unique_id="dtfbench-s3-checksum-mode")
     return client
 
@@ -443,7 +444,6 @@ def sync(
     if workers < 1:
         raise SyncError(f"workers={workers}: give at least 1")
     bucket, prefix = parse_s3_url(source)
-    ask_for_s3_checksums(client)
     started = time.monotonic()
     report = Report(source=source, dest=dest)
     if not os.path.isdir(dest):
@@ -703,8 +703,8 @@ def client_config(workers: int):
 
     A connection per worker (botocore's default pool of 10 would cap them), standard retries,
     and no response checksum validated by botocore unless a request asks for it (ChecksumMode;
-    botocore >= 1.36's default asks with every GET): download() checks S3's checksum itself
-    (ask_for_s3_checksums).
+    botocore >= 1.36's default asks with every GET): download() asks for S3's checksum with
+    the header alone and checks it itself (ask_for_s3_checksums).
     """
     from botocore.config import Config
 
@@ -740,7 +740,7 @@ def make_client(workers: int, endpoint_url: str | None = None):
 
     session = botocore.session.get_session()
     client = session.create_client("s3", endpoint_url=endpoint_url or None, config=client_config(workers))
-    return ask_for_s3_checksums(skip_timestamp_parsing(client))
+    return skip_timestamp_parsing(client)
 
 
 def main(argv=None) -> int:
