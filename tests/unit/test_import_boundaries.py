@@ -69,10 +69,12 @@ LATER_STAGE_EXCEPTIONS = {
 # function (never at import time), because only those functions need them and they run only
 # where the package is there. s3sync's client_config/make_client build a botocore S3 client;
 # its callers are `python -m dtfbench s3sync` in the nodes' virtualenv (boto3 is pinned there)
-# and the s3_dataset_sync module (AnsibleAWSModule, which requires botocore). Everything else
-# of s3sync - the sync engine the module drives - is standard library.
+# and the s3_dataset_sync module (AnsibleAWSModule, which requires botocore). Its download()
+# also checks S3's CRC32C, CRC64NVME and XXHASH checksums with awscrt, where awscrt is there
+# (an object of theirs falls back to its MD5 without it). Everything else of s3sync - the
+# sync engine the module drives - is standard library.
 LAZY_ONLY = {
-    "dtfbench.node.s3sync": ("botocore",),
+    "dtfbench.node.s3sync": ("botocore", "awscrt"),
 }
 
 STDLIB = frozenset(sys.stdlib_module_names)
