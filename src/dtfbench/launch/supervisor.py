@@ -145,7 +145,7 @@ def spawn(argv):
         _POPENS.append(child)
         return child.pid
     _no_inheritance_beyond_stdio()
-    restored = [getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name)]
+    restored = [getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)]
     return posix_spawnp(argv[0], argv, dict(os.environ), setsigdef=restored)
 
 
