@@ -2,9 +2,9 @@
 
 Starts the same per-host tasks as the launch (library/tf_host_run.py state=started) with
 nothing but a parallel ``ssh`` fan-out: ``xargs -P <hosts>`` runs one ``ssh host bash -s``
-per host, whose script writes the same task supervisor the module writes
-(src/dtfbench/launch/task.py's SUPERVISOR_SOURCE), starts each of the host's tasks
-under it (PSs first, each in a session of its own, as the module does) and waits until
+per host, whose script writes the task supervisor that the module forks
+(src/dtfbench/launch/supervisor.py) to the run directory, starts each of the host's tasks
+under it as a program (PSs first, each in a session of its own, as the module does) and waits until
 every task's port accepts a connection (bash's /dev/tcp, polled every 0.05 s; the module
 polls every 0.1 s). The time is from the fan-out's start until every ssh has returned.
 
@@ -23,8 +23,11 @@ from pathlib import Path
 
 from bare_launcher import ssh_base
 
+from dtfbench.launch import supervisor as task_supervisor
 from dtfbench.launch.host_run import task_argv
-from dtfbench.launch.task import SUPERVISOR_NAME, SUPERVISOR_SOURCE, SUPERVISOR_TAG
+
+SUPERVISOR_NAME = "tf_task_supervisor.py"
+SUPERVISOR_SOURCE = Path(task_supervisor.__file__).read_text()
 
 
 def host_script(
@@ -40,7 +43,7 @@ def host_script(
     ordered = sorted(tasks, key=lambda t: (t["job"] != "ps", t["task_index"]))
     for task in ordered:
         base = f"{run_dir}/{run_id}-{task['job']}-{task['task_index']}"
-        argv = [python, supervisor, SUPERVISOR_TAG, base, base + ".exit", "--"] + task_argv(
+        argv = [python, supervisor, task_supervisor.PROGRAM_TAG, base, base + ".exit", "--"] + task_argv(
             program, task, cluster_spec, []
         )
         lines.append(

@@ -12,8 +12,9 @@ description:
     worker (C(python -m dtfbench train --job_name ps ...)), or any program of the user that
     takes the cluster flags - the way the 2017 study's launchers did with bash and screen, but
     with readiness, exit status and clean stopping.
-  - O(state=started) starts the program detached, through a small supervisor (the leader of a
-    new session and process group; stdin C(/dev/null); stdout and stderr to
+  - O(state=started) starts the program detached, through a small supervisor (a fork of the
+    module's process, named C(tf_task-superv) in the process table; the leader of a new
+    session and process group; stdin C(/dev/null); stdout and stderr to
     C(<run_dir>/<name>.log); its pid in C(<run_dir>/<name>.pid)). The supervisor runs the
     program as its child, waits for it and writes its exit status (exit code or signal)
     atomically to C(<run_dir>/<name>.exit), so that O(state=finished) can report it later
@@ -27,9 +28,10 @@ description:
     task's environment marker, which also finds descendants that moved to another process
     group or session), then SIGCONT so that a stopped process acts on it, waits up to
     O(grace_period), then sends SIGKILL, and checks that none of them remain.
-  - Every process started by this module carries C(DTFBENCH_TF_TASK=<run_dir>/<name>) in its
+  - Every program started by this module carries C(DTFBENCH_TF_TASK=<run_dir>/<name>) in its
     environment; a live pid file is trusted only when that process is this task's supervisor
-    (checked in C(/proc/<pid>/cmdline)), so stale pid files and reused pids are harmless.
+    (its name in C(/proc/<pid>/comm), and its standard output this task's log), so stale pid
+    files and reused pids are harmless.
   - The program also finds C(DTFBENCH_TASK_HEARTBEAT=<run_dir>/<name>.heartbeat) in its
     environment - a file whose mtime it may move while it runs, which M(tf_host_run) watches
     (its O(stall_timeout)) to tell a frozen task.
@@ -59,8 +61,8 @@ options:
     type: path
   run_dir:
     description:
-      - Directory of C(<name>.pid), C(<name>.log), C(<name>.exit) and the supervisor script
-        (C(tf_task_supervisor.py)); created when missing. Use one per run.
+      - Directory of C(<name>.pid), C(<name>.log) and C(<name>.exit); created when missing.
+        Use one per run.
     type: path
     required: true
   state:
@@ -130,7 +132,8 @@ attributes:
     support: none
     description: Nothing to diff.
 notes:
-  - Only Linux (it reads C(/proc)). The supervisor is run with the module's Python interpreter.
+  - Only Linux (it reads C(/proc)). The supervisor is a fork of the module's Python process;
+    its command line and environment in C(/proc) are the module's.
   - The processes are detached from the Ansible connection. A host whose logind kills a
     user's processes at logout (C(KillUserProcesses=yes)) needs lingering for that user.
   - A descendant that both leaves the process group and clears its environment cannot be

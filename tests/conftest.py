@@ -34,16 +34,22 @@ def ansible_env() -> dict:
 
 
 def processes_matching(text: str) -> list[str]:
-    """Command lines of live processes whose argv or environment mentions `text`."""
+    """Live processes whose argv, environment or standard output (a task's log) mentions `text`:
+    "<pid>: <argv> [<name>]". A task's supervisor is a fork (dtfbench.launch.task): its argv and
+    environment are those of the process it was forked from, its output is the task's log."""
     found = []
     me = os.getpid()
     for pid in procfs.pids():
-        if pid == me:
+        if pid == me or not procfs.alive(pid):
             continue
         cmdline = " ".join(procfs.cmdline(pid))
         environ = b"\0".join(procfs.environ(pid)).decode(errors="replace")
-        if text in cmdline or text in environ:
-            found.append(f"{pid}: {cmdline.strip()}")
+        try:
+            output = os.readlink(f"/proc/{pid}/fd/1")
+        except OSError:
+            output = ""
+        if text in cmdline or text in environ or text in output:
+            found.append(f"{pid}: {cmdline.strip()} [{procfs.comm(pid)}]")
     return found
 
 

@@ -32,6 +32,7 @@ from playbook_harness import extra_vars, own_ports, run_playbook, small_run, sta
 from testbed_fixtures import module_testbed
 
 from dtfbench.launch import sweep_marker
+from dtfbench.launch.task import SUPERVISOR_COMM
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
@@ -132,7 +133,7 @@ def task_pids(sweep_id: str, job: str, index: int) -> list[int]:
 
 
 def tf_processes(sweep_id: str, live_processes) -> list[str]:
-    return [p for p in live_processes(sweep_id) if "dtfbench train" in p or "tf_task_supervisor" in p]
+    return [p for p in live_processes(sweep_id) if "dtfbench train" in p or SUPERVISOR_COMM in p]
 
 
 def measuring_sweep(bed, tmp_path, **more) -> Sweep:
@@ -265,7 +266,7 @@ def test_task_that_never_listens_fails_after_ready_timeout(bed2, tmp_path, live_
     assert "did not accept connections" in done.stdout and "ready_timeout=8" in done.stdout, done.stdout[-3000:]
     assert "pretending to start" in done.stdout  # the log tail
     assert time.monotonic() - started < 120
-    assert [p for p in live_processes(run_id) if "never_listens" in p or "tf_task_supervisor" in p] == []
+    assert [p for p in live_processes(run_id) if "never_listens" in p or SUPERVISOR_COMM in p] == []
 
 
 def sweep_to_its_end(bed, sweep_id: str, db: Path, *args: str):

@@ -29,6 +29,7 @@ import pytest
 from playbook_harness import extra_vars, run_playbook, small_run, start_playbook, strict_inventory_env
 from testbed_fixtures import module_testbed
 
+from dtfbench.launch.task import SUPERVISOR_COMM
 from dtfbench.linux import procfs
 from dtfbench.results import store
 
@@ -139,7 +140,7 @@ class Sweep:
 
 
 def tasks_of(sweep_id: str, live_processes) -> list[str]:
-    return [p for p in live_processes(sweep_id) if "dtfbench train" in p or "tf_task_supervisor" in p]
+    return [p for p in live_processes(sweep_id) if "dtfbench train" in p or SUPERVISOR_COMM in p]
 
 
 def assert_interrupted(sweep: Sweep, took: float, live_processes, earlier: int) -> str:

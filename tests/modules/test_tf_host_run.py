@@ -22,6 +22,7 @@ from ports import free_ports
 from task_processes import alive, no_leftovers, processes_of, wait_for  # noqa: F401
 
 from dtfbench.contract.outcomes import PEER_LOST
+from dtfbench.launch.task import SUPERVISOR_COMM
 from dtfbench.linux import procfs
 
 pytestmark = pytest.mark.ansible
@@ -226,6 +227,7 @@ def module_running(tmp_path):
         for pid in procfs.pids()
         # The module, or the direct call of its action plugin (plugins/action/tf_host_run.py).
         if any("AnsiballZ_tf_host_run" in part or part == "dtfbench-tf_host_run" for part in procfs.cmdline(pid))
+        and procfs.comm(pid) != SUPERVISOR_COMM  # the tasks' supervisors are forks of it
     )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dtfbench.launch import supervisor, task
+from dtfbench.launch import supervisor
 
 PY36 = next(
     (p for p in ("/root/.pyenv/versions/3.6.15/bin/python", shutil.which("python3.6")) if p and Path(p).exists()), None
@@ -34,7 +34,7 @@ def supervise(python, tmp_path, program, env=None):
     supervisor's output, its exit record)."""
     exit_file = tmp_path / "task.exit"
     done = subprocess.run(
-        [python, "-S", supervisor.__file__, task.SUPERVISOR_TAG, "m", str(exit_file), "--", *program],
+        [python, "-S", supervisor.__file__, supervisor.PROGRAM_TAG, "m", str(exit_file), "--", *program],
         env=dict(os.environ, **(env or {})),
         capture_output=True,
         text=True,
@@ -67,7 +67,7 @@ def test_the_supervisor_starts_its_program_without_importing_subprocess(tmp_path
         "    sys.stderr.write('LOADED ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
         "    return spawn(*args, **kwargs)\n"
         "os.posix_spawnp = spied\n"
-        f"sys.argv = [{supervisor.__file__!r}, {task.SUPERVISOR_TAG!r}, 'm', {str(exit_file)!r}, '--', 'true']\n"
+        f"sys.argv = [{supervisor.__file__!r}, {supervisor.PROGRAM_TAG!r}, 'm', {str(exit_file)!r}, '--', 'true']\n"
         f"runpy.run_path({supervisor.__file__!r}, run_name='__main__')\n"
     )
     done = subprocess.run(
@@ -146,7 +146,7 @@ def test_the_program_gets_no_descriptor_its_supervisors_starter_left_open(tmp_pa
         exit_file = tmp_path / "task.exit"
         program = [sys.executable, "-c", "import os; print('FDS', sorted(int(f) for f in os.listdir('/proc/self/fd')))"]
         done = subprocess.run(
-            [sys.executable, "-S", supervisor.__file__, task.SUPERVISOR_TAG, "m", str(exit_file), "--", *program],
+            [sys.executable, "-S", supervisor.__file__, supervisor.PROGRAM_TAG, "m", str(exit_file), "--", *program],
             pass_fds=(write_end,),
             capture_output=True,
             text=True,

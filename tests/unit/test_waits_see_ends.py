@@ -109,7 +109,7 @@ def test_the_run_ends_when_its_worker_does_and_a_stop_when_its_task_goes(tmp_pat
 
 def supervised(exit_file, program):
     """The command line of a task supervisor (its own file, as the task core runs it) of program."""
-    return [sys.executable, supervisor.__file__, task.SUPERVISOR_TAG, "m", str(exit_file), "--", *program]
+    return [sys.executable, supervisor.__file__, supervisor.PROGRAM_TAG, "m", str(exit_file), "--", *program]
 
 
 def voluntary_switches(pid):

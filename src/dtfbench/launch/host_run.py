@@ -14,7 +14,6 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import signal
-import sys
 import time
 
 from ..contract.outcomes import PEER_LOST
@@ -29,8 +28,6 @@ from .task import (
     _port_open,
     disk_full,
     room_problem,
-    source_beside,
-    stdlib_only_flags,
     write_replacing,
 )
 
@@ -39,8 +36,8 @@ from .task import (
 CAUSE_SLACK = 2.0
 
 COMPLETE_MARKER = "complete"
-# The NIC sampler (nic_sampler.py, shipped beside this file) runs as one more task of the
-# host's run, from its copy in the run directory (as the supervisor does). Its name and its
+# The NIC sampler (nic_sampler.py) runs as one more task of the host's run, in a fork of its
+# supervisor (no interpreter of its own to start, no program written to execute). Its name and its
 # samples file carry the host's first task ("<run_id>-nic-ps-0", "nic-ps-0.samples"), unique
 # in the run: the tasks' markers are seen across hosts that share a process table (the test
 # bed's namespaces) and a run directory may be on a file system the hosts share.
@@ -59,7 +56,6 @@ FROZEN_STATES = {
     "t": "stopped by a debugger",
     "D": "in uninterruptible sleep (stuck in the kernel: a disk, a network file system, a device)",
 }
-NIC_SAMPLER_SOURCE = source_beside("nic_sampler.py")
 
 
 def ready_polls(first=0.01, factor=1.5, cap=POLL):
@@ -285,35 +281,34 @@ class HostRun(object):
         interval = self.params["nic_sample_interval"]
         if not interval or self.check_mode or not self.tasks:
             return
-        program = os.path.join(self.run_dir, nic_sampler.PROGRAM_NAME)
         samples = self.nic_samples()
+        address, max_runtime = self.tasks[0]["address"], self.params["max_runtime"]
         try:
-            if not os.path.isdir(self.run_dir):
-                os.makedirs(self.run_dir, 0o700)
-            if procfs.read(program) != NIC_SAMPLER_SOURCE:
-                write_replacing(program, NIC_SAMPLER_SOURCE)
             if os.path.exists(samples):
                 os.unlink(samples)
         except (IOError, OSError) as error:
             self.warn("the NIC sampler cannot be set up in %s: %s" % (self.run_dir, error))
             return
-        argv = (
-            [sys.executable]
-            + stdlib_only_flags()
-            + [
-                program,
-                "--address",
-                self.tasks[0]["address"],
-                "--out",
-                samples,
-                "--interval",
-                str(interval),
-                "--max-runtime",
-                str(self.params["max_runtime"]),
-            ]
-        )
+
+        def sampler():
+            return nic_sampler.run(address, samples, interval, max_runtime, parent=os.getppid())
+
+        # What it runs, as its command line would say it (the log, the exit record).
+        argv = [
+            nic_sampler.PROGRAM_NAME,
+            "--address",
+            address,
+            "--out",
+            samples,
+            "--interval",
+            str(interval),
+            "--max-runtime",
+            str(max_runtime),
+        ]
         failed, result = self.call(
-            self.nic_params(argv=argv, wait_ready=False, max_runtime=self.params["max_runtime"]), "started", table=table
+            self.nic_params(argv=argv, program=sampler, wait_ready=False, max_runtime=max_runtime),
+            "started",
+            table=table,
         )
         if failed:
             self.warn("the NIC sampler did not start: %s" % result["msg"])

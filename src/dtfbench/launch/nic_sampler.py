@@ -13,8 +13,9 @@ window of its own, and an external program (tf_cnn_benchmarks) does not announce
 one window for every host, the span of the workers' measured steps (the first worker's first
 to the last worker's last).
 
-Copied alone to the node (the SSH launcher writes it to the run directory as the task core
-does its supervisor; the Slurm job runs its copy under the job's root), so it stands alone:
+The SSH launcher runs it in a fork of the task's supervisor (``run``, from the code it
+imported already); the Slurm job runs its copy under the job's root as a program, so it
+stands alone:
 standard library only, imports nothing of dtfbench, Python 3.5-compatible (TF 1.1's 3.6).
 What cannot be measured is ``{"status": "unknown", "reason": ...}``, never an exception.
 
@@ -32,7 +33,7 @@ import time
 
 NET_DEV = "/proc/net/dev"
 DEFAULT_INTERVAL = 0.1
-# The name the launchers give the program on the node (beside the supervisor).
+# The name the Slurm job gives the program on the node.
 PROGRAM_NAME = "dtfbench_nic_sampler.py"
 
 # rtnetlink (linux/netlink.h, linux/rtnetlink.h, linux/if_addr.h).
@@ -341,9 +342,11 @@ def _stop(_number, _frame):
     raise _Stop()
 
 
-def sample(address, out, interval, max_runtime, net_dev=NET_DEV):
-    """Write the header, then one line per interval until SIGTERM or max_runtime; exit 0 (a
-    host that cannot be measured writes why in its header and stops at once)."""
+def sample(address, out, interval, max_runtime, net_dev=NET_DEV, parent=None):
+    """Write the header, then one line per interval until SIGTERM or max_runtime, or until
+    the process ``parent`` is no longer this one's parent (its supervisor, whose stop it would
+    otherwise never get); exit 0 (a host that cannot be measured writes why in its header and
+    stops at once)."""
     interface, detail = interface_of(address)
     header = {"status": "ok", "address": address, "interval": interval}
     if interface is None:
@@ -370,6 +373,8 @@ def sample(address, out, interval, max_runtime, net_dev=NET_DEV):
                     handle.flush()
                 if deadline is not None and time.time() >= deadline:
                     return 0
+                if parent is not None and os.getppid() != parent:
+                    return 0
                 time.sleep(interval)
         except _Stop:
             # One last sample: the window may end just before the stop.
@@ -394,10 +399,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.interval <= 0:
         parser.error("--interval must be > 0, got %s" % args.interval)
+    return run(args.address, args.out, args.interval, args.max_runtime)
+
+
+def run(address, out, interval, max_runtime, parent=None):
+    """Sample (``sample``) until SIGTERM, SIGINT or SIGHUP, max_runtime or the end of
+    ``parent``; the exit status, 0."""
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, _stop)
     try:
-        return sample(args.address, args.out, args.interval, args.max_runtime)
+        return sample(address, out, interval, max_runtime, parent=parent)
     except _Stop:
         return 0
 

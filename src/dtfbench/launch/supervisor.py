@@ -4,13 +4,14 @@
 """The tf_task supervisor: leader of one task's session and process group.
 
 It runs the program as its child, waits for it and writes the exit status atomically. The
-task core (``dtfbench.launch.task``) copies this file to ``<run_dir>/tf_task_supervisor.py``,
-so that it outlives the module's temporary files, and runs it there with the module's
-Python. So it stands alone: standard library only, imports nothing of dtfbench (it reads
-/proc itself for the same reason), for old targets' Python (pyproject.toml's
-[tool.dtfbench.oldest-python]).
+task core (``dtfbench.launch.task``) forks it from the process that starts the task and
+calls ``supervise`` in the child: no interpreter starts and nothing is imported again
+(~20 ms of CPU a task, three a host and run). It also runs as a program of its own
+(the bare launchers of benchmarks/ start it so), so it stands alone: standard library only,
+imports nothing of dtfbench (it reads /proc itself for the same reason), for old targets'
+Python (pyproject.toml's [tool.dtfbench.oldest-python]).
 
-usage: python tf_task_supervisor.py tf_task-supervisor MARKER EXIT_FILE -- PROGRAM [ARGS...]
+usage: python supervisor.py tf_task-supervisor MARKER EXIT_FILE -- PROGRAM [ARGS...]
 
 The exit record's room on disk is taken before the program starts (``reserve_exit``): a disk
 that fills up while the program runs cannot keep a finished task's exit status from being
@@ -26,6 +27,9 @@ import signal
 import sys
 import time
 
+# The program's first argument (see usage): what names a supervisor started as a program in
+# its command line.
+PROGRAM_TAG = "tf_task-supervisor"
 DEADLINE_ENV = "TF_TASK_SUPERVISOR_MAX_RUNTIME"
 GRACE_ENV = "TF_TASK_SUPERVISOR_GRACE"
 # The room taken for the exit record (beside the program's command line, which it holds):
@@ -147,6 +151,30 @@ def spawn(argv):
     _no_inheritance_beyond_stdio()
     restored = [getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)]
     return posix_spawnp(argv[0], argv, dict(os.environ), setsigdef=restored)
+
+
+def run_forked(program):
+    """Run ``program()`` in a fork of this process, as its child; the child's pid. The child
+    takes the default action of the signals this supervisor notes, unless ``program`` sets
+    its own, and ends with ``program``'s return value as its exit status (1 when it raises)."""
+    pid = os.fork()
+    if pid:
+        return pid
+    status = 1
+    try:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        status = program() or 0
+    except BaseException:
+        try:
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+    finally:
+        os._exit(status)
 
 
 def exit_code(status):
@@ -356,9 +384,19 @@ def how_it_ended(record, advice=True):
 
 def main():
     if len(sys.argv) < 6 or sys.argv[4] != "--":
-        sys.stderr.write("usage: %s tf_task-supervisor MARKER EXIT_FILE -- PROGRAM...\n" % sys.argv[0])
+        sys.stderr.write("usage: %s %s MARKER EXIT_FILE -- PROGRAM...\n" % (sys.argv[0], PROGRAM_TAG))
         return 2
-    exit_file, argv = sys.argv[3], sys.argv[5:]
+    return supervise(sys.argv[3], sys.argv[5:])
+
+
+def supervise(exit_file, argv, program=None):
+    """Run ``argv`` as this process's child, wait for it, record its end in ``exit_file``; the
+    exit status the supervisor ends with. This process is the task's session leader.
+
+    ``program``: a function that the child runs instead of executing ``argv`` (a fork of this
+    process; its return value is the child's exit status), which ``argv`` then only describes
+    in the log and the exit record.
+    """
     received = []
 
     def note(signum, frame):
@@ -390,7 +428,7 @@ def main():
     counter = memory_cgroup_counter()
     kills_before = oom_kills(counter) if counter else None
     try:
-        pid = spawn(argv)
+        pid = spawn(argv) if program is None else run_forked(program)
     except OSError as error:
         record.update(rc=127, error="cannot execute %s: %s" % (argv[0], error), ended=time.time())
         record["duration"] = record["ended"] - record["started"]

@@ -6,7 +6,8 @@
 A library for the tf_task module (one task per call) and ``dtfbench.launch.host_run`` (all of
 a host's tasks of one run per call, the tf_task_host_run module): ``TfTask(params, check_mode,
 warn).run()`` returns the result of one state, or raises ``TaskError`` (its message and the
-result fields). The supervisor program is ``supervisor.py`` beside this file.
+result fields). Each task's supervisor (``supervisor.py`` beside this file) is a fork of the
+process that starts the task (``fork_supervisor``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,7 +20,6 @@ import re
 import signal
 import socket
 import stat
-import subprocess
 import sys
 import time
 
@@ -31,8 +31,11 @@ MARKER_ENV = "DTFBENCH_TF_TASK"
 # dtfbench.workload.liveness): its mtime moving says that the program still runs, which a
 # frozen one cannot say (dtfbench.launch.host_run watches it with stall_timeout).
 HEARTBEAT_ENV = "DTFBENCH_TASK_HEARTBEAT"
-SUPERVISOR_TAG = "tf_task-supervisor"
-SUPERVISOR_NAME = "tf_task_supervisor.py"
+# A supervisor's name in the process table (/proc/<pid>/comm, what `ps -e` and pgrep show; at
+# most 15 bytes). With its standard output, the task's log, it says whose supervisor a process
+# is (TfTask.is_supervisor): a fork keeps the command line and environment of the process it
+# was forked from.
+SUPERVISOR_COMM = "tf_task-superv"
 POLL = 0.1
 KILL_WAIT = 5.0
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}$")
@@ -52,27 +55,6 @@ def _which(program, path):
     import shutil
 
     return shutil.which(program, path=path)
-
-
-def stdlib_only_flags():
-    """Python's flags for the host programs that import the standard library only (the
-    supervisor, the NIC sampler): without `site` (site-packages, .pth files), about 30 % of an
-    interpreter's start (11.4 -> 8.0 ms here), paid three times a host a run. Not in a
-    virtualenv made by virtualenv < 20 (it sets sys.real_prefix): its own site.py puts most
-    of the standard library on the path."""
-    return [] if hasattr(sys, "real_prefix") else ["-S"]
-
-
-def source_beside(name):
-    """The text of a file shipped beside this one, read through its loader, which also works
-    when Ansible runs the module from its zip (pkgutil.get_data's way, without importing
-    pkgutil: 5 ms of every call's start on Python 3.12, where it imports typing)."""
-    return __loader__.get_data(os.path.join(os.path.dirname(__file__), name)).decode("utf-8")
-
-
-# The supervisor program (supervisor.py, shipped beside this file): written to <run_dir> so
-# that it outlives the module's temporary files.
-SUPERVISOR_SOURCE = source_beside("supervisor.py")
 
 
 # ------------------------------------------------------------------------------------------
@@ -107,6 +89,100 @@ def child_running(pid):
         return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
     except (ChildProcessError, OSError):
         return None
+
+
+class Supervisor(object):
+    """A supervisor this process forked (``fork_supervisor``), as callers use a Popen: ``pid``,
+    ``poll()`` (None while it runs) and ``wait()``. Neither reaps it before ``wait``: its wait
+    status stays there for ``_child_status`` to tell how it ended."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None and not child_running(self.pid):
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except (ChildProcessError, OSError):
+                info = None  # reaped already (SIGCHLD ignored): ended, how is not known
+            if info is None:
+                self.returncode = 0
+            elif info.si_code == os.CLD_EXITED:
+                self.returncode = info.si_status
+            else:
+                self.returncode = -info.si_status
+        return self.returncode
+
+    def wait(self):
+        try:
+            self.returncode = supervisor.exit_code(os.waitpid(self.pid, 0)[1])
+        except ChildProcessError:
+            if self.returncode is None:
+                self.returncode = 0
+        return self.returncode
+
+
+def _descriptors_beyond_stdio():
+    try:
+        return [int(name) for name in os.listdir("/proc/self/fd") if int(name) > 2]
+    except OSError:
+        return []
+
+
+def fork_supervisor(exit_file, argv, env, chdir, log, program=None):
+    """Fork this task's supervisor: the child leads a session of its own, runs in ``chdir``
+    with ``env`` as its environment, its standard input /dev/null and its output the log
+    (descriptor ``log``), holds no other descriptor of this process (a pipe to sshd kept
+    open would keep the controller's call waiting), and runs ``supervisor.supervise`` (with
+    ``program``, a function its child runs in place of executing ``argv``); it never returns
+    here. The parent gets a ``Supervisor``.
+
+    A fork, not a new interpreter: the supervisor's code is loaded here already, so its start
+    costs a fork (~3 ms of CPU), not a Python start and its imports (~20 ms with ``-S``).
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()  # what this process wrote would otherwise be written again by the child
+        except (AttributeError, IOError, OSError, ValueError):
+            pass
+    pid = os.fork()
+    if pid:
+        return Supervisor(pid)
+    status = 70  # EX_SOFTWARE: the child failed before supervise() could run
+    try:
+        os.setsid()
+        with open("/proc/self/comm", "w") as handle:
+            handle.write(SUPERVISOR_COMM)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        for descriptor in _descriptors_beyond_stdio():
+            try:
+                os.close(descriptor)
+            except OSError:
+                pass
+        sys.stdout = os.fdopen(1, "w", 1)
+        sys.stderr = os.fdopen(2, "w", 1)
+        os.chdir(chdir)
+        os.environ.clear()
+        os.environ.update(env)
+        # The handlers of the process it was forked from (its controller watch) are not the
+        # supervisor's: supervise() sets its own for SIGTERM, SIGINT and SIGHUP.
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        status = supervisor.supervise(exit_file, list(argv), program)
+    except BaseException:
+        try:
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+    finally:
+        os._exit(status)
 
 
 def _port_open(host, port, timeout):
@@ -274,8 +350,11 @@ class TfTask(object):
 
     ``params``: the tf_task module's options (missing ones take their defaults);
     ``check_mode``: change nothing, say what would change; ``warn``: a function that takes a
-    warning's text; ``process``: the task's supervisor (Popen) when the caller started it.
-    ``run()`` returns the result of ``params["state"]`` or raises TaskError.
+    warning's text; ``process``: the task's ``Supervisor`` when the caller started it.
+    ``run()`` returns the result of ``params["state"]`` or raises TaskError. Beyond the
+    module's options, ``params`` may hold ``program`` (callers in this process only): a
+    function that the supervisor's child runs in place of executing ``argv``, which then
+    describes it (the NIC sampler: no interpreter of its own to start).
     """
 
     argument_spec = dict(
@@ -326,7 +405,7 @@ class TfTask(object):
         self.marker = base
         self.marker_entry = ("%s=%s" % (MARKER_ENV, self.marker)).encode("utf-8")
         self.started_at = time.time()
-        # The supervisor's Popen when this process started it (start(), or ``process``
+        # The supervisor's ``Supervisor`` when this process started it (start(), or ``process``
         # from the caller that did: dtfbench.launch.host_run); kept, so nothing else reaps it.
         self.process = process
         # The process table a caller read for several tasks' starts (``procfs.table()``): where
@@ -382,6 +461,8 @@ class TfTask(object):
 
         The supervisor that this process started (``process``) is judged by its wait status
         (see ``child_running``: /proc does not show it as ours yet right after its start).
+        Any other by /proc: its name (SUPERVISOR_COMM) and its output, this task's log (a
+        reused pid, or another task's supervisor, has another).
         """
         if pid is None or pid <= 0:
             return False
@@ -389,21 +470,16 @@ class TfTask(object):
             running = child_running(pid)
             if running is not None:
                 return running
-        if not procfs.alive(pid):
-            return False
-        cmd = procfs.cmdline(pid)
-        for index, part in enumerate(cmd[:-1]):
-            if part == SUPERVISOR_TAG and cmd[index + 1] == self.marker:
-                return True
-        return False
+        return procfs.alive(pid) and procfs.comm(pid) == SUPERVISOR_COMM and procfs.writes_to(pid, 1, self.log_file)
 
     def running_supervisor(self):
         pid = self.read_pid()
         return pid if self.is_supervisor(pid) else None
 
     def running_argv(self, pid):
-        cmd = procfs.cmdline(pid)
-        return cmd[cmd.index("--") + 1 :] if "--" in cmd else None
+        """The command line of the program that the supervisor pid runs, or None."""
+        program = self.program(pid)[0]
+        return procfs.cmdline(program) or None if program is not None else None
 
     def read_exit(self, pid=None):
         """The exit record (of the supervisor pid when given), or None."""
@@ -630,6 +706,8 @@ class TfTask(object):
         argv = self.params["argv"]
         if not os.path.isdir(self.chdir) and self.chdir != self.run_dir:
             self.fail("chdir %s is not a directory" % self.chdir)
+        if self.params.get("program") is not None:
+            return  # run in the supervisor's fork: argv only describes it
         program = argv[0]
         if "/" in program:
             path = os.path.join(self.chdir, program)
@@ -651,7 +729,9 @@ class TfTask(object):
         pid = self.running_supervisor()
         if pid is not None:
             self.result.update(pid=pid, running=True)
-            cmd = self.running_argv(pid)
+            # A program run in the supervisor's fork (``program``) shows the command line of the
+            # process it was forked from: only an executed one can be compared.
+            cmd = self.running_argv(pid) if self.params.get("program") is None else self.params["argv"]
             if cmd is not None and cmd != self.params["argv"]:
                 self.warn(
                     "task %s already runs (pid %d) with another command line; it is "
@@ -672,7 +752,7 @@ class TfTask(object):
     def start(self):
         params = self.params
         env = self.environment()
-        run_dir_info = self.safe_run_dir()
+        self.safe_run_dir()
         self.check_program(env)
         # Leftovers of an earlier start (a stale pid file; descendants that outlived it). The
         # termination looks again: one seen in a caller's table may have ended since.
@@ -693,8 +773,6 @@ class TfTask(object):
                 "task or another program holds it - stop it or choose another port"
                 % (params["port"], params["ready_host"], self.name, " (listening pids: %s)" % owners if owners else "")
             )
-        script = os.path.join(self.run_dir, SUPERVISOR_NAME)
-        self.write_supervisor(run_dir_info)
         for stale in (self.exit_file, self.pid_file, self.heartbeat_file):
             if os.path.exists(stale):
                 os.unlink(stale)
@@ -703,22 +781,9 @@ class TfTask(object):
             os.rename(self.log_file, self.log_file + ".1")
         log = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
         try:
-            with open(os.devnull, "rb") as devnull:
-                process = subprocess.Popen(
-                    [sys.executable]
-                    + stdlib_only_flags()
-                    + [script, SUPERVISOR_TAG, self.marker, self.exit_file, "--"]
-                    + list(params["argv"]),
-                    cwd=self.chdir,
-                    env=env,
-                    stdin=devnull,
-                    stdout=log,
-                    stderr=log,
-                    close_fds=True,
-                    start_new_session=True,
-                )
+            process = fork_supervisor(self.exit_file, params["argv"], env, self.chdir, log, params.get("program"))
         except OSError as error:
-            self.fail("cannot start the supervisor with %s: %s" % (sys.executable, error))
+            self.fail("cannot start the supervisor of %s: %s" % (self.name, error))
         finally:
             os.close(log)
         self.process = process
@@ -741,12 +806,13 @@ class TfTask(object):
         return self.wait_ready(process.pid, process)
 
     def safe_run_dir(self):
-        """Create run_dir (one folder at a time) and check its whole path; its lstat.
+        """Create run_dir (one folder at a time) and check its whole path.
 
-        The supervisor script is written here and then executed, often as root: a folder on
-        the path that someone else owns or may write to (another user's /tmp/dtfbench, made in
-        advance, or a runs/ of mode 777) could swap it. Checked again after creating, so a
-        folder someone else made in between is refused too (mkdir meets it as EEXIST).
+        The task's files are written here, often as root, and the NIC sampler's program is
+        executed from here: a folder on the path that someone else owns or may write to
+        (another user's /tmp/dtfbench, made in advance, or a runs/ of mode 777) could swap
+        them or point them elsewhere. Checked again after creating, so a folder someone else
+        made in between is refused too (mkdir meets it as EEXIST).
         """
         uid = os.geteuid()
         why = unsafe_dir_path(self.run_dir, uid)
@@ -773,47 +839,6 @@ class TfTask(object):
                 "run_dir %s is unsafe: %s; remove or fix that (chown/chmod go-w), or choose a "
                 "run_dir (dtfbench_run_root) on a path that only this user and root can write" % (self.run_dir, why)
             )
-        return info
-
-    def write_supervisor(self, checked):
-        """The supervisor script, written relative to the checked run_dir (``checked``: its lstat),
-        opened as a folder that is still that one, and never through a link (O_NOFOLLOW, O_EXCL):
-        a name swapped under it makes the write fail, not land elsewhere."""
-        run_dir_fd = os.open(self.run_dir, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_DIRECTORY", 0))
-        try:
-            opened = os.fstat(run_dir_fd)
-            if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino):
-                self.fail("run_dir %s was replaced while it was checked; run again" % self.run_dir)
-            self.write_supervisor_at(run_dir_fd)
-        finally:
-            os.close(run_dir_fd)
-
-    def write_supervisor_at(self, run_dir_fd):
-        try:
-            fd = os.open(SUPERVISOR_NAME, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=run_dir_fd)
-        except OSError:
-            current = None
-        else:
-            with os.fdopen(fd, "rb") as handle:
-                current = handle.read().decode("utf-8", "replace")
-        if current == SUPERVISOR_SOURCE:
-            return
-        tmp = "%s.tmp.%d" % (SUPERVISOR_NAME, os.getpid())
-        try:
-            os.unlink(tmp, dir_fd=run_dir_fd)  # left by a killed start of the same pid
-        except OSError:
-            pass
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        try:
-            with os.fdopen(os.open(tmp, flags, 0o600, dir_fd=run_dir_fd), "wb") as handle:
-                handle.write(SUPERVISOR_SOURCE.encode("utf-8"))
-            os.rename(tmp, SUPERVISOR_NAME, src_dir_fd=run_dir_fd, dst_dir_fd=run_dir_fd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=run_dir_fd)
-            except OSError:
-                pass
-            raise
 
     def ready(self):
         pid = self.read_pid()

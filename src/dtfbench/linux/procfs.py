@@ -122,6 +122,23 @@ def cmdline(pid):
     return [part.decode("utf-8", "replace") for part in data.rstrip(b"\0").split(b"\0")]
 
 
+def comm(pid):
+    """The process's name (/proc/<pid>/comm: its program's, or what it set; 15 bytes at most),
+    or None when it is gone."""
+    data = read("/proc/%d/comm" % pid)
+    return data.rstrip("\n") if data is not None else None
+
+
+def writes_to(pid, descriptor, path):
+    """Whether the process's ``descriptor`` is the file ``path`` (the same inode: links and a
+    renamed file are seen through); False when either is gone or not ours to look at."""
+    try:
+        opened, named = os.stat("/proc/%d/fd/%d" % (pid, descriptor)), os.stat(path)
+    except OSError:
+        return False
+    return (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
+
+
 def environ(pid):
     """The environment entries (b"NAME=value") of a process ([] when gone or not ours)."""
     data = read("/proc/%d/environ" % pid, "rb")
