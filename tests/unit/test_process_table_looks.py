@@ -91,10 +91,10 @@ def test_the_one_look_still_finds_and_stops_a_later_tasks_leftover(tmp_path, mon
     try:
         started = host_run.direct_entry(params(tmp_path, ports, state="started"), False, warnings.append)
         assert not started.get("failed"), started
-        assert leftover.wait(10) is not None
         assert [w for w in warnings if "leftover" in w] == [
             "stopped 1 leftover process(es) of an earlier start of looks-worker-0: [%d]" % leftover.pid
-        ], warnings
+        ], (warnings, looks)
+        assert leftover.wait(10) is not None
         # One look for the start, and the leftover's stop looks again (fresh) until it is gone.
         assert len(looks) >= 2
     finally:

@@ -13,6 +13,7 @@ process that starts the task (``fork_supervisor``).
 from __future__ import absolute_import, division, print_function
 
 import errno
+import gc
 import json
 import os
 import pwd
@@ -151,6 +152,9 @@ def fork_supervisor(exit_file, argv, env, chdir, log, program=None):
         return Supervisor(pid)
     status = 70  # EX_SOFTWARE: the child failed before supervise() could run
     try:
+        # What the child inherited stays shared with this process's pages: no collection of
+        # the garbage collector writes to them (Python 3.7).
+        getattr(gc, "freeze", lambda: None)()
         os.setsid()
         with open("/proc/self/comm", "w") as handle:
             handle.write(SUPERVISOR_COMM)
