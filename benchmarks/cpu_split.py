@@ -6,8 +6,9 @@ so a start's wall time follows the CPU it costs. perf samples every core at a fi
 (cpu-clock); its FORK and COMM events name each process's parent at the fork and its command, so
 a process that has ended, or whose parent has (a task's supervisor outlives the call that
 started it), is still placed. On a host (below its sshd) the Python processes are counted by
-generation: ours runs the host code (1), which starts the supervisors (2), which start the
-programs (3); the bare fan-out's bash starts the supervisors (1), which start the programs (2).
+generation: ours runs the host code (1), which forks the supervisors (2, named SUPERVISOR_COMM),
+which start the programs (3: the PS and the worker, and the NIC sampler, a fork of its
+supervisor); the bare fan-out's bash starts the supervisors (1), which start the programs (2).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
+
+from dtfbench.launch.task import SUPERVISOR_COMM
 
 RATE = 2000  # samples a second and core
 CONTROLLER = "ansible-playboo"  # ansible-playbook's command name (the kernel keeps 15 characters)
@@ -72,6 +75,11 @@ def script(path: Path) -> list[str]:
     return done.stdout.splitlines()
 
 
+def _python(name: str) -> bool:
+    """A Python process: an interpreter, or a fork of one that named itself a supervisor."""
+    return name.startswith("python") or name == SUPERVISOR_COMM
+
+
 def role(chain: list[str], on_host: bool) -> str:
     """What a process is, from its command names (the machine's first process's to its own) and
     whether it descends from a test-bed host's sshd."""
@@ -80,8 +88,8 @@ def role(chain: list[str], on_host: bool) -> str:
         if own == "sshd":
             return "hosts: sshd"
         below = chain[len(chain) - chain[::-1].index("sshd") :]
-        generation = sum(1 for name in below if name.startswith("python"))
-        if own.startswith("python") and generation:
+        generation = sum(1 for name in below if _python(name))
+        if _python(own) and generation:
             return "hosts: Python, generation %d" % generation
         return "hosts: shell and tools"
     if own == "ssh":

@@ -26,7 +26,8 @@ task adds on top, in parallel on every host.
 --cpu-split: one more warm start of all hosts each way, under ``perf record -a``, and whose CPU
 each took over its timed window (benchmarks/cpu_split.py): the controller, its workers, the ssh
 clients, the hosts' sshd and shells, and the hosts' Python processes by generation (ours: the
-host code, its supervisors, their programs; the bare fan-out: the supervisors, their programs).
+host code, the supervisors it forks, their programs; the bare fan-out: the supervisors, their
+programs).
 
 Two numbers per host count, each the median of --repeats runs:
   cold  the SSH connections to the hosts are opened by the launch itself (no ControlPersist
@@ -325,7 +326,8 @@ def print_split(split: dict) -> None:
             cells.append(f"{value:6.2f} ({1000 * value / n:4.0f})")
         print(f"  {role:<34} ours {cells[0]}   bare {cells[1]}")
     print(
-        "  Python generations: ours 1 the host code, 2 the supervisors, 3 their programs (PS, worker, NIC sampler);"
+        "  Python generations: ours 1 the host code, 2 the supervisors (its forks), 3 their programs (PS, worker;"
+        " the NIC sampler a fork of its supervisor);"
         " bare 1 the supervisors, 2 their programs (PS, worker)"
     )
 

@@ -77,6 +77,13 @@ def test_samples_in_the_window_go_to_their_processes_roles():
     }
 
 
+def test_ours_counts_its_forked_supervisors_and_sampler_as_python():
+    host = ["systemd", "sshd", "sshd", "bash", "python3"]
+    assert cpu_split.role(host + [cpu_split.SUPERVISOR_COMM], True) == "hosts: Python, generation 2"
+    assert cpu_split.role(host + [cpu_split.SUPERVISOR_COMM] * 2, True) == "hosts: Python, generation 3"
+    assert cpu_split.role(host + [cpu_split.SUPERVISOR_COMM, "python3"], True) == "hosts: Python, generation 3"
+
+
 def test_the_bare_fan_out_counts_its_supervisors_as_the_first_generation():
     assert cpu_split.role(["systemd", "sshd", "sshd", "bash", "python"], True) == "hosts: Python, generation 1"
     assert (
