@@ -10,16 +10,20 @@ run (3.6, TF 1.1's stack) where one is installed.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from dtfbench.launch import nic_sampler as ns
+from dtfbench.linux import procfs
 from dtfbench.results import record
 
 SAMPLER = Path(ns.__file__)
@@ -206,6 +210,45 @@ def test_a_host_without_the_address_writes_why_and_stops(tmp_path):
     figures = ns.host_figures(str(out), {"status": "ok", "start": 1.0, "end": 2.0})
     assert figures["status"] == "unknown"
     assert figures["reason"].startswith("no interface of this host carries the TF address 192.0.2.254")
+
+
+SAMPLER_IN_A_FORK = """
+import os, sys, time
+from dtfbench.launch import nic_sampler
+pid = os.fork()
+if pid == 0:
+    os._exit(nic_sampler.run("127.0.0.1", sys.argv[1], 0.05, 0, parent=os.getppid()))
+print(pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_sampler_in_a_fork_ends_when_its_parent_goes(tmp_path):
+    """tf_host_run runs the sampler in a fork of its supervisor: the supervisor's end (a
+    SIGKILL: nothing else stops the sampler then) ends it within an interval."""
+    out = tmp_path / "nic.samples"
+    parent = subprocess.Popen([sys.executable, "-c", SAMPLER_IN_A_FORK, str(out)], stdout=subprocess.PIPE, text=True)
+    sampler = int(parent.stdout.readline())
+
+    def samples():
+        return len(ns.read_samples(str(out))[1]) if out.exists() else 0
+
+    try:
+        deadline = time.monotonic() + 10
+        while samples() < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert samples() >= 3
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 5
+        while procfs.alive(sampler) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not procfs.alive(sampler), "the sampler outlived its parent"
+    finally:
+        parent.kill()
+        parent.wait()
+        if procfs.alive(sampler):
+            os.kill(sampler, signal.SIGKILL)
 
 
 def test_bad_input_is_one_error():
