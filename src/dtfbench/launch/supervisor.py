@@ -153,18 +153,13 @@ def spawn(argv):
     return posix_spawnp(argv[0], argv, dict(os.environ), setsigdef=restored)
 
 
-def run_forked(program):
-    """Run ``program()`` in a fork of this process, as its child; the child's pid. The child
-    takes the default action of the signals this supervisor notes, unless ``program`` sets
-    its own, and ends with ``program``'s return value as its exit status (1 when it raises)."""
-    pid = os.fork()
-    if pid:
-        return pid
-    status = 1
+def end_child(work, failed=1):
+    """End this forked child with ``work()``'s return value as its exit status (``failed`` when
+    it raises, with its traceback on stderr). Never returns: a fork runs nothing of its
+    parent's code after this (no caller's ``finally``, no atexit handler)."""
+    status = failed
     try:
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)
-        status = program() or 0
+        status = work() or 0
     except BaseException:
         try:
             import traceback
@@ -175,6 +170,22 @@ def run_forked(program):
             pass
     finally:
         os._exit(status)
+
+
+def run_forked(program):
+    """Run ``program()`` in a fork of this process, as its child; the child's pid. The child
+    takes the default action of the signals this supervisor notes, unless ``program`` sets
+    its own, and ends with ``program``'s return value as its exit status (1 when it raises)."""
+    pid = os.fork()
+    if pid:
+        return pid
+
+    def work():
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        return program()
+
+    end_child(work)
 
 
 def exit_code(status):
