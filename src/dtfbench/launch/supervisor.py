@@ -116,20 +116,24 @@ def _spawn_reports_exec_errors():
     return libc == "glibc" and (major, minor) >= (2, 24)
 
 
+def descriptors_beyond_stdio():
+    """This process's open descriptors but 0, 1 and 2 (the listing's own among them, closed
+    once it is read); [] when /proc cannot tell."""
+    try:
+        return [int(name) for name in os.listdir("/proc/self/fd") if int(name) > 2]
+    except OSError:
+        return []
+
+
 def _no_inheritance_beyond_stdio():
     """Popen's close_fds: the program gets stdin, stdout and stderr alone, whatever the
     supervisor's own starter left open (its files are non-inheritable already)."""
-    try:
-        descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        return
-    for descriptor in descriptors:
-        if descriptor > 2:
-            try:
-                if os.get_inheritable(descriptor):
-                    os.set_inheritable(descriptor, False)
-            except OSError:
-                pass  # the listing's own descriptor, closed since
+    for descriptor in descriptors_beyond_stdio():
+        try:
+            if os.get_inheritable(descriptor):
+                os.set_inheritable(descriptor, False)
+        except OSError:
+            pass  # the listing's own descriptor, closed since
 
 
 def spawn(argv):

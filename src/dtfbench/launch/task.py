@@ -102,17 +102,14 @@ class Supervisor(object):
         self.returncode = None
 
     def poll(self):
-        if self.returncode is None and not child_running(self.pid):
+        if self.returncode is None:
             try:
-                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except (ChildProcessError, OSError):
-                info = None  # reaped already (SIGCHLD ignored): ended, how is not known
-            if info is None:
-                self.returncode = 0
-            elif info.si_code == os.CLD_EXITED:
-                self.returncode = info.si_status
+                self.returncode = 0  # reaped already (SIGCHLD ignored): ended, how is not known
             else:
-                self.returncode = -info.si_status
+                if ended is not None:  # None: it still runs
+                    self.returncode = ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status
         return self.returncode
 
     def wait(self):
@@ -122,13 +119,6 @@ class Supervisor(object):
             if self.returncode is None:
                 self.returncode = 0
         return self.returncode
-
-
-def _descriptors_beyond_stdio():
-    try:
-        return [int(name) for name in os.listdir("/proc/self/fd") if int(name) > 2]
-    except OSError:
-        return []
 
 
 def fork_supervisor(exit_file, argv, env, chdir, log, program=None):
@@ -163,7 +153,7 @@ def fork_supervisor(exit_file, argv, env, chdir, log, program=None):
         os.dup2(devnull, 0)
         os.dup2(log, 1)
         os.dup2(log, 2)
-        for descriptor in _descriptors_beyond_stdio():
+        for descriptor in supervisor.descriptors_beyond_stdio():
             try:
                 os.close(descriptor)
             except OSError:
@@ -476,7 +466,9 @@ class TfTask(object):
     def running_argv(self, pid):
         """The command line of the program that the supervisor pid runs, or None."""
         program = self.program(pid)[0]
-        return procfs.cmdline(program) or None if program is not None else None
+        if program is None:
+            return None
+        return procfs.cmdline(program) or None
 
     def read_exit(self, pid=None):
         """The exit record (of the supervisor pid when given), or None."""
@@ -805,10 +797,10 @@ class TfTask(object):
     def safe_run_dir(self):
         """Create run_dir (one folder at a time) and check its whole path.
 
-        The task's files are written here, often as root, and the NIC sampler's program is
-        executed from here: a folder on the path that someone else owns or may write to
-        (another user's /tmp/dtfbench, made in advance, or a runs/ of mode 777) could swap
-        them or point them elsewhere. Checked again after creating, so a folder someone else
+        The task's files (its log, pid file, exit record, results) are written here, often as
+        root: a folder on the path that someone else owns or may write to (another user's
+        /tmp/dtfbench, made in advance, or a runs/ of mode 777) could swap them or point them
+        elsewhere. Checked again after creating, so a folder someone else
         made in between is refused too (mkdir meets it as EEXIST).
         """
         uid = os.geteuid()
