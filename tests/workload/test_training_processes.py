@@ -188,13 +188,20 @@ def test_killed_worker_ends_the_others_with_an_error(tasks):
 
 
 def test_independent_single_process_and_sigterm(tasks):
+    # -X importtime (its environment variable) lists every module the task imports, on stderr.
     done = tasks.start(
-        "solo", ["--variable_update", "independent", *SMALL, "--result_file", str(tasks.folder / "solo.json")]
+        "solo",
+        ["--variable_update", "independent", *SMALL, "--result_file", str(tasks.folder / "solo.json")],
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
     )
     assert done.wait(RUN_TIMEOUT) == 0, done.stderr[-3000:]
     result = done.result()
     assert result["status"] == "ok" and result["ps_bytes"] == [] and result["num_workers"] == 1
     assert result["total_images_per_sec"] == pytest.approx(result["images_per_sec"])
+    # A task trains without Keras and matplotlib, which `import tensorflow` would load (train.py).
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "tensorflow" in imported and "dtfbench.workload.graph_worker" in imported, sorted(imported)[:50]
+    assert {m for m in imported if m.split(".")[0] in ("keras", "matplotlib")} == set()
     # SIGTERM (what the launcher sends first) ends a running task promptly.
     long = tasks.start("long", ["--variable_update", "independent", *SMALL, "--num_batches", "100000"])
     wait_for_line(long, "1\timages/sec", RUN_TIMEOUT)
