@@ -27,7 +27,7 @@ export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
 # a HEAVY folder may run in LIGHT instead (HEAVY's pytest then skips it): one on a test bed of
 # its own, never one on the local inventory, whose TF tasks take the layout's fixed ports
 # on 127.0.0.1 as the other local runs of HEAVY do.
-#   test_study_stack_testbed.py  ~170 s: it evened the lanes at 40 and 37 min (2026-11-28)
+#   test_study_stack_testbed.py  170-240 s: with it the lanes end within a minute of each other
 HEAVY=(tests/modules tests/slurm tests/integration)
 LIGHT=(tests/unit tests/aws tests/workload tests/nodes tests/testbed tests/integration/test_study_stack_testbed.py)
 HEAVY_SKIPS=()
