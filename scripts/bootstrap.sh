@@ -66,7 +66,7 @@ pip_install() {
 }
 pip_install --upgrade pip
 # Byte code afterwards, on every core and without the bundled collections' modules, which
-# nothing imports (scripts/compile_venv.py): pip's own compile took half the setup.
+# nothing imports (scripts/compile_venv.py): pip's own compile would take half the setup.
 pip_install --no-compile -r "$lock"
 # A file that does not compile (e.g. a package's Python 2 example) is named and skipped, as pip does.
 "$venv/bin/python" "$here/scripts/compile_venv.py" "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" ||
