@@ -1,16 +1,16 @@
 """Faults during a sweep on the 2-host SSH test bed, each injected for real (issue #8).
 
 Each test runs run-benchmark.yml in the background on a 2-host test bed (one CPU worker per
-host, the PS on node01), injects one fault into the sweep's first run, and then proves:
-the first run is recorded as failed with its reason and the tail of the task's log, the
-sweep went on (the next run is recorded too), and no TF process of the sweep is left on
-any host. The faults: a worker killed during its measured steps, a PS killed during them,
-a run past its timeout, a task that never starts listening, and a host that goes away
-(its sshd and SSH sessions killed and its public link down) in the middle of a run: its
-tasks, out of every controller's reach, must end by their supervisors' own deadline, the runs
-that need it fail without starting, and those that do not need it run. Also: a host that
-cannot be reached before the sweep starts (one error naming it, nothing started), and a second
-sweep on the same hosts at once (a warning naming the first).
+host, the PS on node01), injects a fault into a run, and then proves: the run is recorded as
+failed with its reason and the tail of the task's log, the sweep went on (the next run is
+recorded too), and no TF process of the sweep is left on any host. The faults: a worker killed
+during its measured steps and a PS killed during them (one sweep, a fault in each of two runs),
+a worker frozen during them, a run past its timeout, a task that never starts listening, and a
+host that goes away (its sshd and SSH sessions killed and its public link down) in the middle
+of a run: its tasks, out of every controller's reach, must end by their supervisors' own
+deadline, the runs that need it fail without starting, and those that do not need it run. Also:
+a host that cannot be reached before the sweep starts (one error naming it, nothing started),
+and a second sweep on the same hosts at once (a warning naming the first).
 """
 
 from __future__ import annotations
@@ -106,10 +106,11 @@ class Sweep:
         return sorted(store.runs(store.connect(self.db)), key=lambda r: r["started_at"])
 
 
-def task_pids(sweep_id: str, job: str, index: int) -> list[int]:
-    """Pids of the TF program (not its supervisor) of one task of the sweep.
+def task_pids(sweep_id: str, run: int, job: str, index: int) -> list[int]:
+    """Pids of the TF program (not its supervisor) of one task of the sweep's run number `run`.
 
-    tf_task marks every process of a task with DTFBENCH_TF_TASK=<run_dir>/<run_id>-<job>-<index>.
+    tf_task marks every process of a task with DTFBENCH_TF_TASK=<run_dir>/<run_id>-<job>-<index>,
+    and a run's id is <sweep_id>-<run>-<digest>.
     """
     pids = []
     for entry in Path("/proc").iterdir():
@@ -122,7 +123,7 @@ def task_pids(sweep_id: str, job: str, index: int) -> list[int]:
             continue
         marker = next((e.decode(errors="replace") for e in environ if e.startswith(b"DTFBENCH_TF_TASK=")), "")
         if (
-            sweep_id in marker
+            f"/{sweep_id}-{run}-" in marker
             and marker.endswith(f"-{job}-{index}")
             and b"dtfbench" in argv
             and b"train" in argv
@@ -136,22 +137,19 @@ def tf_processes(sweep_id: str, live_processes) -> list[str]:
     return [p for p in live_processes(sweep_id) if "dtfbench train" in p or SUPERVISOR_COMM in p]
 
 
-def measuring_sweep(bed, tmp_path, **more) -> Sweep:
-    """A 2-run sweep of 400 steps (1 PS, a worker per host), once worker 1 (node02) reports its
-    first measured steps in run 1. ``more``: more extra variables."""
-    sweep = Sweep(bed, tmp_path, *extra_vars(gpus=2, num_ps=1, repetitions=2, steps=400, **more))
+def measuring_sweep(bed, tmp_path, repetitions: int = 2, **more) -> Sweep:
+    """A sweep of `repetitions` runs of 400 steps (1 PS, a worker per host), once worker 1 (node02)
+    reports its first measured steps in run 1. ``more``: more extra variables."""
+    sweep = Sweep(bed, tmp_path, *extra_vars(gpus=2, num_ps=1, repetitions=repetitions, steps=400, **more))
     sweep.wait_for_log("node02", 1, "worker-1", "\timages/sec: ")
     return sweep
 
 
-def kill_during_measured_steps(bed, tmp_path, job: str, index: int) -> Sweep:
-    """A 2-run sweep (1 PS, a worker per host) whose task `job index` is SIGKILLed in run 1,
-    once worker 1 reports its first measured steps."""
-    sweep = measuring_sweep(bed, tmp_path)
-    victims = task_pids(sweep.sweep_id, job, index)
+def kill(sweep: Sweep, run: int, job: str, index: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    """Send `sig` to task `job index` of the sweep's run number `run`: its one TF program."""
+    victims = task_pids(sweep.sweep_id, run, job, index)
     assert len(victims) == 1, victims
-    os.kill(victims[0], signal.SIGKILL)
-    return sweep
+    os.kill(victims[0], sig)
 
 
 def assert_first_failed_then_sweep_went_on(sweep: Sweep, *reasons: str):
@@ -160,42 +158,47 @@ def assert_first_failed_then_sweep_went_on(sweep: Sweep, *reasons: str):
     out = sweep.output()
     assert len(runs) == 2, out[-4000:]
     first, second = runs
-    assert first["status"] == "failed", first
-    assert any(r in first["reason"] for r in reasons), first["reason"]
-    assert "last " in first["reason"] and " lines of " in first["reason"], first["reason"]  # the log tail
+    assert_failed_with_log_tail(first, *reasons)
     return rc, first, second, out
 
 
-def test_killed_worker_fails_its_run_and_the_sweep_goes_on(bed2, tmp_path, live_processes):
-    sweep = kill_during_measured_steps(bed2, tmp_path, "worker", 1)
+def assert_failed_with_log_tail(run: dict, *reasons: str) -> None:
+    assert run["status"] == "failed", run
+    assert any(r in run["reason"] for r in reasons), run["reason"]
+    assert "last " in run["reason"] and " lines of " in run["reason"], run["reason"]  # the log tail
 
-    rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "killed by SIGKILL")
+
+def test_a_killed_worker_then_a_killed_ps_fail_their_runs_and_the_sweep_goes_on(bed2, tmp_path, live_processes):
+    # One 3-run sweep: worker 1 (node02) is SIGKILLed during run 1's measured steps, the PS
+    # (node01) during run 2's; run 3 runs.
+    sweep = measuring_sweep(bed2, tmp_path, repetitions=3)
+    kill(sweep, 1, "worker", 1)
+    sweep.wait_for_log("node02", 2, "worker-1", "\timages/sec: ")
+    kill(sweep, 2, "ps", 0)
+
+    rc = sweep.wait()
+    runs, out = sweep.runs(), sweep.output()
+    assert len(runs) == 3, out[-4000:]
+    worker_killed, ps_killed, last = runs
+    for run in (worker_killed, ps_killed):
+        assert_failed_with_log_tail(run, "killed by SIGKILL")
     # The cause first (the killed worker), then its consequences on the other host.
-    cause = first["reason"].splitlines()[0]
-    assert cause.startswith("node02: task ") and "-worker-1 was killed by SIGKILL" in cause, first["reason"]
-    assert second["status"] == "ok", second["reason"]
+    cause = worker_killed["reason"].splitlines()[0]
+    assert cause.startswith("node02: task ") and "-worker-1 was killed by SIGKILL" in cause, worker_killed["reason"]
+    # The cause first: the PS itself (its host's tf_host_run watches it while the workers run),
+    # then the workers that lost it.
+    cause = ps_killed["reason"].splitlines()[0]
+    assert cause.startswith("node01: task ") and "-ps-0 was killed by SIGKILL" in cause, ps_killed["reason"]
+    assert "then: " in ps_killed["reason"], ps_killed["reason"]
+    assert last["status"] == "ok", last["reason"]
     # A failed run is recorded and the sweep goes on; at its end the play fails, with the count
     # (fail_on_failed_runs, the default), so that scripts and CI notice.
     assert rc == 2, out[-3000:]
-    assert f"sweep {sweep.sweep_id}: 1 of 2 runs failed ({first['run_id']})" in " ".join(out.split()), out[-3000:]
+    failed = f"{worker_killed['run_id']}, {ps_killed['run_id']}"
+    assert f"sweep {sweep.sweep_id}: 2 of 3 runs failed ({failed})" in " ".join(out.split()), out[-3000:]
     # Each run's record is in the output, shown by the record task itself (run_record).
     shown = re.findall(r"run_id: (\S+)\s+status: (\w+)", out)
-    assert shown == [(first["run_id"], "failed"), (second["run_id"], "ok")], out[-3000:]
-    assert tf_processes(sweep.sweep_id, live_processes) == []
-
-
-def test_killed_ps_fails_its_run_and_the_sweep_goes_on(bed2, tmp_path, live_processes):
-    sweep = kill_during_measured_steps(bed2, tmp_path, "ps", 0)
-
-    rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "killed by SIGKILL")
-    # The cause first: the PS itself (its host's tf_host_run watches it while the workers run),
-    # then the workers that lost it.
-    cause = first["reason"].splitlines()[0]
-    assert cause.startswith("node01: task ") and "-ps-0 was killed by SIGKILL" in cause, first["reason"]
-    assert "then: " in first["reason"], first["reason"]
-    assert second["status"] == "ok", second["reason"]
-    assert rc == 2, out[-3000:]
-    assert f"sweep {sweep.sweep_id}: 1 of 2 runs failed ({first['run_id']})" in " ".join(out.split()), out[-3000:]
+    assert shown == [(r["run_id"], r["status"]) for r in runs], out[-3000:]
     assert tf_processes(sweep.sweep_id, live_processes) == []
 
 
@@ -204,10 +207,8 @@ def test_frozen_worker_ends_its_run_at_step_timeout_and_is_named_first(bed2, tmp
     # timeouts. Its peer on node01 gives up on it after step_timeout (15 s); node02's wait
     # must too, by the worker's heartbeat standing still, not at run_timeout.
     sweep = measuring_sweep(bed2, tmp_path, run_timeout=240)
-    victims = task_pids(sweep.sweep_id, "worker", 1)
-    assert len(victims) == 1, victims
     frozen_at = time.time()
-    os.kill(victims[0], signal.SIGSTOP)
+    kill(sweep, 1, "worker", 1, signal.SIGSTOP)
 
     rc, first, second, out = assert_first_failed_then_sweep_went_on(sweep, "is frozen")
     # The frozen worker is the cause, first; the peer's DeadlineExceeded is its consequence.
