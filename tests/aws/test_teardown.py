@@ -47,37 +47,21 @@ def test_teardown_leaves_nothing_and_twice_changes_nothing(spot_cluster):
     assert rc == 0 and recap(output)["changed"] == 0, output[-3000:]
 
 
-def test_given_subnet_and_key_are_left_alone(aws_env, tmp_path):
+def test_expired_clusters_are_listed_then_removed_and_a_given_subnet_and_key_left_alone(aws_env, tmp_path):
+    # A cluster in the user's own subnet with the user's own key pair, which expires 1 s after
+    # launch: the listing names it, the removal takes what provisioning made, never the user's.
     ec2 = ec2_client(aws_env)
     vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
     subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.7.1.0/24")["Subnet"]["SubnetId"]
     ec2.create_key_pair(KeyName="mine")
-    request = cluster_vars(tmp_path, "guest", instance_count=1, vpc_subnet_id=subnet, key_name="mine")
+    request = cluster_vars(
+        tmp_path, "old", instance_count=1, vpc_subnet_id=subnet, key_name="mine", expiry_hours=0.0003
+    )
     rc, output = playbook(PROVISION, aws_env, request)
     assert rc == 0, output[-3000:]
-    (node,) = instances(aws_env, "guest")
+    (node,) = instances(aws_env, "old")
     assert node["SubnetId"] == subnet and node["KeyName"] == "mine"
     assert node["PrivateIpAddress"].startswith("10.7.1.")
-
-    rc, output = playbook(
-        TEARDOWN, aws_env, {"cluster_name": "guest", "key_name": "mine", "output_dir": str(tmp_path / "guest")}
-    )
-    assert rc == 0, output[-3000:]
-    assert instances(aws_env, "guest") == []
-    assert [s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["Subnets"]] == [
-        subnet
-    ]
-    assert [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]] == ["mine"]
-    assert [
-        g["GroupName"]
-        for g in ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
-    ] == ["default"]
-
-
-def test_expired_clusters_are_listed_then_removed(aws_env, tmp_path):
-    # Expires 1 s after launch.
-    rc, output = playbook(PROVISION, aws_env, cluster_vars(tmp_path, "old", instance_count=1, expiry_hours=0.0003))
-    assert rc == 0, output[-3000:]
     time.sleep(1.5)
 
     listing = {"expired": True, "output_root": str(tmp_path)}
@@ -90,8 +74,17 @@ def test_expired_clusters_are_listed_then_removed(aws_env, tmp_path):
     rc, output = playbook(TEARDOWN, aws_env, dict(listing, remove_expired=True))
     assert rc == 0, output[-3000:]
     assert "1 expired cluster(s): old" in " ".join(output.split())
-    assert leftovers(aws_env) == NOTHING
     assert not (tmp_path / "old" / "aws_public_ips.txt").exists()
+    # What provisioning made is gone (its security group with it); the user's VPC, subnet and
+    # key pair stay.
+    assert leftovers(aws_env) == dict(NOTHING, vpcs=[vpc], key_pairs=["mine"])
+    assert [s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["Subnets"]] == [
+        subnet
+    ]
+    assert [
+        g["GroupName"]
+        for g in ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
+    ] == ["default"]
 
 
 def test_a_region_other_than_the_recorded_one_is_refused(aws_env, tmp_path):
