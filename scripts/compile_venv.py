@@ -10,11 +10,14 @@ them are the modules of the collections the ``ansible`` package bundles
 (``ansible_collections/<namespace>/<name>/plugins/modules/``): Ansible never imports a
 module on the controller. It reads the module's source, zips it with its module_utils
 (AnsiballZ) and runs it from the zip, where no byte code is written or read; ansible-doc
-and ansible-lint read a module's documentation from its source. Everything else is
-compiled, on every core: the controller's imports (ansible-core, the collections' plugins
-and module_utils, boto3), TensorFlow's, pytest's. Without their byte code each process
-would compile what it imports at every start, since no process may write it where
-PYTHONDONTWRITEBYTECODE is set (CI sets it).
+and ansible-lint read a module's documentation from its source. Nor are compiled: the
+plugins of the ~100 bundled collections the project does not use (COLLECTIONS_USED), and the
+test suites packages ship (folders named ``tests``), which nothing here imports.
+Everything else is compiled, on every core: the controller's imports (ansible-core, the used
+collections' plugins and module_utils, boto3), TensorFlow's, pytest's. Without their byte code
+each process would compile what it imports at every start, since no process may write it
+where PYTHONDONTWRITEBYTECODE is set (CI sets it). A file left out still imports: Python
+compiles it then.
 
 Exit status: compileall's (0 when every file compiled).
 """
@@ -25,13 +28,31 @@ import compileall
 import re
 import sys
 
-# A module of a bundled collection: its source is shipped, never imported here.
-NEVER_IMPORTED = re.compile(r"/ansible_collections/[^/]+/[^/]+/plugins/modules/")
+# The collections the project's playbooks, roles and plugins name (namespace/name):
+# tests/unit/test_compile_venv.py fails when a file of the repository names another one.
+COLLECTIONS_USED = ("amazon/aws", "ansible/posix", "community/aws", "community/general")
+
+
+def never_imported(site_packages: str) -> re.Pattern[str]:
+    """The paths below `site_packages` that no process here imports, for compileall's rx.
+
+    Anchored at `site_packages`, so that a folder above it (a checkout in a "tests" folder)
+    leaves nothing out."""
+    used = "|".join(re.escape(name) for name in COLLECTIONS_USED)
+    return re.compile(
+        re.escape(site_packages.rstrip("/"))
+        + "/(?:"
+        + r"ansible_collections/[^/]+/[^/]+/plugins/modules/"  # shipped as source, never imported
+        + rf"|ansible_collections/(?!(?:{used})/)[^/]+/[^/]+/"  # a collection the project does not use
+        # A package's own test suite. (Not "test": ansible-core's Jinja tests live in plugins/test.)
+        + r"|(?:[^/]+/)*tests/"
+        + ")"
+    )
 
 
 def compile_site_packages(site_packages: str) -> bool:
-    """True when every file outside NEVER_IMPORTED compiled."""
-    return compileall.compile_dir(site_packages, rx=NEVER_IMPORTED, quiet=1, workers=0)
+    """True when every file that a process may import compiled."""
+    return compileall.compile_dir(site_packages, rx=never_imported(site_packages), quiet=1, workers=0)
 
 
 def main(argv: list[str]) -> int:
