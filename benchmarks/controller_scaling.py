@@ -238,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--hosts {args.hosts}: every count must be at least 2 (the 1-host run is the baseline)")
 
     env = ansible_env()
-    env["ANSIBLE_CALLBACKS_ENABLED"] = "dtfbench_interrupt,ansible.posix.profile_tasks,cpu_per_task"
+    env["ANSIBLE_CALLBACKS_ENABLED"] = (
+        "dtfbench_interrupt,dtfbench_patient_poll,ansible.posix.profile_tasks,cpu_per_task"
+    )
     env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
         str(path) for path in (ROOT / "plugins" / "callback", Path(__file__).resolve().parent / "callback_plugins")
     )

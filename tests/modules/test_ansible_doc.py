@@ -79,17 +79,38 @@ def test_the_project_filters_are_there():
     assert {"tf_node_specs", "environment_documents", "environment_differences"} <= set(FILTERS)
 
 
-@pytest.mark.parametrize("name", FILTERS)
-def test_each_filter_documents_itself(name):
-    proc = subprocess.run(
-        [os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "-t", "filter", "--json", name],
+def project_tool(tool: str, *args: str) -> subprocess.CompletedProcess:
+    """ansible-doc, ansible-config, ... of this interpreter with the project's ansible.cfg."""
+    return subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), tool), *args],
         cwd=REPO,
         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")),
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+@pytest.mark.parametrize("name", FILTERS)
+def test_each_filter_documents_itself(name):
+    proc = project_tool("ansible-doc", "-t", "filter", "--json", name)
     assert proc.returncode == 0 and "[ERROR]" not in proc.stderr, proc.stderr
     doc = json.loads(proc.stdout)[name]["doc"]
     # Its own document, not another filter's of the same file.
     assert doc["name"] == name and doc["short_description"], doc
+
+
+# Every callback plugin of the project (ansible.cfg enables them all).
+CALLBACKS = sorted(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(REPO, "plugins", "callback", "*.py")))
+
+
+@pytest.mark.parametrize("name", CALLBACKS)
+def test_each_callback_documents_itself_and_is_enabled(name):
+    proc = project_tool("ansible-doc", "-t", "callback", "--json", name)
+    assert proc.returncode == 0 and "[ERROR]" not in proc.stderr and "[WARNING]" not in proc.stderr, proc.stderr
+    doc = json.loads(proc.stdout)[name]["doc"]
+    assert doc["name"] == name and doc["short_description"] and doc["description"], doc
+    config = project_tool("ansible-config", "dump", "--format", "json")
+    assert config.returncode == 0, config.stderr
+    enabled = next(s["value"] for s in json.loads(config.stdout) if s["name"] == "CALLBACKS_ENABLED")
+    assert name in enabled, enabled
