@@ -47,7 +47,7 @@ def plugin(monkeypatch):
     monkeypatch.setattr(C, "DEFAULT_INTERNAL_POLL_INTERVAL", BUSY)
     callback = load_plugin()
     # What set_options() takes from the plugin's options under Ansible (the playbook test below).
-    callback.after, callback.quiet_interval = 0.5, QUIET
+    callback.after, callback.quiet_interval = 1.0, QUIET
     yield callback
     callback.v2_playbook_on_stats(None)
 
@@ -63,17 +63,18 @@ def quiet_within(seconds: float) -> bool:
 
 def test_the_interval_lengthens_after_a_quiet_time_and_each_event_shortens_it(plugin):
     plugin.v2_playbook_on_task_start(None, False)
-    # Events closer together than `after` (0.5 s) keep the configured interval.
-    for _ in range(6):
+    # Events closer together than `after` (1 s; 0.1 s apart, so that a loaded machine's late
+    # wake-up cannot reach it) keep the configured interval.
+    for _ in range(12):
         time.sleep(0.1)
         assert C.DEFAULT_INTERNAL_POLL_INTERVAL == BUSY
         plugin.v2_runner_on_ok(None)
-    assert quiet_within(2.0)
+    assert quiet_within(3.0)
     # A host's result (here a failure) brings the configured interval back at once...
     plugin.v2_runner_on_failed(None)
     assert C.DEFAULT_INTERNAL_POLL_INTERVAL == BUSY
     # ...and the next quiet time lengthens it again (the thread counts down anew).
-    assert quiet_within(2.0)
+    assert quiet_within(3.0)
     plugin.v2_playbook_on_task_start(None, False)
     assert C.DEFAULT_INTERNAL_POLL_INTERVAL == BUSY
 
@@ -81,7 +82,7 @@ def test_the_interval_lengthens_after_a_quiet_time_and_each_event_shortens_it(pl
 def test_the_end_of_the_playbook_stops_the_countdown(plugin):
     plugin.v2_playbook_on_task_start(None, False)
     plugin.v2_playbook_on_stats(None)  # while the countdown runs
-    time.sleep(1.0)  # past `after`: nothing may lengthen it now
+    time.sleep(1.5)  # past `after`: nothing may lengthen it now
     assert C.DEFAULT_INTERNAL_POLL_INTERVAL == BUSY
 
 
@@ -144,9 +145,9 @@ def cpu_seconds(pid: int) -> float:
 
 @pytest.mark.ansible
 def test_a_waiting_ansible_playbook_spends_less_cpu_with_the_callback(tmp_path):
-    # Every 5 ms costs ansible-playbook ~0.13 CPU-s over 4 s here; every 50 ms a tenth of that
-    # (0-0.03 s at the clock's 10-ms tick).
+    # Every 5 ms costs ansible-playbook ~0.12 CPU-s over 4 s here; every 50 ms a tenth of that
+    # (0-0.03 s at the clock's 10-ms tick). A loaded machine's late wake-ups lower both.
     without = controller_cpu_while_a_task_sleeps(tmp_path, "dtfbench_interrupt")
     with_callback = controller_cpu_while_a_task_sleeps(tmp_path, "dtfbench_interrupt,dtfbench_patient_poll")
     print("CPU-s over 4 s of waiting: without", without, "with", with_callback)
-    assert without >= 0.05 and with_callback <= 0.5 * without, (without, with_callback)
+    assert without >= 0.03 and with_callback <= 0.5 * without, (without, with_callback)
