@@ -5,7 +5,7 @@ import time
 import uuid
 
 import pytest
-from playbook_harness import extra_vars, run_playbook, small_run
+from playbook_harness import ansible_env, extra_vars, run_playbook, small_run
 
 from dtfbench.linux import procfs
 
@@ -38,8 +38,12 @@ def test_a_playbook_past_its_timeout_is_killed_and_fails_the_test_with_its_outpu
     book = tmp_path / "play.yml"
     seconds = f"{600 + uuid.uuid4().int % 1000}"  # a sleep of its own, to find it among the processes
     book.write_text(PLAY.format(seconds=seconds))
+    # Killed (SIGKILL), the command module's wrapper leaves its payload folder in its TMPDIR:
+    # the test's own folder, not the machine's /tmp.
     with pytest.raises(pytest.fail.Exception) as failed:
-        run_playbook(book, *LOCAL, "-e", "marker=said-before-hanging", timeout=15)
+        run_playbook(
+            book, *LOCAL, "-e", "marker=said-before-hanging", env=ansible_env(TMPDIR=str(tmp_path)), timeout=15
+        )
     assert "ran past 15 s" in str(failed.value) and "said-before-hanging" in str(failed.value)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(procfs.cmdline(p)[-2:] == ["sleep", seconds] for p in procfs.pids()):
