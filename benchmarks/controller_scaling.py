@@ -44,6 +44,8 @@ from pathlib import Path
 import yaml
 from bench_env import ROOT, ansible_env, held  # noqa: E402
 
+from dtfbench.linux import procfs  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
 
@@ -81,16 +83,6 @@ def subset_inventory(state: dict, count: int, path: Path) -> Path:
     return path
 
 
-def process_cpu(pid: int) -> float:
-    """utime + stime of a process, in seconds (0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 def ssh_masters(state: dict) -> list[int]:
     return testbed.ssh_clients_of(Path(state["dir"]), state["public_net"])
 
@@ -117,7 +109,7 @@ def one_run(
     )
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    masters = sum(process_cpu(pid) for pid in ssh_masters(state))
+    masters = sum(procfs.cpu_seconds(pid) or 0.0 for pid in ssh_masters(state))
     nodes_cpu = sum(testbed.cpu_seconds(state).values()) - nodes_before
     if done.returncode != 0:
         # Kept, and left out of the medians: the JSON says which run failed and why.

@@ -33,6 +33,8 @@ from pathlib import Path
 
 from bench_env import free_ports, held
 
+from dtfbench.linux import procfs
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLER = ROOT / "src" / "dtfbench" / "launch" / "nic_sampler.py"
 GOAL = 0.98
@@ -59,11 +61,6 @@ def launcher_interval() -> float:
     from dtfbench.launch.host_run_spec import ARGUMENT_SPEC
 
     return float(ARGUMENT_SPEC["nic_sample_interval"]["default"])
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def steps_at(points: list[tuple[float, int]], moment: float) -> float | None:
@@ -121,13 +118,13 @@ def run(args, interval: float) -> dict:
             on = False
             while worker.poll() is None and (not points or points[-1][1] < args.num_batches):
                 on = not on
-                before = cpu_seconds(sampler.pid)
+                before = procfs.cpu_seconds(sampler.pid)
                 sampler.send_signal(signal.SIGCONT if on else signal.SIGSTOP)
                 start = time.time()
                 time.sleep(args.slice)
                 slices.append((start, time.time(), on))
                 if on:
-                    on_cpu += cpu_seconds(sampler.pid) - before
+                    on_cpu += procfs.cpu_seconds(sampler.pid) - before
             worker.wait(timeout=600)
             reader.join(10)
             ps.wait(timeout=60)

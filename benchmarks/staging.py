@@ -100,6 +100,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "aws"))
 from moto_server import MotoServer  # noqa: E402
 
+from dtfbench.linux import procfs  # noqa: E402
+
 BUCKET = "dtfbench-staging"
 BIN = Path(sys.executable).parent
 NOT_RESYNCING = ("raw", "raw-boto3", "dtfbench-nomd5")  # no notion of "already there", or the same code path
@@ -136,12 +138,6 @@ def engines(url: str, workers: int, endpoint: str, baseline_src: str | None) -> 
             {},
         )
     return found
-
-
-def process_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system, all threads) a running process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def run(command: tuple[list[str], dict], env: dict) -> tuple[float, float]:
@@ -210,9 +206,9 @@ def measure_downloads(table, env, work: Path, objects: dict[str, int], repeats: 
             dest = work / f"dest-{name}"
             shutil.rmtree(dest, ignore_errors=True)
             dest.mkdir()
-            server_before = process_cpu_s(server_pid)
+            server_before = procfs.cpu_seconds(server_pid)
             wall, cpu = run(table[name](str(dest)), env)
-            server_cpu = process_cpu_s(server_pid) - server_before
+            server_cpu = procfs.cpu_seconds(server_pid) - server_before
             count, nbytes = tree_bytes(dest)
             if (count, nbytes) != (len(objects), total):
                 raise RuntimeError(f"{name} left {count} files, {nbytes} bytes; expected {len(objects)}, {total}")

@@ -12,7 +12,6 @@ with the callback against without it.
 """
 
 import importlib.util
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +20,8 @@ import pytest
 from ansible import constants as C
 from ansible.errors import AnsibleError
 from playbook_harness import ansible_env, start_playbook
+
+from dtfbench.linux import procfs
 
 PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "callback" / "dtfbench_patient_poll.py"
 BUSY, QUIET = 0.005, 0.05
@@ -125,9 +126,9 @@ def controller_cpu_while_a_task_sleeps(tmp_path: Path, callbacks: str) -> float:
             time.sleep(0.05)
         assert started.exists(), process.communicate()[0]
         time.sleep(1.5)  # past the callback's quiet time (1 s)
-        before = cpu_seconds(process.pid)
+        before = procfs.cpu_seconds(process.pid)
         time.sleep(4)
-        used = cpu_seconds(process.pid) - before
+        used = procfs.cpu_seconds(process.pid) - before
         rest = process.stdout.read()
         assert process.wait(timeout=60) == 0, rest
     finally:
@@ -135,12 +136,6 @@ def controller_cpu_while_a_task_sleeps(tmp_path: Path, callbacks: str) -> float:
             process.kill()
             process.wait()
     return used
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @pytest.mark.ansible

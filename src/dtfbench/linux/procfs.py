@@ -35,6 +35,16 @@ def stat_fields(pid):
     return data[data.rfind(")") + 2 :].split()  # the command name may hold spaces and ')'
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds a process (all its threads) has used so far, or None when it
+    is gone."""
+    fields = stat_fields(pid)
+    try:
+        return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))  # utime, stime
+    except (TypeError, IndexError, ValueError):
+        return None
+
+
 def stat(pid):
     """(state, ppid, pgrp) of a process, or None when it is gone."""
     fields = stat_fields(pid)
