@@ -15,6 +15,9 @@ for name in "${selected[@]}"; do
     # Ours against the bare launcher (plain ssh, the study's method), trivial model, 3 rounds
     # of 3 runs a side, ~7 min on 2 cores (a round's noise here is several times the goal's margin).
     p1) python benchmarks/orchestration_overhead.py --rounds 3 ;;
+    # Where a sweep's time goes between its tasks, from inside ansible-playbook (each worker's
+    # start, action, first command and result) and the TF tasks' start on the hosts; ~40 s.
+    timeline) python benchmarks/task_timeline.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # The study's workload (InceptionV3, 10 + 100 steps), 2 rounds of 1 run a side, ~12 min on 2 cores.
     p1-study) python benchmarks/orchestration_overhead.py --study ;;
     # 16 hosts against 1 and against the bare fan-out (xargs -P ssh), ~2 min.
@@ -50,7 +53,7 @@ for name in "${selected[@]}"; do
     ps-pattern) python benchmarks/ps_pattern.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #27's telemetry cost: throughput with the NIC sampler on and off in turns of 3 s, one run, ~1.5 min.
     nic-cost) python benchmarks/nic_cost.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost" >&2; exit 2 ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study timeline p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"

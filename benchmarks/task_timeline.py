@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Where a sweep's time goes between its tasks: a timeline from inside ansible-playbook.
+
+    .venv/bin/python benchmarks/task_timeline.py [--hosts 4] [--repetitions 1] [--steps 100]
+
+Brings up the multi-host test bed (tests/testbed/testbed.py) and runs one trivial sweep of
+run-benchmark.yml on it with benchmarks/timeline_site/ on ansible-playbook's PYTHONPATH, which
+logs, for every worker (a fork per task and host), when it started, when its task's action
+began, when it sent its first command to the host and when its result was ready. Beside it,
+the TF tasks' own start and end times from their exit records on the hosts.
+
+Printed: every task (its start from the playbook's first, the gap since the task before it
+ended, how long it took, on how many hosts), then for every run how long after the task
+before its start-and-wait ended each host's first TF task started, split into the controller's
+part (until the worker sent its command) and the host's (docs/performance.md, P1: "Where ours'
+time goes"). Written to results/benchmarks/task_timeline.json. profile_tasks gives the tasks'
+times alone; this adds the inside of the start-and-wait task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+from bench_env import ROOT, ansible_env, held
+
+sys.path.insert(0, str(ROOT / "tests" / "testbed"))
+import testbed  # noqa: E402
+
+from dtfbench.results import store  # noqa: E402
+
+SITE = Path(__file__).resolve().parent / "timeline_site"
+START_AND_WAIT = "tf_cluster : Start this host's tasks and wait for its workers to finish"
+
+
+def tasks_of(events: list[dict]) -> list[dict]:
+    """Consecutive workers of the same task are one task: its start, end and hosts."""
+    by_pid: dict[int, dict] = {}
+    tasks: list[dict] = []
+    for event in events:
+        if event["event"] == "worker":
+            if not tasks or tasks[-1]["task"] != event["task"]:
+                tasks.append({"task": event["task"], "start": event["time"], "end": event["time"], "hosts": []})
+            tasks[-1]["hosts"].append(event["host"])
+            by_pid[event["pid"]] = {"task": tasks[-1], "host": event["host"]}
+        elif event["pid"] in by_pid:
+            worker = by_pid[event["pid"]]
+            worker.setdefault(event["event"], event["time"])  # the first send counts
+            worker["task"]["end"] = max(worker["task"]["end"], event["time"])
+    for worker in by_pid.values():
+        worker["task"].setdefault("workers", {})[worker["host"]] = worker
+    return tasks
+
+
+def tf_starts(bed: Path, run_id: str) -> dict[str, float]:
+    """Each host's first TF task's start (its exit records, on the host's own local SSD)."""
+    starts = {}
+    for node in sorted((bed / "nodes").iterdir()):
+        run_dir = node / "local_ssd" / "dtfbench" / "runs" / run_id
+        records = [json.loads(p.read_text()) for p in run_dir.glob("*.exit") if "-nic-" not in p.name]
+        if records:
+            starts[node.name] = min(r["started"] for r in records)
+    return starts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=4)
+    parser.add_argument("--repetitions", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-timeline"))
+    parser.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK", ""))
+    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "task_timeline.json")
+    args = parser.parse_args(argv)
+
+    sweep_id = f"timeline-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="dtfbench-timeline-") as scratch, held(args.lock):
+        log, db = Path(scratch) / "timeline.jsonl", Path(scratch) / "results.sqlite"
+        env = ansible_env()
+        env.update(
+            DTFBENCH_TIMELINE=str(log), PYTHONPATH=os.pathsep.join(filter(None, [str(SITE), env.get("PYTHONPATH")]))
+        )
+        testbed.down(args.dir)
+        testbed.up(args.dir, hosts=args.hosts)
+        try:
+            done = subprocess.run(
+                ["ansible-playbook", "run-benchmark.yml", "-i", str(args.dir / "hosts.yml")]
+                + [
+                    f"-e{name}={value}"
+                    for name, value in (
+                        ("system", "testbed"),
+                        ("gpus", args.hosts),
+                        ("num_ps", 1),
+                        ("model", "trivial"),
+                        ("batch_size", 8),
+                        ("image_size", 32),
+                        ("repetitions", args.repetitions),
+                        ("warmup_steps", 10),
+                        ("steps", args.steps),
+                        ("network_probe", "false"),
+                        ("sweep_id", sweep_id),
+                        ("results_db", db),
+                    )
+                ],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"the sweep failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
+            events = [json.loads(line) for line in log.read_text().splitlines()]
+            runs = [r["run_id"] for r in store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))]
+            starts = {run_id: tf_starts(args.dir, run_id) for run_id in runs}
+        finally:
+            testbed.down(args.dir)
+
+    tasks = tasks_of(events)
+    first = tasks[0]["start"]
+    print(f"{'start':>8} {'gap':>6} {'took':>7} hosts  task")
+    for before, task in zip([None] + tasks, tasks):
+        gap = task["start"] - before["end"] if before else 0.0
+        print(
+            f"{task['start'] - first:8.3f} {gap:6.3f} {task['end'] - task['start']:7.3f} {len(task['hosts']):5d}  {task['task']}"
+        )
+    waits = [(before, task) for before, task in zip(tasks, tasks[1:]) if task["task"] == START_AND_WAIT]
+    report_runs = []
+    for run_id, (before, wait) in zip(runs, waits):
+        hosts = {}
+        for host, started in sorted(starts[run_id].items()):
+            worker = wait["workers"].get(host, {})
+            hosts[host] = {
+                "tf_start_after_s": round(started - before["end"], 3),
+                "controller_s": round(worker["send"] - before["end"], 3) if "send" in worker else None,
+                "host_s": round(started - worker["send"], 3) if "send" in worker else None,
+            }
+        report_runs.append({"run_id": run_id, "hosts": hosts})
+        delays = [h["tf_start_after_s"] for h in hosts.values()]
+        print(
+            f"run {run_id}: the TF tasks started {min(delays):.2f}-{max(delays):.2f} s after the task before "
+            "its start-and-wait ended; the controller's part (until the command went) and the host's: "
+            + ", ".join(f"{name} {h['controller_s']}+{h['host_s']}" for name, h in hosts.items())
+        )
+    outside = sum(t["end"] - t["start"] for t in tasks if t["task"] != START_AND_WAIT)
+    gaps = sum(t["start"] - b["end"] for b, t in zip(tasks, tasks[1:]))
+    print(f"tasks other than the wait {outside:.2f} s, gaps between tasks {gaps:.2f} s")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "benchmark": "task_timeline",
+        "hosts": args.hosts,
+        "repetitions": args.repetitions,
+        "tasks": [
+            {k: (round(v - first, 4) if k in ("start", "end") else v) for k, v in t.items() if k != "workers"}
+            for t in tasks
+        ],
+        "runs": report_runs,
+        "outside_wait_s": round(outside, 3),
+        "gaps_s": round(gaps, 3),
+        "median_tf_start_after_s": statistics.median(
+            h["tf_start_after_s"] for r in report_runs for h in r["hosts"].values()
+        )
+        if report_runs
+        else None,
+    }
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"written to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Loaded by ansible-playbook's Python when benchmarks/task_timeline.py puts this folder on
+PYTHONPATH: a line of JSON for each worker (a fork per task and host) when it starts, when its
+task's action begins, when it sends its first command to the host and when its result is ready,
+into the file named by DTFBENCH_TIMELINE. Measurement only; nothing of the project imports it.
+"""
+
+import builtins
+import json
+import os
+import time
+
+LOG = os.environ.get("DTFBENCH_TIMELINE")
+
+
+def mark(event, **fields):
+    with open(LOG, "a") as handle:
+        handle.write(json.dumps(dict(fields, time=time.time(), pid=os.getpid(), event=event)) + "\n")
+
+
+def instrument():
+    from ansible.executor import task_executor
+    from ansible.executor.process import worker
+    from ansible.plugins.action import ActionBase
+
+    run, execute, low_level = (
+        worker.WorkerProcess._run,
+        task_executor.TaskExecutor._execute,
+        ActionBase._low_level_execute_command,
+    )
+
+    def timed_run(self, *args, **kwargs):
+        mark("worker", host=str(self._host), task=self._task.get_name(), action=self._task.action)
+        return run(self, *args, **kwargs)
+
+    def timed_execute(self, *args, **kwargs):
+        mark("action")
+        try:
+            return execute(self, *args, **kwargs)
+        finally:
+            mark("result")
+
+    def timed_low_level(self, *args, **kwargs):
+        mark("send")
+        return low_level(self, *args, **kwargs)
+
+    worker.WorkerProcess._run = timed_run
+    task_executor.TaskExecutor._execute = timed_execute
+    ActionBase._low_level_execute_command = timed_low_level
+
+
+if LOG:
+    _import = builtins.__import__
+
+    def _watch(name, *args, **kwargs):
+        module = _import(name, *args, **kwargs)
+        if name == "ansible.executor.task_queue_manager":
+            builtins.__import__ = _import  # once, before the strategy forks its first worker
+            instrument()
+        return module
+
+    builtins.__import__ = _watch
