@@ -13,7 +13,8 @@ Printed: every task (its start from the playbook's first, the gap since the task
 ended, how long it took, on how many hosts), then for every run how long after the task
 before its start-and-wait ended each host's first TF task started, split into the controller's
 part (until the worker sent its command) and the host's (docs/performance.md, P1: "Where ours'
-time goes"). Written to results/benchmarks/task_timeline.json. profile_tasks gives the tasks'
+time goes"). Written to results/benchmarks/task_timeline.json, the playbook's output beside it
+(.log). profile_tasks gives the tasks'
 times alone; this adds the inside of the start-and-wait task.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -41,13 +43,21 @@ START_AND_WAIT = "tf_cluster : Start this host's tasks and wait for its workers 
 
 
 def tasks_of(events: list[dict]) -> list[dict]:
-    """Consecutive workers of the same task are one task: its start, end and hosts."""
+    """Consecutive workers of the same task (its uuid) are one task: its start, end and hosts."""
     by_pid: dict[int, dict] = {}
     tasks: list[dict] = []
     for event in events:
         if event["event"] == "worker":
-            if not tasks or tasks[-1]["task"] != event["task"]:
-                tasks.append({"task": event["task"], "start": event["time"], "end": event["time"], "hosts": []})
+            if not tasks or tasks[-1]["uuid"] != event["uuid"]:
+                tasks.append(
+                    {
+                        "task": event["task"],
+                        "uuid": event["uuid"],
+                        "start": event["time"],
+                        "end": event["time"],
+                        "hosts": [],
+                    }
+                )
             tasks[-1]["hosts"].append(event["host"])
             by_pid[event["pid"]] = {"task": tasks[-1], "host": event["host"]}
         elif event["pid"] in by_pid:
@@ -57,6 +67,13 @@ def tasks_of(events: list[dict]) -> list[dict]:
     for worker in by_pid.values():
         worker["task"].setdefault("workers", {})[worker["host"]] = worker
     return tasks
+
+
+def wait_before(tasks: list[dict], started: float) -> tuple[dict, dict] | None:
+    """The start-and-wait task that began last before `started` (a run's first TF task), and the
+    task before it; None when there is none (the run never reached its start)."""
+    pairs = [(b, t) for b, t in zip(tasks, tasks[1:]) if t["task"] == START_AND_WAIT and t["start"] <= started]
+    return pairs[-1] if pairs else None
 
 
 def tf_starts(bed: Path, run_id: str) -> dict[str, float]:
@@ -70,6 +87,10 @@ def tf_starts(bed: Path, run_id: str) -> dict[str, float]:
     return starts
 
 
+def all_delays(report_runs: list[dict]) -> list[float]:
+    return [h["tf_start_after_s"] for r in report_runs for h in r["hosts"].values()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=4)
@@ -81,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     sweep_id = f"timeline-{uuid.uuid4().hex[:8]}"
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    output = args.output.with_suffix(".log")  # the playbook's own output
     with tempfile.TemporaryDirectory(prefix="dtfbench-timeline-") as scratch, held(args.lock):
         log, db = Path(scratch) / "timeline.jsonl", Path(scratch) / "results.sqlite"
         env = ansible_env()
@@ -115,13 +138,17 @@ def main(argv: list[str] | None = None) -> int:
                 text=True,
                 timeout=3600,
             )
+            output.write_text(done.stdout + done.stderr)
             if done.returncode != 0:
-                raise SystemExit(f"the sweep failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
-            events = [json.loads(line) for line in log.read_text().splitlines()]
+                raise SystemExit(f"the sweep failed (its output: {output}):\n{done.stdout[-4000:]}")
+            events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
             runs = [r["run_id"] for r in store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))]
             starts = {run_id: tf_starts(args.dir, run_id) for run_id in runs}
         finally:
             testbed.down(args.dir)
+    load = round(os.getloadavg()[0], 2)
+    if not events:
+        raise SystemExit(f"no timeline in {log}: {SITE}/sitecustomize.py was not loaded by ansible-playbook")
 
     tasks = tasks_of(events)
     first = tasks[0]["start"]
@@ -131,9 +158,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{task['start'] - first:8.3f} {gap:6.3f} {task['end'] - task['start']:7.3f} {len(task['hosts']):5d}  {task['task']}"
         )
-    waits = [(before, task) for before, task in zip(tasks, tasks[1:]) if task["task"] == START_AND_WAIT]
     report_runs = []
-    for run_id, (before, wait) in zip(runs, waits):
+    for run_id in runs:
+        found = wait_before(tasks, min(starts[run_id].values())) if starts[run_id] else None
+        if found is None:
+            print(f"run {run_id}: no TF task started (no exit records on the hosts)")
+            continue
+        before, wait = found
         hosts = {}
         for host, started in sorted(starts[run_id].items()):
             worker = wait["workers"].get(host, {})
@@ -152,7 +183,6 @@ def main(argv: list[str] | None = None) -> int:
     outside = sum(t["end"] - t["start"] for t in tasks if t["task"] != START_AND_WAIT)
     gaps = sum(t["start"] - b["end"] for b, t in zip(tasks, tasks[1:]))
     print(f"tasks other than the wait {outside:.2f} s, gaps between tasks {gaps:.2f} s")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "benchmark": "task_timeline",
         "hosts": args.hosts,
@@ -164,11 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         "runs": report_runs,
         "outside_wait_s": round(outside, 3),
         "gaps_s": round(gaps, 3),
-        "median_tf_start_after_s": statistics.median(
-            h["tf_start_after_s"] for r in report_runs for h in r["hosts"].values()
-        )
-        if report_runs
-        else None,
+        "median_tf_start_after_s": statistics.median(every) if (every := all_delays(report_runs)) else None,
+        "load_avg_1min": load,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": args.hosts},
     }
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     print(f"written to {args.output}")

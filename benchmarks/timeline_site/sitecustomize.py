@@ -7,6 +7,7 @@ into the file named by DTFBENCH_TIMELINE. Measurement only; nothing of the proje
 import builtins
 import json
 import os
+import sys
 import time
 
 LOG = os.environ.get("DTFBENCH_TIMELINE")
@@ -29,7 +30,9 @@ def instrument():
     )
 
     def timed_run(self, *args, **kwargs):
-        mark("worker", host=str(self._host), task=self._task.get_name(), action=self._task.action)
+        mark(
+            "worker", host=str(self._host), task=self._task.get_name(), uuid=self._task._uuid, action=self._task.action
+        )
         return run(self, *args, **kwargs)
 
     def timed_execute(self, *args, **kwargs):
@@ -58,4 +61,8 @@ if LOG:
             instrument()
         return module
 
-    builtins.__import__ = _watch
+    # Only ansible-playbook's own process logs (its workers are forks and keep LOG); the
+    # Pythons it starts (a local module, the interrupt watchdog) neither log nor keep the hook.
+    os.environ.pop("DTFBENCH_TIMELINE")
+    if "ansible-playbook" in os.path.basename(sys.argv[0] if sys.argv else ""):
+        builtins.__import__ = _watch
