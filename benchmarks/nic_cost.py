@@ -38,7 +38,6 @@ from dtfbench.linux import procfs
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLER = ROOT / "src" / "dtfbench" / "launch" / "nic_sampler.py"
 GOAL = 0.98
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def parse_args(argv=None):
