@@ -42,7 +42,7 @@ notes:
   - It sets C(ansible.constants.DEFAULT_INTERNAL_POLL_INTERVAL), which the strategy reads at
     every look (ansible-core 2.21). Where a later ansible-core stops reading it there, the plugin
     changes nothing and the configured interval stays in force.
-  - A C(pause) prompt reads its keys at the same interval: while it is quiet, 20 keys a second.
+  - A C(pause) prompt reads its keys at the same interval, while it is quiet 20 keys a second.
 """
 
 import threading

@@ -110,6 +110,10 @@ def test_each_callback_documents_itself_and_is_enabled(name):
     assert proc.returncode == 0 and "[ERROR]" not in proc.stderr and "[WARNING]" not in proc.stderr, proc.stderr
     doc = json.loads(proc.stdout)[name]["doc"]
     assert doc["name"] == name and doc["short_description"] and doc["description"], doc
+    # Prose only: a line with ': ' in it is a YAML mapping, which ansible-doc's text view
+    # cannot show (it fails with 'Unable to retrieve documentation').
+    prose = doc["description"] + doc.get("notes", []) + [o["description"] for o in doc.get("options", {}).values()]
+    assert all(isinstance(text, str) for text in prose), [text for text in prose if not isinstance(text, str)]
     assert name in enabled_callbacks(), enabled_callbacks()
 
 
