@@ -6,7 +6,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: dtfbench_patient_poll
 type: notification
-short_description: Look for the workers' results less often once nothing has happened for a second, and import ahead
+short_description: Look for the workers' results less often once nothing has happened for a second
 description:
   - ansible-playbook's strategy looks for its workers' results every C(internal_poll_interval)
     (5 ms in the project's ansible.cfg) for as long as a task runs. On a run's start-and-wait
@@ -19,14 +19,6 @@ description:
     a task that ran for longer than O(after) is seen at most O(interval) later.
   - One thread of its own sleeps until the quiet time is up; it wakes at most once per
     O(after) seconds.
-  - The first quiet time of a playbook also imports the modules named in O(warm_imports), in a
-    thread of their own, so that a later task finds them imported. The project's ansible.cfg
-    names the report, which run-benchmark.yml's summary imports after the last run (numpy and
-    scipy.special, ~0.5 s); with this plugin it is imported while the first run trains
-    (docs/performance.md, P1).
-    ansible-playbook forks a worker for every task and host; a fork waits for an import in
-    progress, so that no worker starts with a module half imported. A module that cannot be
-    imported is left to the task that needs it, which says why.
 options:
   after:
     description: Seconds without a task start or a host's result before the interval lengthens.
@@ -46,16 +38,6 @@ options:
         key: interval
     env:
       - name: DTFBENCH_PATIENT_POLL_INTERVAL
-  warm_imports:
-    description: Python modules to import in ansible-playbook's process during its first quiet time.
-    type: list
-    elements: str
-    default: []
-    ini:
-      - section: callback_dtfbench_patient_poll
-        key: warm_imports
-    env:
-      - name: DTFBENCH_PATIENT_POLL_WARM_IMPORTS
 notes:
   - It sets C(ansible.constants.DEFAULT_INTERNAL_POLL_INTERVAL), which the strategy reads at
     every look (ansible-core 2.21). Where a later ansible-core stops reading it there, the plugin
@@ -63,8 +45,6 @@ notes:
   - A C(pause) prompt reads its keys at the same interval, while it is quiet 20 keys a second.
 """
 
-import importlib
-import os
 import threading
 import time
 
@@ -87,11 +67,6 @@ class CallbackModule(CallbackBase):
         self.armed = False  # the thread counts down to the quiet interval
         self.quiet = False  # the quiet interval is in force
         self.thread = None
-        self.warm_imports = []
-        # Held from the start of the warm imports to their end (os.register_at_fork waits on it).
-        self.warming = threading.Lock()
-        self.warm_thread = None
-        self.warm_failures = []
 
     def set_options(self, *args, **kwargs):
         super().set_options(*args, **kwargs)
@@ -105,7 +80,6 @@ class CallbackModule(CallbackBase):
                 )
         self.after = self.get_option("after")
         self.quiet_interval = self.get_option("interval")
-        self.warm_imports = list(self.get_option("warm_imports") or [])
 
     def event(self):
         """A task started or a result came: look often again, and count the quiet time anew."""
@@ -134,32 +108,6 @@ class CallbackModule(CallbackBase):
                     continue
                 C.DEFAULT_INTERNAL_POLL_INTERVAL = self.quiet_interval
                 self.quiet, self.armed = True, False
-                if self.warm_imports and self.warm_thread is None:
-                    self.start_warm_imports()
-
-    def start_warm_imports(self):
-        """Import `warm_imports` in a thread; until it ends, a fork waits. The lock is taken here,
-        before the thread starts, so that no fork slips in between."""
-        self.warming.acquire()
-        os.register_at_fork(before=self.wait_for_warm_imports)
-        self.warm_thread = threading.Thread(target=self.warm, name=self.CALLBACK_NAME + "_warm_imports", daemon=True)
-        self.warm_thread.start()
-
-    def warm(self):
-        try:
-            for name in self.warm_imports:
-                try:
-                    importlib.import_module(name)
-                except Exception as error:  # the task that imports it reports it where it matters
-                    self.warm_failures.append(f"{name}: {error}")
-        finally:
-            self.warming.release()
-
-    def wait_for_warm_imports(self):
-        # A fork in the importing thread itself (a module that forks at import) must not wait for itself.
-        if threading.current_thread() is not self.warm_thread:
-            with self.warming:
-                pass
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self.event()
@@ -183,5 +131,3 @@ class CallbackModule(CallbackBase):
         with self.cond:
             C.DEFAULT_INTERNAL_POLL_INTERVAL = self.busy_interval
             self.quiet, self.armed = False, False
-        for failure in self.warm_failures:
-            self._display.vvv(f"{self.CALLBACK_NAME}: not imported ahead: {failure}")

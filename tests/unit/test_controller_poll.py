@@ -8,15 +8,11 @@ run (the test bed, a login node) takes from the training (issue #31, P1). The ca
 it once the task has been quiet for a second, so that short tasks keep 5 ms. Here: the
 project's setting as Ansible reads it, the callback's rule on its object (short times,
 ansible.constants' real attribute), and a real ansible-playbook's CPU while one task sleeps,
-with the callback against without it. The same quiet time imports what a later task needs
-(warm_imports: the report, ~0.5 s that run-benchmark.yml's summary paid after the last run),
-once, with every fork waiting for an import in progress.
+with the callback against without it.
 """
 
 import importlib.util
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -150,121 +146,3 @@ def test_a_waiting_ansible_playbook_spends_less_cpu_with_the_callback(tmp_path):
     with_callback = controller_cpu_while_a_task_sleeps(tmp_path, "dtfbench_interrupt,dtfbench_patient_poll")
     print("CPU-s over 4 s of waiting: without", without, "with", with_callback)
     assert without >= 0.03 and with_callback <= 0.5 * without, (without, with_callback)
-
-
-# ---- the first quiet time imports what later tasks need (warm_imports) ----------------------
-
-# A module that takes a while to import (the report's numpy and scipy.special take ~0.5 s) and
-# says when its import began and ended.
-SLOW_MODULE = """
-import pathlib, time
-LOG = pathlib.Path({log!r})
-with LOG.open("a") as log:
-    log.write("began %f\\n" % time.time())
-time.sleep({seconds})
-DONE = True
-with LOG.open("a") as log:
-    log.write("ended %f\\n" % time.time())
-"""
-
-
-def slow_module(tmp_path: Path, monkeypatch, seconds: float) -> tuple[str, Path]:
-    name = f"warm_probe_{tmp_path.name.replace('-', '_')}"
-    log = tmp_path / "imports.log"
-    (tmp_path / f"{name}.py").write_text(SLOW_MODULE.format(log=str(log), seconds=seconds))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name, log
-
-
-def wait_for(predicate, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def test_the_first_quiet_time_imports_the_named_modules_once(plugin, tmp_path, monkeypatch):
-    name, log = slow_module(tmp_path, monkeypatch, 0.1)
-    plugin.warm_imports = [name]
-    plugin.v2_playbook_on_task_start(None, False)
-    time.sleep(0.5)  # busy: nothing imported yet
-    assert name not in sys.modules
-    assert wait_for(lambda: getattr(sys.modules.get(name), "DONE", False), 5.0)
-    # A second quiet time imports nothing again.
-    plugin.v2_runner_on_ok(None)
-    assert quiet_within(3.0)
-    time.sleep(0.3)
-    assert log.read_text().count("began") == 1
-
-
-# The fork below is the point: Python warns of any fork in a process with threads.
-@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
-def test_a_fork_waits_for_an_import_in_progress(plugin, tmp_path, monkeypatch):
-    # ansible-playbook forks a worker for every task and host: one forked in the middle of an
-    # import would start with the module half imported (and its import lock held by no thread).
-    name, log = slow_module(tmp_path, monkeypatch, 1.0)
-    plugin.warm_imports = [name]
-    plugin.v2_playbook_on_task_start(None, False)
-    assert wait_for(lambda: log.exists(), 5.0)  # the import has begun
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child says whether it got the whole module
-        os.write(write, b"whole" if getattr(sys.modules.get(name), "DONE", False) else b"half")
-        os._exit(0)
-    os.close(write)
-    forked_at = time.time()
-    child_saw = os.read(read, 16)
-    os.close(read)
-    os.waitpid(pid, 0)
-    ended = float(log.read_text().split("ended ")[1])
-    assert child_saw == b"whole"
-    assert forked_at >= ended
-
-
-def test_a_module_that_cannot_be_imported_is_left_to_its_task(plugin):
-    plugin.warm_imports = ["dtfbench_no_such_module_here"]
-    plugin.v2_playbook_on_task_start(None, False)
-    assert wait_for(lambda: plugin.warm_failures, 5.0)
-    assert "dtfbench_no_such_module_here" in plugin.warm_failures[0]
-    # ...and a fork after it does not wait (the lock is free again).
-    assert plugin.warming.acquire(timeout=1)
-    plugin.warming.release()
-
-
-WARM_PLAY = """
-- name: A quiet task, then one that notes when it started
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Sleep past the quiet time
-      ansible.builtin.command: sleep 2.5
-      changed_when: false
-    - name: Note the time
-      ansible.builtin.command: date +%s.%N
-      register: later
-      changed_when: false
-    - name: Show it
-      ansible.builtin.debug:
-        msg: "LATER {{ later.stdout }}"
-"""
-
-
-@pytest.mark.ansible
-def test_ansible_playbook_imports_the_configured_modules_while_a_task_waits(tmp_path, monkeypatch):
-    name, log = slow_module(tmp_path, monkeypatch, 0.3)
-    playbook = tmp_path / "warm.yml"
-    playbook.write_text(WARM_PLAY)
-    env = ansible_env(
-        DTFBENCH_PATIENT_POLL_WARM_IMPORTS=name,
-        PYTHONPATH=os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p),
-    )
-    process = start_playbook(playbook, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = process.communicate(timeout=120)[0]
-    assert process.returncode == 0, output
-    later = float(output.split("LATER ")[1].split('"')[0].split()[0])
-    text = log.read_text()
-    assert text.count("began") == 1, text
-    # Imported in ansible-playbook's process (once), during the sleeping task, before the next.
-    assert float(text.split("ended ")[1]) < later, (text, later)
