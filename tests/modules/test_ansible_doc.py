@@ -110,10 +110,11 @@ def test_each_callback_documents_itself_and_is_enabled(name):
     assert proc.returncode == 0 and "[ERROR]" not in proc.stderr and "[WARNING]" not in proc.stderr, proc.stderr
     doc = json.loads(proc.stdout)[name]["doc"]
     assert doc["name"] == name and doc["short_description"] and doc["description"], doc
-    # Prose only: a line with ': ' in it is a YAML mapping, which ansible-doc's text view
+    # Prose only: a list item with ': ' in it is a YAML mapping, which ansible-doc's text view
     # cannot show (it fails with 'Unable to retrieve documentation').
-    prose = doc["description"] + doc.get("notes", []) + [o["description"] for o in doc.get("options", {}).values()]
-    assert all(isinstance(text, str) for text in prose), [text for text in prose if not isinstance(text, str)]
+    texts = [doc["description"], doc.get("notes", []), *(o["description"] for o in doc.get("options", {}).values())]
+    prose = [line for text in texts for line in ([text] if isinstance(text, str) else text)]
+    assert all(isinstance(line, str) for line in prose), [line for line in prose if not isinstance(line, str)]
     assert name in enabled_callbacks(), enabled_callbacks()
 
 
