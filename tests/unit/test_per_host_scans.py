@@ -15,25 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from task_files import leaf_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_FILES = sorted(ROOT.glob("roles/*/tasks/*.yml"))
 # hostvars handed whole to a filter, or mapped over a list of hosts (not hostvars[...]).
 SCAN = re.compile(r"hostvars(?!\s*\[)")
-
-
-def leaf_tasks(tasks, inherited_run_once=False, inherited_vars=None, parts=("block", "rescue", "always")):
-    """(task, run_once, the vars it sees from its blocks) for every task, blocks unfolded (the
-    sections named in `parts`). A templated run_once counts as not once: where it renders false,
-    the task runs on every host."""
-    for task in tasks or []:
-        run_once = task.get("run_once", inherited_run_once) is True
-        block_vars = dict(inherited_vars or {}, **(task.get("vars") or {}))
-        if "block" in task:
-            for part in parts:
-                yield from leaf_tasks(task.get(part), run_once, block_vars, parts)
-        else:
-            yield task, run_once, inherited_vars or {}
 
 
 def scans_every_host(task, block_vars):

@@ -21,6 +21,7 @@ import jinja2.meta
 import pytest
 import yaml
 from playbook_harness import ansible_env, run_playbook
+from task_files import leaf_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_FILES = sorted([*ROOT.glob("roles/*/tasks/*.yml"), *ROOT.glob("playbooks/*.yml")])
@@ -46,18 +47,8 @@ NEGATION = re.compile(r"\A\{\{ not \((?P<condition>.*)\) \}\}\Z", re.S)
 
 
 def tasks_of(entries):
-    """Every task of a task list, blocks' tasks included."""
-    for entry in entries or []:
-        if not isinstance(entry, dict):
-            continue
-        if "block" in entry:
-            for part in ("block", "rescue", "always"):
-                yield from tasks_of(entry.get(part))
-        elif "tasks" in entry or "hosts" in entry:  # a play
-            for part in ("pre_tasks", "tasks", "post_tasks", "handlers"):
-                yield from tasks_of(entry.get(part))
-        else:
-            yield entry
+    """Every task of a task list or playbook, blocks' tasks included."""
+    return [task for task, _run_once, _vars in leaf_tasks(entries)]
 
 
 def squeezed(text: str) -> str:
