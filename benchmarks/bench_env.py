@@ -21,6 +21,17 @@ def ansible_env() -> dict[str, str]:
     return env
 
 
+def testbed_sweep_command(inventory: Path, *, hosts: int, sweep_id: str, results_db: Path, **settings) -> list[str]:
+    """ansible-playbook run-benchmark.yml on the test bed as a user runs it: one CPU worker a host
+    (gpus = hosts), one PS, then `settings` (model, sizes, repetitions, steps, network_probe), each
+    as -e name=value (P1's sweep, benchmarks/orchestration_overhead.py; its timeline,
+    benchmarks/task_timeline.py)."""
+    extra = dict(system="testbed", gpus=hosts, num_ps=1, **settings, sweep_id=sweep_id, results_db=results_db)
+    return ["ansible-playbook", "run-benchmark.yml", "-i", str(inventory)] + [
+        arg for name, value in extra.items() for arg in ("-e", f"{name}={value}")
+    ]
+
+
 def free_ports(count: int) -> list[int]:
     """`count` loopback ports that were free a moment ago (bound together, so all distinct)."""
     sockets = [socket.socket() for _ in range(count)]

@@ -43,7 +43,7 @@ import uuid
 from pathlib import Path
 
 import yaml
-from bench_env import ROOT, ansible_env, held  # noqa: E402
+from bench_env import ROOT, ansible_env, held, testbed_sweep_command  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import bare_launcher  # noqa: E402
@@ -61,38 +61,21 @@ def ours_sweep(args, inventory: Path, db: Path, env: dict, log: Path) -> dict:
     sweep_id = f"p1-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
     done = subprocess.run(
-        [
-            "ansible-playbook",
-            "run-benchmark.yml",
-            "-i",
-            str(inventory),
-            "-e",
-            "system=testbed",
-            "-e",
-            f"gpus={args.hosts}",
-            "-e",
-            "num_ps=1",
-            "-e",
-            f"model={args.model}",
-            "-e",
-            f"batch_size={args.batch_size}",
-            "-e",
-            f"image_size={args.image_size}",
-            "-e",
-            f"repetitions={args.repetitions}",
-            "-e",
-            f"warmup_steps={args.warmup_steps}",
-            "-e",
-            f"steps={args.steps}",
-            "-e",
-            f"sweep_id={sweep_id}",
-            "-e",
-            f"results_db={db}",
+        testbed_sweep_command(
+            inventory,
+            hosts=args.hosts,
+            sweep_id=sweep_id,
+            results_db=db,
+            model=args.model,
+            batch_size=args.batch_size,
+            image_size=args.image_size,
+            repetitions=args.repetitions,
+            warmup_steps=args.warmup_steps,
+            steps=args.steps,
             # The link probe (on by default) is a measurement the bare launcher does not make:
             # its cost is N2's figure, off here unless asked for (--network-probe).
-            "-e",
-            f"network_probe={'true' if args.network_probe else 'false'}",
-        ],
+            network_probe="true" if args.network_probe else "false",
+        ),
         cwd=ROOT,
         env=env,
         capture_output=True,

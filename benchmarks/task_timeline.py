@@ -31,7 +31,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from bench_env import ROOT, ansible_env, held
+from bench_env import ROOT, ansible_env, held, testbed_sweep_command
 
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
@@ -114,24 +114,20 @@ def main(argv: list[str] | None = None) -> int:
         testbed.up(args.dir, hosts=args.hosts)
         try:
             done = subprocess.run(
-                ["ansible-playbook", "run-benchmark.yml", "-i", str(args.dir / "hosts.yml")]
-                + [
-                    f"-e{name}={value}"
-                    for name, value in (
-                        ("system", "testbed"),
-                        ("gpus", args.hosts),
-                        ("num_ps", 1),
-                        ("model", "trivial"),
-                        ("batch_size", 8),
-                        ("image_size", 32),
-                        ("repetitions", args.repetitions),
-                        ("warmup_steps", 10),
-                        ("steps", args.steps),
-                        ("network_probe", "false"),
-                        ("sweep_id", sweep_id),
-                        ("results_db", db),
-                    )
-                ],
+                # P1's trivial sweep (benchmarks/orchestration_overhead.py's defaults).
+                testbed_sweep_command(
+                    args.dir / "hosts.yml",
+                    hosts=args.hosts,
+                    sweep_id=sweep_id,
+                    results_db=db,
+                    model="trivial",
+                    batch_size=8,
+                    image_size=32,
+                    repetitions=args.repetitions,
+                    warmup_steps=10,
+                    steps=args.steps,
+                    network_probe="false",
+                ),
                 cwd=ROOT,
                 env=env,
                 capture_output=True,
