@@ -14,6 +14,7 @@
 #                        test bed's shaped private links (tbf)
 #   util-linux           unshare / nsenter: each node's own hostname, mounts and network
 #   procps               pgrep/ps: the tests' leftover checks
+#   strace               counts a process's munmap calls (the sync's frame-chunk test)
 #
 # Installing never starts the packages' own services (sshd, slurmctld, slurmd, munge): the
 # test infrastructure runs its own daemons with its own configuration, never these.
@@ -39,6 +40,7 @@ declare -A need=(
   [/usr/bin/unshare]=util-linux
   [/usr/bin/nsenter]=util-linux
   [/usr/bin/pgrep]=procps
+  [/usr/bin/strace]=strace
 )
 
 missing=()
