@@ -439,12 +439,12 @@ def test_noop_resync_of_1152_shards_costs_one_listing(moto, s3, tmp_path):
     assert cpu < 1.0, f"a re-sync with nothing to do used {cpu:.2f} s of CPU"
 
 
-# `python -c` with (depth, argv...): s3sync.main(argv) called from `depth` frames deeper.
+# `python -c` with (depth, argv...): `dtfbench s3sync argv` called from `depth` frames deeper.
 CALLED_FROM_DEPTH = """
 import sys
-from dtfbench.node import s3sync
+from dtfbench.__main__ import main
 def called_from(depth):
-    return s3sync.main(sys.argv[2:]) if depth == 0 else called_from(depth - 1)
+    return main(["s3sync", *sys.argv[2:]]) if depth == 0 else called_from(depth - 1)
 sys.exit(called_from(int(sys.argv[1])))
 """
 
@@ -453,9 +453,9 @@ def test_the_cli_maps_no_frame_chunk_a_call_however_deep_it_is_called(moto, s3, 
     """CPython 3.11-3.13 frees a 16-KiB chunk of its frame stack as soon as the first frame in
     it returns, so calls at a chunk's end map and unmap one each time; botocore makes ~19 calls
     a key in a LIST, and where a chunk ends among them depends on the caller's depth alone
-    (213 to 5,854 munmaps for 303 keys, 0 to 30 frames deeper). s3sync.main runs in
-    call_with_frame_room: a re-sync with nothing to do unmaps a few dozen times at every
-    depth. Counted by strace (munmap alone, in the kernel's filter: little slower)."""
+    (213 to 5,854 munmaps for 303 keys, 0 to 30 frames deeper). `dtfbench`'s commands run in
+    call_with_frame_room (src/dtfbench/__main__.py): a re-sync with nothing to do unmaps a few
+    dozen times at every depth. Counted by strace (munmap alone, in the kernel's filter)."""
     put_objects(s3, shard_set(300, 100))
     env = dict(os.environ, **moto.env)
     argv = [SOURCE, str(tmp_path / "data"), "--workers", "4"]

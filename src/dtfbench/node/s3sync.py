@@ -743,37 +743,7 @@ def make_client(workers: int, endpoint_url: str | None = None):
     return skip_timestamp_parsing(client)
 
 
-def call_with_frame_room(function, *args, **kwargs):
-    """``function(*args, **kwargs)``, called from a frame larger than a chunk of CPython's frame
-    stack (_ROOMY_LOCALS): what it calls starts in a chunk of its own, with room to spare."""
-    return function(*args, **kwargs)
-
-
-# CPython 3.11 to 3.13 keeps a thread's frames in chunks of 16 KiB and frees a chunk as soon as
-# the first frame in it returns (until gh-142183's fix of 2026, which keeps one spare): calls
-# that reach past a chunk's end map and unmap 16 KiB each time. Where an end falls among
-# botocore's calls (making a client, parsing a LIST: ~19 calls a key) depends only on how deep
-# the caller is: a no-op re-sync of 303 keys made 213 to 5,854 munmaps as its caller sat 0 to
-# 30 small frames deeper, and `python -m dtfbench s3sync` made 5,815 (in a sync of 193 MB,
-# ~0.12 s of its ~1.2 s of CPU). A frame with 3,200 more locals (25 KiB) fits in no 16-KiB
-# chunk: CPython gives it one of 64 KiB, and the ~38 KiB left there is more than the sync's
-# calls reach (26 munmaps at every depth). Elsewhere this is the plain call it reads as.
-_ROOMY_LOCALS = 3200
-if sys.implementation.name == "cpython" and sys.version_info >= (3, 11):
-    _code = call_with_frame_room.__code__
-    call_with_frame_room.__code__ = _code.replace(
-        co_varnames=_code.co_varnames + tuple(f"_room{i}" for i in range(_ROOMY_LOCALS)),
-        co_nlocals=_code.co_nlocals + _ROOMY_LOCALS,
-    )
-    del _code
-
-
 def main(argv=None) -> int:
-    """`dtfbench s3sync`: the client and the sync run in call_with_frame_room."""
-    return call_with_frame_room(_main, argv)
-
-
-def _main(argv) -> int:
     parser = argparse.ArgumentParser(prog="dtfbench s3sync", description=__doc__.split("\n")[0])
     parser.add_argument("source", help="s3://bucket/prefix")
     parser.add_argument("dest", help="local directory")
