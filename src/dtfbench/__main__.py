@@ -78,13 +78,16 @@ def call_with_frame_room(function, *args, **kwargs):
 # CPython 3.11 to 3.13 keeps a thread's frames in chunks of 16 KiB and frees a chunk as soon as
 # the first frame in it returns (until gh-142183's fix of 2026, which keeps one spare): calls
 # that reach past a chunk's end map and unmap 16 KiB each time. Where an end falls depends only
-# on how deep the caller is, and the commands' hot paths sat at ends: `import tensorflow` mapped
-# 17,806 chunks (~0.14 s of a 2.9-s import), botocore's client and LIST parsing in `s3sync`
-# 5,815 for a no-op re-sync of 303 keys (213 to 5,854 as the caller sat 0 to 30 small frames
-# deeper). A frame with 3,200 more locals (25 KiB) fits in no 16-KiB chunk: CPython gives it one
-# of 64 KiB, and the ~38 KiB left there is more than those calls reach (7 and 26 chunks, at
-# every depth). Elsewhere this is the plain call it reads as.
-_ROOMY_LOCALS = 3200
+# on how deep the caller is, and the commands' hot paths sat at ends: `import tensorflow` in
+# `train` mapped 17,806 chunks (its import 1.52 -> 1.37 s in the room), botocore's client and
+# LIST parsing in `s3sync` 5,815 for a no-op re-sync of 303 keys (213 to 5,854 as the caller
+# sat 0 to 30 small frames deeper). CPython sizes a new chunk to the frame plus 1,000 words,
+# doubling from 16 KiB: a frame of 8,000 more locals (~8,020 words, 63 KiB; a 64-KiB chunk
+# takes ~7,190) gets one of 128 KiB, and the ~65 KiB left there is far more than those calls
+# reach (TensorFlow's nested imports go past 36 KiB: 708 chunks with that much room; none
+# with 65). On the Pythons with the fix this costs one 128-KiB chunk a process, so the check
+# is for 3.11 and newer; elsewhere this is the plain call it reads as.
+_ROOMY_LOCALS = 8000
 if sys.implementation.name == "cpython" and sys.version_info >= (3, 11):
     _code = call_with_frame_room.__code__
     call_with_frame_room.__code__ = _code.replace(

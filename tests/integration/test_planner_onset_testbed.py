@@ -59,11 +59,13 @@ def onset_sweep(bed, db, ansible_env):
 
 
 def crosses_the_onset(rate: dict) -> bool:
-    """2 GPUs add most of a worker's rate, 4 gain less than a third over 2. The planner fitted
-    on 1 and 2 GPUs without the link predicts twice 2 GPUs' total at 4, so the test's 'misses by
-    more than 50%' needs 4 below 4/3 of 2: a looser bound here let a blurred sweep (4 at 1.36x
-    of 2) through to an assertion it could not meet instead of measuring it again."""
-    return rate.get(2, 0) >= 1.3 * rate.get(1, 0) and rate.get(4, 0) <= 1.3 * rate.get(2, 0)
+    """2 GPUs add most of a worker's rate (but not more than one: a slowed 1-GPU run would bend
+    the fit), 4 add at most 30% over 2. The planner fitted on 1 and 2 GPUs without the link
+    predicts twice 2 GPUs' total at 4 (when 2 GPUs are at most twice 1), so the test's 'misses
+    by more than 50%' needs 4 below 4/3 of 2: a looser bound here let a blurred sweep (4 at
+    1.36x of 2) through to an assertion it could not meet instead of measuring it again."""
+    one, two, four = rate.get(1, 0), rate.get(2, 0), rate.get(4, 0)
+    return 1.3 * one <= two <= 2 * one and four <= 1.3 * two
 
 
 def misses_the_onset(sweep) -> str | None:
