@@ -32,8 +32,9 @@ Engines (the ones not installed are reported as missing, not measured):
                   none here, so the same work as dtfbench)
   raw             this file's --raw-get mode with the engine's own client (s3sync.make_client,
                   asking for S3's checksum as the engine's GETs do): LIST, then a thread pool of
-                  GET -> file, nothing else. The ceiling for the engine: the gap to it is the
-                  cost of the guarantees.
+                  GET -> file, nothing else, in a frame chunk of its own as the engine's command
+                  runs (dtfbench.__main__.call_with_frame_room). The ceiling for the engine: the
+                  gap to it is the cost of the guarantees.
   raw-boto3       the same loop as most people write it: a default boto3 client (which also
                   validates the S3 checksum of every object that has one)
   aws             aws s3 sync (awscli, s3transfer), max_concurrent_requests = --workers
@@ -57,35 +58,43 @@ if len(sys.argv) == 6 and sys.argv[1] == "--raw-get":
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    _, _, client_kind, url, dest, workers = sys.argv
-    bucket, _, prefix = url[len("s3://") :].partition("/")
-    if client_kind == "shared":
-        from dtfbench.node import s3sync
+    from dtfbench.__main__ import call_with_frame_room
 
-        # The engine's client asking for S3's checksum as the engine's GETs do (download()
-        # registers it): the server does the same work for both, so that the gap is the
-        # client's guarantees only (moto shares the machine's two cores).
-        client = s3sync.ask_for_s3_checksums(s3sync.make_client(int(workers)))
-    else:
-        import boto3
-        from botocore.config import Config
+    def raw_get(client_kind, url, dest, workers):
+        bucket, _, prefix = url[len("s3://") :].partition("/")
+        if client_kind == "shared":
+            from dtfbench.node import s3sync
 
-        client = boto3.client("s3", config=Config(max_pool_connections=int(workers) + 4))
-    keys = [
-        o["Key"]
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/")
-        for o in page.get("Contents", [])
-    ]
-    os.makedirs(dest, exist_ok=True)
+            # The engine's client asking for S3's checksum as the engine's GETs do (download()
+            # registers it): the server does the same work for both, so that the gap is the
+            # client's guarantees only (moto shares the machine's two cores).
+            client = s3sync.ask_for_s3_checksums(s3sync.make_client(workers))
+        else:
+            import boto3
+            from botocore.config import Config
 
-    def get(key):
-        body = client.get_object(Bucket=bucket, Key=key)["Body"]
-        with open(os.path.join(dest, key.rsplit("/", 1)[-1]), "wb") as f:
-            while chunk := body.read(1024 * 1024):
-                f.write(chunk)
+            client = boto3.client("s3", config=Config(max_pool_connections=workers + 4))
+        keys = [
+            o["Key"]
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/")
+            for o in page.get("Contents", [])
+        ]
+        os.makedirs(dest, exist_ok=True)
 
-    with ThreadPoolExecutor(int(workers)) as pool:
-        list(pool.map(get, keys))
+        def get(key):
+            body = client.get_object(Bucket=bucket, Key=key)["Body"]
+            with open(os.path.join(dest, key.rsplit("/", 1)[-1]), "wb") as f:
+                while chunk := body.read(1024 * 1024):
+                    f.write(chunk)
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(get, keys))
+
+    # In a frame chunk of its own, as every dtfbench command runs: without it this process sat
+    # at a chunk's end of CPython 3.11-3.13 (2,670 munmaps of 16 KiB a run; __main__.py says
+    # why), a cost of the interpreter, not of the loop.
+    _, _, kind, source, destination, parallel = sys.argv
+    call_with_frame_room(raw_get, kind, source, destination, int(parallel))
     sys.exit(0)
 
 import argparse  # noqa: E402
