@@ -111,7 +111,8 @@ SLEEPING_PLAY = """
 
 
 def controller_cpu_while_a_task_sleeps(tmp_path: Path, callbacks: str) -> float:
-    """ansible-playbook's CPU seconds (all its threads) over 4 s in the middle of an 8-s task."""
+    """ansible-playbook's CPU seconds (all its threads, to the nanosecond: a fast machine's
+    5-ms polls take ~0.02 s, two of the clock's ticks) over 4 s in the middle of an 8-s task."""
     playbook = tmp_path / "sleep.yml"
     playbook.write_text(SLEEPING_PLAY)
     # The project's local inventory (localhost on the controller's own interpreter).
@@ -126,9 +127,9 @@ def controller_cpu_while_a_task_sleeps(tmp_path: Path, callbacks: str) -> float:
             time.sleep(0.05)
         assert started.exists(), process.communicate()[0]
         time.sleep(1.5)  # past the callback's quiet time (1 s)
-        before = procfs.cpu_seconds(process.pid)
+        before = procfs.live_threads_cpu_seconds(process.pid)
         time.sleep(4)
-        used = procfs.cpu_seconds(process.pid) - before
+        used = procfs.live_threads_cpu_seconds(process.pid) - before
         rest = process.stdout.read()
         assert process.wait(timeout=60) == 0, rest
     finally:
@@ -140,9 +141,11 @@ def controller_cpu_while_a_task_sleeps(tmp_path: Path, callbacks: str) -> float:
 
 @pytest.mark.ansible
 def test_a_waiting_ansible_playbook_spends_less_cpu_with_the_callback(tmp_path):
-    # Every 5 ms costs ansible-playbook ~0.12 CPU-s over 4 s here; every 50 ms a tenth of that
-    # (0-0.03 s at the clock's 10-ms tick). A loaded machine's late wake-ups lower both.
+    # Every 5 ms costs ansible-playbook 0.02-0.12 CPU-s over 4 s here (a fast sitting to a slow
+    # one); every 50 ms a tenth of that, beside ~0.01 s that both pay (measured with the
+    # callback in a fast sitting: 0.36-0.44 of without). A loaded machine's late wake-ups lower
+    # both. Without the callback's effect the two are the same.
     without = controller_cpu_while_a_task_sleeps(tmp_path, "dtfbench_interrupt")
     with_callback = controller_cpu_while_a_task_sleeps(tmp_path, "dtfbench_interrupt,dtfbench_patient_poll")
     print("CPU-s over 4 s of waiting: without", without, "with", with_callback)
-    assert without >= 0.03 and with_callback <= 0.5 * without, (without, with_callback)
+    assert without >= 0.01 and with_callback <= 0.6 * without, (without, with_callback)
