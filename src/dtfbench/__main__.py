@@ -84,7 +84,7 @@ def call_with_frame_room(function, *args, **kwargs):
 # sat 0 to 30 small frames deeper). CPython sizes a new chunk to the frame plus 1,000 words,
 # doubling from 16 KiB: a frame of 8,000 more locals (~8,020 words, 63 KiB; a 64-KiB chunk
 # takes ~7,190) gets one of 128 KiB, and the ~65 KiB left there is far more than those calls
-# reach (TensorFlow's nested imports go past 36 KiB: 708 chunks with that much room; none
+# reach (TensorFlow's nested imports go past 36 KiB: 708 chunks with that much room; 1
 # with 65). On the Pythons with the fix this costs one 128-KiB chunk a process, so the check
 # is for 3.11 and newer; elsewhere this is the plain call it reads as.
 _ROOMY_LOCALS = 8000
