@@ -38,7 +38,7 @@ def locked(project_root, name):
 
 
 def wheelhouse_for_nodes(project_root, python):
-    """The wheels of the lock's tensorflow-cpu and boto3 for the nodes' python, downloaded here."""
+    """The wheels of the lock's tensorflow-cpu, boto3, awscrt and isal for the nodes' python, downloaded here."""
     tag = subprocess.run(
         [python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -48,6 +48,7 @@ def wheelhouse_for_nodes(project_root, python):
         f"tensorflow-cpu=={locked(project_root, 'tensorflow[-_]cpu')}",
         f"boto3=={locked(project_root, 'boto3')}",
         f"awscrt=={locked(project_root, 'awscrt')}",
+        f"isal=={locked(project_root, 'isal')}",
     )
 
 

@@ -71,10 +71,11 @@ LATER_STAGE_EXCEPTIONS = {
 # its callers are `python -m dtfbench s3sync` in the nodes' virtualenv (boto3 is pinned there)
 # and the s3_dataset_sync module (AnsibleAWSModule, which requires botocore). Its download()
 # also checks S3's CRC32C, CRC64NVME and XXHASH checksums with awscrt, where awscrt is there
-# (an object of theirs falls back to its MD5 without it). Everything else of s3sync - the
+# (an object of theirs falls back to its MD5 without it), and CRC32s with isal's CRC32 where
+# isal is there (zlib's without it). Everything else of s3sync - the
 # sync engine the module drives - is standard library.
 LAZY_ONLY = {
-    "dtfbench.node.s3sync": ("botocore", "awscrt"),
+    "dtfbench.node.s3sync": ("botocore", "awscrt", "isal"),
 }
 
 STDLIB = frozenset(sys.stdlib_module_names)

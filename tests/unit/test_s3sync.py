@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
 import sys
 import time
+import zlib
 
 import pytest
 
@@ -176,6 +178,27 @@ def test_the_engines_s3_checksums_are_botocores(algorithm):
 def test_a_composite_or_missing_s3_checksum_is_none():
     assert s3sync.s3_checksum({"ChecksumCRC32": "AAAAAA==-2", "ChecksumType": "COMPOSITE"}) == (None, None, None)
     assert s3sync.s3_checksum({"ETag": '"%s"' % MD5}) == (None, None, None)
+
+
+def test_a_crc32_is_isals_where_isal_is_installed_and_zlibs_otherwise(monkeypatch):
+    """ISA-L's CRC32 takes a ninth of zlib's CPU time (65 against 7.1 GB/s here; ~35 ms of a
+    193-MB sync, P3): the lock installs isal, and a node without it still checks its CRC32s,
+    with zlib's, to the same values."""
+    from isal import isal_zlib
+
+    data = os.urandom(70000)
+    stored = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    found, digest, expected = s3sync.s3_checksum({"ChecksumCRC32": stored})
+    assert (found, digest.function) == ("CRC32", isal_zlib.crc32)
+    digest.update(data[:5])
+    digest.update(data[5:])
+    assert digest.digest() == expected
+
+    monkeypatch.setitem(sys.modules, "isal", None)
+    found, digest, expected = s3sync.s3_checksum({"ChecksumCRC32": stored})
+    assert (found, digest.function) == ("CRC32", zlib.crc32)
+    digest.update(data)
+    assert digest.digest() == expected
 
 
 def test_without_awscrt_only_its_algorithms_fall_back(monkeypatch):
