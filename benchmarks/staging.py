@@ -2,7 +2,7 @@
 """P3 staging: our S3 sync engine against `aws s3 sync`, s5cmd and a raw parallel GET loop.
 
     .venv/bin/python benchmarks/staging.py [--shards 300] [--shard-kb 300] [--large 3] [--large-mb 32]
-                                           [--workers 16] [--repeats 5] [--baseline-src DIR]
+                                           [--workers 16] [--repeats N] [--baseline-src DIR]
                                            [--checksum {CRC32,CRC32C,CRC64NVME}]
 
 One moto S3 server on loopback (tests/aws/moto_server.py), one data set uploaded once (a few
@@ -12,12 +12,19 @@ the same number of parallel requests. The engines take turns: each round runs ev
 once, in the order of a Williams design (``orders``): each engine runs in every position,
 and after a different engine each round, so that neither a busy moment of the machine nor
 what the engine before left behind (its sockets in TIME_WAIT, its page cache) falls on the
-same engine every round. Per engine: the median wall time over --repeats rounds (what the goals use),
-its range, and the ratio to the raw loop round by round (paired: the two ran seconds apart).
+same engine every round. By default two whole cycles of the design (12 rounds for the 6
+engines, 28 with --baseline-src): only a whole cycle puts each engine after every other one
+equally often. Per engine: the median wall time over the rounds (what the goals use), its
+range, and the ratio to the raw loop round by round (paired: the two ran seconds apart).
 On a shared machine the wall times swing by a factor of 2 with other people's load; the
 CPU time each run costs does not: the engine's process (user + system) and moto's, read
 from /proc around each run. Where the machine is saturated, wall time follows that total,
 so its ratio to the raw loop's ("CPU x raw") is the load-robust view of the same race.
+After each engine the bench flushes the destination's file system (syncfs) and times it
+("flush s"): the engine's own syncfs leaves nothing to write, the others leave their bytes in
+the page cache, where removing the directory would drop them unwritten. "On disk x raw" is
+the ratio of the two times until the bytes are on the disk (the run plus the flush): the same
+work on both sides; the goal's figure stays the run alone.
 
 Then the re-sync with nothing to do for ImageNet's 1,152 shards (1,024 train + 128
 validation): each engine's process, round-robin, median (what a user pays), plus the
@@ -169,6 +176,11 @@ def run(command: tuple[list[str], dict], env: dict) -> tuple[float, float]:
     return elapsed, usage.ru_utime + usage.ru_stime
 
 
+def cycle_length(count: int) -> int:
+    """The rounds of one whole cycle of orders() for `count` engines."""
+    return count if count % 2 == 0 else 2 * count
+
+
 def orders(names: list[str], rounds: int):
     """(round, its order of `names`) for each round: the rows of a Williams design, a Latin
     square balanced for the one that ran just before. Over len(names) rounds each name runs
@@ -211,9 +223,15 @@ def spread(values: list[float]) -> dict:
 
 
 def measure_downloads(table, env, work: Path, objects: dict[str, int], repeats: int, server_pid: int):
-    """Every engine into an empty directory, round-robin; per engine and round (wall s, CPU s, server CPU s)."""
+    """Every engine into an empty directory, round-robin; per engine and round (wall s, CPU s,
+    server CPU s, flush s). The flush is a syncfs of the destination's file system right after
+    the engine's process ended: what writing its bytes to the disk still took then (the
+    engine's own syncfs made it ~0; an engine that leaves dirty pages has its bytes written
+    here, where the directory's removal would otherwise drop them unwritten)."""
+    from dtfbench.node.s3sync import flush_file_system
+
     total = sum(objects.values())
-    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in table}
+    runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in table}
     for round_no, order in orders(list(table), repeats):
         for name in order:
             dest = work / f"dest-{name}"
@@ -222,13 +240,16 @@ def measure_downloads(table, env, work: Path, objects: dict[str, int], repeats: 
             server_before = procfs.cpu_seconds(server_pid)
             wall, cpu = run(table[name](str(dest)), env)
             server_cpu = procfs.cpu_seconds(server_pid) - server_before
+            flush_started = time.monotonic()
+            flush_file_system(str(dest))
+            flush = time.monotonic() - flush_started
             count, nbytes = tree_bytes(dest)
             if (count, nbytes) != (len(objects), total):
                 raise RuntimeError(f"{name} left {count} files, {nbytes} bytes; expected {len(objects)}, {total}")
-            runs[name].append((wall, cpu, server_cpu))
+            runs[name].append((wall, cpu, server_cpu, flush))
             print(
                 f"  round {round_no + 1} {name:18s} {wall:6.2f} s  {total / 1e6 / wall:7.1f} MB/s  "
-                f"CPU {cpu:5.2f} s + moto {server_cpu:5.2f} s  load {os.getloadavg()[0]:.1f}",
+                f"CPU {cpu:5.2f} s + moto {server_cpu:5.2f} s  flush {flush:5.3f} s  load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
             shutil.rmtree(dest)
@@ -272,7 +293,9 @@ def main() -> int:
     parser.add_argument("--large", type=int, default=3)
     parser.add_argument("--large-mb", type=int, default=32)
     parser.add_argument("--workers", type=int, default=16)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="rounds (default: two whole cycles of the engines' order)"
+    )
     parser.add_argument("--noop-shards", type=int, default=1152)
     parser.add_argument(
         "--checksum",
@@ -322,8 +345,10 @@ def main() -> int:
             flush=True,
         )
         upload(client, "data", objects, args.checksum)
+        table = engines(f"s3://{BUCKET}/data", args.workers, server.endpoint, args.baseline_src)
+        args.repeats = args.repeats or 2 * cycle_length(len(table))
         runs = measure_downloads(
-            engines(f"s3://{BUCKET}/data", args.workers, server.endpoint, args.baseline_src),
+            table,
             env,
             work,
             objects,
@@ -351,10 +376,13 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
 
-    wall = {name: spread([w for w, _, _ in r]) for name, r in runs.items()}
-    cpu = {name: spread([c for _, c, _ in r]) for name, r in runs.items()}
-    server_cpu = {name: spread([s for _, _, s in r]) for name, r in runs.items()}
+    wall = {name: spread([w for w, _, _, _ in r]) for name, r in runs.items()}
+    cpu = {name: spread([c for _, c, _, _ in r]) for name, r in runs.items()}
+    server_cpu = {name: spread([s for _, _, s, _ in r]) for name, r in runs.items()}
+    flush = {name: spread([f for _, _, _, f in r]) for name, r in runs.items()}
+    on_disk = {name: spread([w + f for w, _, _, f in r]) for name, r in runs.items()}
     rate = {name: total / 1e6 / w["median"] for name, w in wall.items()}
+    on_disk_vs_raw = {name: round(on_disk["raw"]["median"] / on_disk[name]["median"], 3) for name in runs}
     paired_vs_raw = {name: spread([raw[0] / mine[0] for mine, raw in zip(r, runs["raw"])]) for name, r in runs.items()}
     total_cpu = {name: cpu[name]["median"] + server_cpu[name]["median"] for name in runs}
     cpu_vs_raw = {name: round(total_cpu["raw"] / total_cpu[name], 3) for name in runs}
@@ -367,7 +395,7 @@ def main() -> int:
     )
     print(
         f"{'engine':18s} {'median s':>8s} {'range s':>11s} {'MB/s':>6s} {'x raw':>6s} {'x aws':>6s} "
-        f"{'x raw paired (range)':>21s} {'CPU s':>6s} {'moto s':>6s} {'CPU x raw':>9s}"
+        f"{'x raw paired (range)':>21s} {'CPU s':>6s} {'moto s':>6s} {'CPU x raw':>9s} {'flush s':>7s} {'on disk x raw':>13s}"
     )
     for name in runs:
         vs_aws = f"{rate[name] / rate['aws']:6.2f}" if "aws" in rate else "     -"
@@ -376,7 +404,8 @@ def main() -> int:
             f"{name:18s} {wall[name]['median']:8.2f} {wall[name]['min']:5.2f}-{wall[name]['max']:5.2f} "
             f"{rate[name]:6.1f} {rate[name] / rate['raw']:6.2f} {vs_aws} "
             f"{paired['median']:8.2f} ({paired['min']:.2f}-{paired['max']:.2f}) {cpu[name]['median']:6.2f} "
-            f"{server_cpu[name]['median']:6.2f} {cpu_vs_raw[name]:9.2f}"
+            f"{server_cpu[name]['median']:6.2f} {cpu_vs_raw[name]:9.2f} {flush[name]['median']:7.3f} "
+            f"{on_disk_vs_raw[name]:13.2f}"
         )
     noop_process = {name: spread([w for w, _ in r]) for name, r in noop["process"].items()}
     noop_cpu = {name: spread([c for _, c in r]) for name, r in noop["process"].items()}
@@ -418,7 +447,10 @@ def main() -> int:
                 "repeats": args.repeats,
                 "baseline_src": args.baseline_src,
                 "runs": {
-                    k: [{"wall_s": round(w, 3), "cpu_s": round(c, 3), "moto_cpu_s": round(s, 3)} for w, c, s in v]
+                    k: [
+                        {"wall_s": round(w, 3), "cpu_s": round(c, 3), "moto_cpu_s": round(s, 3), "flush_s": round(f, 3)}
+                        for w, c, s, f in v
+                    ]
                     for k, v in runs.items()
                 },
                 "wall_s": wall,
@@ -427,6 +459,9 @@ def main() -> int:
                 "mb_per_s": {k: round(v, 1) for k, v in rate.items()},
                 "paired_vs_raw": paired_vs_raw,
                 "cpu_vs_raw": cpu_vs_raw,
+                "flush_s": flush,
+                "on_disk_s": on_disk,
+                "on_disk_vs_raw": on_disk_vs_raw,
                 "noop_shards": len(shards),
                 "noop_process_s": noop_process,
                 "noop_process_cpu_s": noop_cpu,

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from staging import orders  # noqa: E402
+from staging import cycle_length, orders  # noqa: E402
 
 
 @pytest.mark.parametrize("count", [2, 3, 4, 7, 8])
 def test_each_engine_runs_in_every_position_and_after_every_other_equally(count):
     names = [f"engine{i}" for i in range(count)]
-    cycle = count if count % 2 == 0 else 2 * count
+    cycle = cycle_length(count)
     rows = [order for _, order in orders(names, cycle)]
 
     assert all(sorted(row) == names for row in rows)
