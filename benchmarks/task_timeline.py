@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         testbed.down(args.dir)
         testbed.up(args.dir, hosts=args.hosts)
         try:
+            launched = time.time()  # the events' clock
             done = subprocess.run(
                 # P1's trivial sweep (benchmarks/orchestration_overhead.py's defaults).
                 testbed_sweep_command(
@@ -134,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 text=True,
                 timeout=3600,
             )
+            exited = time.time()
             output.write_text(done.stdout + done.stderr)
             if done.returncode != 0:
                 raise SystemExit(f"the sweep failed (its output: {output}):\n{done.stdout[-4000:]}")
@@ -148,6 +151,20 @@ def main(argv: list[str] | None = None) -> int:
 
     tasks = tasks_of(events)
     first = tasks[0]["start"]
+    imported = next((e["time"] for e in events if e["event"] == "imported"), None)
+    # ansible-playbook's own start and end: the process until its first task's first worker, and
+    # from its last task's end until it exited.
+    before_first = {
+        "process_s": round(first - launched, 3),
+        "python_and_ansible_s": round(imported - launched, 3) if imported else None,
+        "inventory_and_playbook_s": round(first - imported, 3) if imported else None,
+    }
+    after_last = round(exited - max(t["end"] for t in tasks), 3)
+    print(
+        f"ansible-playbook: {before_first['process_s']:.3f} s before its first task (Python and Ansible "
+        f"{before_first['python_and_ansible_s']} s, then the inventory, the playbook and its roles "
+        f"{before_first['inventory_and_playbook_s']} s); {after_last:.3f} s after its last"
+    )
     print(f"{'start':>8} {'gap':>6} {'took':>7} hosts  task")
     for before, task in zip([None] + tasks, tasks):
         gap = task["start"] - before["end"] if before else 0.0
@@ -188,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             for t in tasks
         ],
         "runs": report_runs,
+        "before_first_task": before_first,
+        "after_last_task_s": after_last,
         "outside_wait_s": round(outside, 3),
         "gaps_s": round(gaps, 3),
         "median_tf_start_after_s": statistics.median(every) if (every := all_delays(report_runs)) else None,

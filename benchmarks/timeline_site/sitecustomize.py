@@ -1,7 +1,8 @@
 """Loaded by ansible-playbook's Python when benchmarks/task_timeline.py puts this folder on
 PYTHONPATH: a line of JSON for each worker (a fork per task and host) when it starts, when its
 task's action begins, when it sends its first command to the host and when its result is ready,
-into the file named by DTFBENCH_TIMELINE. Measurement only; nothing of the project imports it.
+into the file named by DTFBENCH_TIMELINE; and once, when ansible-playbook has imported Ansible's
+executor. Measurement only; nothing of the project imports it.
 """
 
 import builtins
@@ -59,6 +60,7 @@ if LOG:
         if name == "ansible.executor.task_queue_manager":
             builtins.__import__ = _import  # once, before the strategy forks its first worker
             instrument()
+            mark("imported")  # Ansible's executor is in: the CLI goes on to the inventory and the playbook
         return module
 
     # Only ansible-playbook's own process logs (its workers are forks and keep LOG); the
