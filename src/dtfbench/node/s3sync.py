@@ -356,7 +356,7 @@ def _s3_checksum_digest(algorithm: str):
     installed, zlib's (CPython's own) otherwise: 65 GB/s against 7.1 here, awscrt's (which
     botocore would pick where awscrt is installed, with no setting to avoid it) 3.4. Of a
     193-MB P3 sync zlib's took ~35 ms of CPU (docs/dataset.md). CRC32C, CRC64NVME
-    (the CPU's CRC instructions, 50-85 GB/s here) and the XXHashes are awscrt's, as botocore
+    (the CPU's CRC instructions, 18-85 GB/s here) and the XXHashes are awscrt's, as botocore
     has them: without awscrt (the XXHashes: before awscrt 0.31.2) an object of theirs is
     checked as one with no S3 checksum. SHA-1, SHA-256 and SHA-512 are hashlib's.
     """
