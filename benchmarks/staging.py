@@ -230,6 +230,7 @@ def measure_downloads(table, env, work: Path, objects: dict[str, int], repeats: 
     here, where the directory's removal would otherwise drop them unwritten)."""
     from dtfbench.node.s3sync import flush_file_system
 
+    flush_file_system(str(work))  # its ctypes loaded before the first timed flush
     total = sum(objects.values())
     runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in table}
     for round_no, order in orders(list(table), repeats):

@@ -152,18 +152,24 @@ def main(argv: list[str] | None = None) -> int:
     tasks = tasks_of(events)
     first = tasks[0]["start"]
     imported = next((e["time"] for e in events if e["event"] == "imported"), None)
+    ended = next((e["time"] for e in events if e["event"] == "exit"), exited)
     # ansible-playbook's own start and end: the process until its first task's first worker, and
-    # from its last task's end until it exited.
+    # from its last task's end until its interpreter ended.
     before_first = {
         "process_s": round(first - launched, 3),
         "python_and_ansible_s": round(imported - launched, 3) if imported else None,
         "inventory_and_playbook_s": round(first - imported, 3) if imported else None,
     }
-    after_last = round(exited - max(t["end"] for t in tasks), 3)
+    after_last = round(ended - max(t["end"] for t in tasks), 3)
+    split = (
+        f" (Python and Ansible {before_first['python_and_ansible_s']:.3f} s, then the inventory, the playbook "
+        f"and its roles {before_first['inventory_and_playbook_s']:.3f} s)"
+        if imported
+        else ""
+    )
     print(
-        f"ansible-playbook: {before_first['process_s']:.3f} s before its first task (Python and Ansible "
-        f"{before_first['python_and_ansible_s']} s, then the inventory, the playbook and its roles "
-        f"{before_first['inventory_and_playbook_s']} s); {after_last:.3f} s after its last"
+        f"ansible-playbook: {before_first['process_s']:.3f} s before its first task{split}; "
+        f"{after_last:.3f} s after its last"
     )
     print(f"{'start':>8} {'gap':>6} {'took':>7} hosts  task")
     for before, task in zip([None] + tasks, tasks):

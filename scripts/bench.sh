@@ -16,8 +16,9 @@ for name in "${selected[@]}"; do
     # of 3 runs a side, ~7 min on 2 cores (a round's noise here is several times the goal's margin).
     p1) python benchmarks/orchestration_overhead.py --rounds 3 ;;
     # Where a sweep's time goes between its tasks, from inside ansible-playbook (each worker's
-    # start, action, first command and result) and the TF tasks' start on the hosts; ~40 s.
-    timeline) python benchmarks/task_timeline.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
+    # start, action, first command and result) and the TF tasks' start on the hosts: a 3-run
+    # trivial sweep on 4 hosts, ~45 s.
+    timeline) python benchmarks/task_timeline.py --repetitions 3 ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # The study's workload (InceptionV3, 10 + 100 steps), 2 rounds of 1 run a side, ~12 min on 2 cores.
     p1-study) python benchmarks/orchestration_overhead.py --study ;;
     # 16 hosts against 1 and against the bare fan-out (xargs -P ssh), ~2 min.
@@ -27,7 +28,8 @@ for name in "${selected[@]}"; do
     p2-split) python benchmarks/launch_scaling.py --repeats 1 --cpu-split --output results/benchmarks/launch_scaling_split.json ;;
     # The controller's CPU per host and the launch's wall time at 4, 16 and 64 hosts, ~6 min.
     controller) python benchmarks/controller_scaling.py ;;
-    # Ours against a raw GET loop, aws s3 sync and s5cmd, 5 rounds, ~4 min; objects with a CRC32
+    # Ours against a raw GET loop, aws s3 sync and s5cmd, 12 rounds (two whole cycles of the
+    # engines' order), ~2.5 min; objects with a CRC32
     # (as boto3 uploads them), or with a CRC64NVME (S3's own for objects uploaded without one).
     p3) python benchmarks/staging.py ;;
     p3-crc64nvme) python benchmarks/staging.py --checksum CRC64NVME ;;

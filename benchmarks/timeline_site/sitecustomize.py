@@ -1,10 +1,12 @@
 """Loaded by ansible-playbook's Python when benchmarks/task_timeline.py puts this folder on
 PYTHONPATH: a line of JSON for each worker (a fork per task and host) when it starts, when its
 task's action begins, when it sends its first command to the host and when its result is ready,
-into the file named by DTFBENCH_TIMELINE; and once, when ansible-playbook has imported Ansible's
-executor. Measurement only; nothing of the project imports it.
+into the file named by DTFBENCH_TIMELINE; and once each, when ansible-playbook has imported
+Ansible's executor and when its interpreter ends. Measurement only; nothing of the project
+imports it.
 """
 
+import atexit
 import builtins
 import json
 import os
@@ -59,8 +61,8 @@ if LOG:
         module = _import(name, *args, **kwargs)
         if name == "ansible.executor.task_queue_manager":
             builtins.__import__ = _import  # once, before the strategy forks its first worker
-            instrument()
             mark("imported")  # Ansible's executor is in: the CLI goes on to the inventory and the playbook
+            instrument()
         return module
 
     # Only ansible-playbook's own process logs (its workers are forks and keep LOG); the
@@ -68,3 +70,7 @@ if LOG:
     os.environ.pop("DTFBENCH_TIMELINE")
     if "ansible-playbook" in os.path.basename(sys.argv[0] if sys.argv else ""):
         builtins.__import__ = _watch
+        _main = os.getpid()
+        # Its interpreter's end (its workers leave by os._exit and run no atexit hooks): the
+        # pipes' end would also wait for the interrupt watchdog, which outlives it a moment.
+        atexit.register(lambda: os.getpid() == _main and mark("exit"))

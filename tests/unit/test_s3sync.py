@@ -181,10 +181,11 @@ def test_a_composite_or_missing_s3_checksum_is_none():
 
 
 def test_a_crc32_is_isals_where_isal_is_installed_and_zlibs_otherwise(monkeypatch):
-    """ISA-L's CRC32 takes a ninth of zlib's CPU time (65 against 7.1 GB/s here; ~35 ms of a
-    193-MB sync, P3): the lock installs isal, and a node without it still checks its CRC32s,
-    with zlib's, to the same values."""
+    """ISA-L's CRC32 takes a fraction of zlib's CPU time (docs/dataset.md): the lock installs
+    isal, and a node without it still checks its CRC32s, with zlib's, to the same values."""
     from isal import isal_zlib
+
+    s3sync._crc32.cache_clear()  # chosen once a process: choose again with and without isal
 
     data = os.urandom(70000)
     stored = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
@@ -195,15 +196,19 @@ def test_a_crc32_is_isals_where_isal_is_installed_and_zlibs_otherwise(monkeypatc
     assert digest.digest() == expected
 
     monkeypatch.setitem(sys.modules, "isal", None)
-    found, digest, expected = s3sync.s3_checksum({"ChecksumCRC32": stored})
-    assert (found, digest.function) == ("CRC32", zlib.crc32)
-    digest.update(data)
-    assert digest.digest() == expected
+    s3sync._crc32.cache_clear()
+    try:
+        found, digest, expected = s3sync.s3_checksum({"ChecksumCRC32": stored})
+        assert (found, digest.function) == ("CRC32", zlib.crc32)
+        digest.update(data)
+        assert digest.digest() == expected
+    finally:
+        s3sync._crc32.cache_clear()  # the next test chooses with isal again
 
 
 def test_without_awscrt_only_its_algorithms_fall_back(monkeypatch):
     """CRC32C, CRC64NVME and the XXHashes need awscrt (as in botocore): without it such an
-    object is checked as one without an S3 checksum; a CRC32 (zlib) or a SHA still is."""
+    object is checked as one without an S3 checksum; a CRC32 (isal's or zlib's) or a SHA still is."""
     monkeypatch.setitem(sys.modules, "awscrt", None)
     for algorithm in ("CRC32C", "CRC64NVME", "XXHASH64", "XXHASH3", "XXHASH128"):
         assert s3sync.s3_checksum({f"Checksum{algorithm}": "AAAAAA=="}) == (None, None, None)

@@ -26,6 +26,10 @@ def test_each_engine_runs_in_every_position_and_after_every_other_equally(count)
     assert len(set(after.values())) == 1, after
 
 
+def test_a_whole_cycle_is_as_many_rounds_as_engines_twice_that_for_an_odd_number():
+    assert [cycle_length(n) for n in (2, 3, 6, 7)] == [2, 6, 6, 14]
+
+
 def test_the_rounds_repeat_the_cycle():
     names = ["a", "b", "c"]
     rows = [order for _, order in orders(names, 8)]

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import base64
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -340,8 +341,10 @@ _AWSCRT_CRCS = {"CRC32C": ("crc32c", 4), "CRC64NVME": ("crc64nvme", 8)}
 _AWSCRT_XXHASHES = {"XXHASH64": "new_xxhash64", "XXHASH3": "new_xxhash3_64", "XXHASH128": "new_xxhash3_128"}
 
 
+@functools.cache
 def _crc32():
-    """The fastest CRC32 at hand, as ``zlib.crc32(data, crc)``: isal's, else zlib's (same values)."""
+    """The fastest CRC32 at hand, as ``zlib.crc32(data, crc)``: isal's, else zlib's (the same
+    values). Chosen once a process: a failed import searches sys.path again every time."""
     try:
         from isal import isal_zlib
     except ImportError:
@@ -352,11 +355,10 @@ def _crc32():
 def _s3_checksum_digest(algorithm: str):
     """A fresh digest of one of S3's checksum algorithms, or None where none is at hand here.
 
-    The CRC32 is ISA-L's (the isal package, the CPU's carry-less multiply) where isal is
-    installed, zlib's (CPython's own) otherwise: 65 GB/s against 7.1 here, awscrt's (which
-    botocore would pick where awscrt is installed, with no setting to avoid it) 3.4. Of a
-    193-MB P3 sync zlib's took ~35 ms of CPU (docs/dataset.md). CRC32C, CRC64NVME
-    (the CPU's CRC instructions, 18-85 GB/s here) and the XXHashes are awscrt's, as botocore
+    The CRC32 is ISA-L's (the isal package, with the CPU's carry-less multiply) where isal is
+    installed, zlib's (CPython's own) otherwise; both are several times awscrt's, which botocore
+    would pick where awscrt is installed, with no setting to avoid it (speeds: docs/dataset.md).
+    CRC32C, CRC64NVME (the CPU's CRC instructions) and the XXHashes are awscrt's, as botocore
     has them: without awscrt (the XXHashes: before awscrt 0.31.2) an object of theirs is
     checked as one with no S3 checksum. SHA-1, SHA-256 and SHA-512 are hashlib's.
     """
