@@ -114,32 +114,38 @@ def main(argv: list[str] | None = None) -> int:
         testbed.down(args.dir)
         testbed.up(args.dir, hosts=args.hosts)
         try:
-            launched = time.time()  # the events' clock
-            done = subprocess.run(
-                # P1's trivial sweep (benchmarks/orchestration_overhead.py's defaults).
-                testbed_sweep_command(
-                    args.dir / "hosts.yml",
-                    hosts=args.hosts,
-                    sweep_id=sweep_id,
-                    results_db=db,
-                    model="trivial",
-                    batch_size=8,
-                    image_size=32,
-                    repetitions=args.repetitions,
-                    warmup_steps=10,
-                    steps=args.steps,
-                    network_probe="false",
-                ),
-                cwd=ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=3600,
-            )
-            exited = time.time()
-            output.write_text(done.stdout + done.stderr)
-            if done.returncode != 0:
-                raise SystemExit(f"the sweep failed (its output: {output}):\n{done.stdout[-4000:]}")
+            # Into a file, and waited for as a process: its pipes would stay open until the
+            # interrupt watchdog, which inherits them, ended too.
+            with output.open("w") as out:
+                launched = time.time()  # the events' clock
+                process = subprocess.Popen(
+                    # P1's trivial sweep (benchmarks/orchestration_overhead.py's defaults).
+                    testbed_sweep_command(
+                        args.dir / "hosts.yml",
+                        hosts=args.hosts,
+                        sweep_id=sweep_id,
+                        results_db=db,
+                        model="trivial",
+                        batch_size=8,
+                        image_size=32,
+                        repetitions=args.repetitions,
+                        warmup_steps=10,
+                        steps=args.steps,
+                        network_probe="false",
+                    ),
+                    cwd=ROOT,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+                try:
+                    returncode = process.wait(timeout=3600)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    raise
+                exited = time.time()
+            if returncode != 0:
+                raise SystemExit(f"the sweep failed (its output: {output}):\n{output.read_text()[-4000:]}")
             events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
             runs = [r["run_id"] for r in store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))]
             starts = {run_id: tf_starts(args.dir, run_id) for run_id in runs}
@@ -152,15 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     tasks = tasks_of(events)
     first = tasks[0]["start"]
     imported = next((e["time"] for e in events if e["event"] == "imported"), None)
-    ended = next((e["time"] for e in events if e["event"] == "exit"), exited)
+    at_exit = next((e["time"] for e in events if e["event"] == "exit"), None)
     # ansible-playbook's own start and end: the process until its first task's first worker, and
-    # from its last task's end until its interpreter ended.
+    # from its last task's end until it exited (its atexit hooks ran that much before: the rest is
+    # the interpreter's finalization).
     before_first = {
         "process_s": round(first - launched, 3),
         "python_and_ansible_s": round(imported - launched, 3) if imported else None,
         "inventory_and_playbook_s": round(first - imported, 3) if imported else None,
     }
-    after_last = round(ended - max(t["end"] for t in tasks), 3)
+    last = max(t["end"] for t in tasks)
+    after_last = round(exited - last, 3)
+    to_atexit = round(at_exit - last, 3) if at_exit else None
     split = (
         f" (Python and Ansible {before_first['python_and_ansible_s']:.3f} s, then the inventory, the playbook "
         f"and its roles {before_first['inventory_and_playbook_s']:.3f} s)"
@@ -169,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"ansible-playbook: {before_first['process_s']:.3f} s before its first task{split}; "
-        f"{after_last:.3f} s after its last"
+        f"{after_last:.3f} s after its last to its exit"
+        + (f" (its atexit hooks at {to_atexit:.3f} s)" if to_atexit is not None else "")
     )
     print(f"{'start':>8} {'gap':>6} {'took':>7} hosts  task")
     for before, task in zip([None] + tasks, tasks):
@@ -213,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": report_runs,
         "before_first_task": before_first,
         "after_last_task_s": after_last,
+        "after_last_task_to_atexit_s": to_atexit,
         "outside_wait_s": round(outside, 3),
         "gaps_s": round(gaps, 3),
         "median_tf_start_after_s": statistics.median(every) if (every := all_delays(report_runs)) else None,
