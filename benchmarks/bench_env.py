@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import fcntl
 import os
 import socket
@@ -19,6 +20,14 @@ def ansible_env() -> dict[str, str]:
     env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
     env["ANSIBLE_NOCOLOR"] = "1"
     return env
+
+
+def callbacks_with(*extra: str) -> str:
+    """ANSIBLE_CALLBACKS_ENABLED for a benchmark's playbook: the project's (ansible.cfg), then `extra`."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "ansible.cfg")
+    enabled = [c.strip() for c in config["defaults"]["callbacks_enabled"].split(",")]
+    return ",".join(enabled + list(extra))
 
 
 def testbed_sweep_command(inventory: Path, *, hosts: int, sweep_id: str, results_db: Path, **settings) -> list[str]:

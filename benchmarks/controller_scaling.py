@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 import yaml
-from bench_env import ROOT, ansible_env, held  # noqa: E402
+from bench_env import ROOT, ansible_env, callbacks_with, held  # noqa: E402
 
 from dtfbench.linux import procfs  # noqa: E402
 
@@ -230,9 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--hosts {args.hosts}: every count must be at least 2 (the 1-host run is the baseline)")
 
     env = ansible_env()
-    env["ANSIBLE_CALLBACKS_ENABLED"] = (
-        "dtfbench_interrupt,dtfbench_patient_poll,ansible.posix.profile_tasks,cpu_per_task"
-    )
+    env["ANSIBLE_CALLBACKS_ENABLED"] = callbacks_with("ansible.posix.profile_tasks", "cpu_per_task")
     env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
         str(path) for path in (ROOT / "plugins" / "callback", Path(__file__).resolve().parent / "callback_plugins")
     )

@@ -3,6 +3,8 @@
 - ``ansible_env()``: the environment (this interpreter's bin first, the project's ansible.cfg, no
   colour); tests/conftest.py's ``ansible_env`` fixture is this. ``strict_inventory_env()``: the
   same, failing on an inventory that does not parse (the test beds' inventories).
+  ``callbacks_enabled_but(name)``: the project's callbacks without one, for ANSIBLE_CALLBACKS_ENABLED
+  (the tests of a callback's effect, with it and without).
 - ``run_playbook(playbook, *args, env=..., timeout=...)``: ansible-playbook from the project root
   (or ``cwd``), to the end; the finished process with its output as text (``.output`` is stdout
   and stderr together). A playbook that runs past its timeout is killed with everything it
@@ -20,6 +22,7 @@
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import os
 import signal
@@ -94,6 +97,15 @@ def start_playbook(
 ) -> subprocess.Popen:
     """ansible-playbook PLAYBOOK ARGS started in `cwd` (Popen's keyword arguments pass through)."""
     return subprocess.Popen(command(playbook, *args), cwd=cwd, env=ansible_env() if env is None else env, **popen)
+
+
+def callbacks_enabled_but(name: str) -> str:
+    """ansible.cfg's callbacks_enabled without `name` (which it must list), comma-separated."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "ansible.cfg")
+    enabled = [c.strip() for c in config["defaults"]["callbacks_enabled"].split(",")]
+    assert name in enabled, enabled
+    return ",".join(c for c in enabled if c != name)
 
 
 def run_playbook(

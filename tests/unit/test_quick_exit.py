@@ -5,10 +5,9 @@ were frozen when ansible-playbook's interpreter reached its exit, with the proje
 and without this one, read by an atexit hook that a sitecustomize of the test's own registers.
 """
 
-import configparser
 import json
 
-from playbook_harness import ROOT, ansible_env, run_playbook
+from playbook_harness import ansible_env, callbacks_enabled_but, run_playbook
 
 ONE_TASK = """
 - name: One task on the controller
@@ -50,17 +49,9 @@ def frozen_at_exit(tmp_path, **env) -> int:
     return json.loads(count.read_text())["frozen"]
 
 
-def the_projects_callbacks_but(name: str) -> str:
-    config = configparser.ConfigParser()
-    config.read(ROOT / "ansible.cfg")
-    enabled = [c.strip() for c in config["defaults"]["callbacks_enabled"].split(",")]
-    assert name in enabled, enabled
-    return ",".join(c for c in enabled if c != name)
-
-
 def test_what_ansible_playbook_holds_at_the_end_is_frozen_before_its_last_collection(tmp_path):
     with_it = frozen_at_exit(tmp_path)
-    without = frozen_at_exit(tmp_path, ANSIBLE_CALLBACKS_ENABLED=the_projects_callbacks_but("dtfbench_quick_exit"))
+    without = frozen_at_exit(tmp_path, ANSIBLE_CALLBACKS_ENABLED=callbacks_enabled_but("dtfbench_quick_exit"))
     # Ansible's inventory, plugins and variables: tens of thousands of objects. Without the
     # callback, only what Ansible itself freezes early on, if anything.
     assert with_it > 10_000 and with_it > 10 * without, (with_it, without)
