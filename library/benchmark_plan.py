@@ -130,6 +130,13 @@ options:
     type: str
     choices: [ssh, slurm]
     default: ssh
+  submit:
+    description:
+      - Whether the runs will run. V(false) only writes a Slurm job's scripts, so it is refused with
+        the C(ssh) launcher, and with an adaptive sweep (O(num_ps=auto), O(stop_below_efficiency),
+        O(min_doubling_gain)), which chooses each GPU count's runs from what the smaller counts measured.
+    type: bool
+    default: true
   tf_modules:
     description:
       - The environment modules a Slurm job loads. When one of them names a TensorFlow version

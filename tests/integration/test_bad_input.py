@@ -52,6 +52,11 @@ def run_benchmark(tmp_path, *args):
         (["-e", "gpus=1", "-e", "startup_timeout=0"], "startup_timeout=0: a timeout must be above 0 seconds"),
         (["-e", "gpus=1", "-e", "step_timeout=abc"], "step_timeout='abc' is not a whole number of seconds"),
         (["-e", "gpus=1,2", "-e", "num_ps=auto", "-e", "num_ps_auto_keep=0"], "num_ps_auto_keep=0 is below 1"),
+        # Scripts only is Slurm's (the plan refuses it with the ssh launcher of system=local).
+        (
+            ["-e", "gpus=1", "-e", "submit=false"],
+            "submit=false only writes Slurm job scripts, and this sweep's launcher",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, live_processes, args, message):

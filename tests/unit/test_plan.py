@@ -92,6 +92,12 @@ def test_both_data_kinds_expand():
         ({"gpus": 1, "ready_timeout": -1}, "ready_timeout=-1: a timeout must be above 0 seconds"),
         ({"gpus": 1, "startup_timeout": -5}, "startup_timeout=-5: a timeout must be above 0 seconds"),
         ({"gpus": 1, "step_timeout": "abc"}, "step_timeout='abc' is not a whole number of seconds"),
+        ({"gpus": 1, "submit": False}, "submit=false only writes Slurm job scripts, and this sweep's launcher is ssh"),
+        ({"gpus": "1,2", "num_ps": "auto", "submit": False, "launcher": "slurm"}, "they need submit=true"),
+        (
+            {"gpus": "1,2", "stop_below_efficiency": 0.5, "submit": False, "launcher": "slurm"},
+            "they need submit=true",
+        ),
     ],
 )
 def test_bad_requests_are_named(request_, message):
@@ -104,6 +110,11 @@ def test_a_sweep_point_that_does_not_fit_fails_before_the_first_run():
         plan(hosts=FOUR_GPU_HOSTS, gpus="1,2,8", num_ps=1)
     assert "gpus=8" in str(err.value)
     assert "not enough" in str(err.value)
+
+
+def test_submit_false_plans_a_slurm_sweeps_scripts():
+    written = plan(gpus="1,2", num_ps=1, repetitions=1, submit=False, launcher="slurm")
+    assert written["pending_runs"] == 2 and written["adaptive"] is None
 
 
 def test_no_hosts():

@@ -247,6 +247,31 @@ def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) ->
     return settings
 
 
+def _is_adaptive(adaptive: Mapping[str, Any]) -> bool:
+    """Whether a sweep learns from its smaller GPU counts (any of _adaptive's settings on)."""
+    return bool(adaptive["num_ps_auto"]) or any(
+        adaptive[name] is not None for name in ("stop_below_efficiency", "min_doubling_gain")
+    )
+
+
+def _check_submit(request: Mapping[str, Any], adaptive: Mapping[str, Any]) -> None:
+    """submit=false writes a Slurm job's scripts and runs nothing: PlanError where that cannot be."""
+    if request.get("submit", True):
+        return
+    launcher = str(request.get("launcher") or "ssh")
+    if launcher != "slurm":
+        raise PlanError(
+            f"submit=false only writes Slurm job scripts, and this sweep's launcher is {launcher}: leave "
+            "submit out to run the sweep, or choose a system with the Slurm launcher (system=daint)"
+        )
+    if _is_adaptive(adaptive):
+        raise PlanError(
+            "num_ps=auto, stop_below_efficiency and min_doubling_gain choose each GPU count's runs from the "
+            "results of the smaller counts: they need submit=true (submit=false only writes job scripts); "
+            "leave them out"
+        )
+
+
 def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes) -> bool:
     try:
         compute_layout(
@@ -267,8 +292,9 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     request keys: gpus, model, batch_size, variable_update, num_ps (None: the study's sweep),
     data (synthetic|real|both), repetitions, warmup_steps, steps, devices_per_worker,
     ps_on_worker_nodes, sweep_id, data_dir (required for real data), workload (``ours`` or ``tf_cnn_benchmarks@<git ref>``, see dtfbench.plan.workloads), launcher
-    (``ssh`` or ``slurm``), tf_modules (a Slurm job's modules: a TensorFlow module of the
-    wrong major version for the workload is refused).
+    (``ssh`` or ``slurm``), submit (false: a Slurm job's scripts only, refused with ssh and with an
+    adaptive sweep), tf_modules (a Slurm job's modules: a TensorFlow module of the wrong major
+    version for the workload is refused).
 
     Every run is pending (``done`` false); ``resume`` marks those the store holds. Repeated
     axis values are folded, with a note.
@@ -312,6 +338,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     data = ["synthetic", "real"] if "both" in data else data
     num_ps_request = as_list("num_ps", request.get("num_ps"))
     adaptive = _adaptive(request, num_ps_request, gpus)
+    _check_submit(request, adaptive)
     if adaptive["num_ps_auto"]:
         num_ps_request = []
     num_ps_given = _fold("num_ps", _ints("num_ps", num_ps_request, 0), notes) if num_ps_request else None
@@ -455,11 +482,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         "workload": workload.as_dict(),
         "sweep_config": config,
         "notes": notes,
-        "adaptive": adaptive
-        if adaptive["num_ps_auto"]
-        or adaptive["stop_below_efficiency"] is not None
-        or adaptive["min_doubling_gain"] is not None
-        else None,
+        "adaptive": adaptive if _is_adaptive(adaptive) else None,
     }
 
 
@@ -500,6 +523,7 @@ ARGUMENT_SPEC = dict(
     sweep_extend=dict(type="bool", default=False),
     workload=dict(type="str", default="ours"),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
+    submit=dict(type="bool", default=True),
     tf_modules=dict(type="list", elements="str", default=[]),
     **{name: dict(type="raw") for name in TIMEOUTS},
 )
