@@ -6,7 +6,8 @@
     [--lock /tmp/dtfbench-heavy.lock]   # flock it around each round (default $DTFBENCH_LOCK)
 
 Brings up the multi-host test bed (tests/testbed/testbed.py, real SSH) and, in each of
---rounds rounds, runs the same sweep twice on the same hosts, one after the other:
+--rounds rounds, runs the same sweep twice on the same hosts, one after the other (ours first
+in odd rounds, the bare launcher first in even ones):
   ours  ``run-benchmark.yml`` exactly as a user would (gpus = --hosts, one CPU worker per
         host, 1 PS, --repetitions runs of one configuration);
   bare  benchmarks/bare_launcher.py: the study's method over plain ssh with nothing around
@@ -22,7 +23,7 @@ The older figure is printed too: our wall time / the sum over runs of the traini
 workers report (per run the longest worker's ``wall_time.run``), goal (issue #9) <= 1.15,
 with the TF start of the tasks (``wall_time.import`` + ``wall_time.session_ready``) split off.
 
-Each round (test bed up, ours, bare, test bed down) holds --lock on its own. Results:
+Each round (test bed up, both sides, test bed down) holds --lock on its own. Results:
 printed, and written to results/benchmarks/orchestration_overhead.json (the playbook's
 output beside it, ``.log``).
 """
@@ -40,6 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -194,23 +196,36 @@ def main(argv: list[str] | None = None) -> int:
     program = [testbed.default_python(), "-m", "dtfbench", "train"]
     rounds = []
     for number in range(args.rounds):
-        # Each round under the lock on its own (ours, then the bare launcher, on the same hosts):
-        # the two sides of a round see the same machine.
+        # Each round under the lock on its own (both sides on the same hosts): the two sides of a
+        # round see the same machine. The side that goes first alternates from round to round
+        # (ours first in odd rounds), so that neither always meets the freshly started test bed.
         with held(args.lock):
             testbed.down(args.dir)
             state = testbed.up(args.dir, hosts=args.hosts)
             control_dir = Path(tempfile.mkdtemp(prefix="p1-bare-ssh-"))
             try:
-                ours = ours_sweep(args, args.dir / "hosts.yml", db, env, log)
-                bare = bare_launcher.sweep(
-                    state, args.hosts, 1, args.repetitions, program, train_args(args), control_dir
-                )
+                sides = {
+                    "ours": partial(ours_sweep, args, args.dir / "hosts.yml", db, env, log),
+                    "bare": partial(
+                        bare_launcher.sweep,
+                        state,
+                        args.hosts,
+                        1,
+                        args.repetitions,
+                        program,
+                        train_args(args),
+                        control_dir,
+                    ),
+                }
+                order = ["ours", "bare"] if number % 2 == 0 else ["bare", "ours"]
+                measured = {side: sides[side]() for side in order}
+                ours, bare = measured["ours"], measured["bare"]
             finally:
                 testbed.down(args.dir)
                 shutil.rmtree(control_dir, ignore_errors=True)
-        rounds.append({"ours": ours, "bare": bare, "load_avg_1min": round(os.getloadavg()[0], 2)})
+        rounds.append({"ours": ours, "bare": bare, "first": order[0], "load_avg_1min": round(os.getloadavg()[0], 2)})
         print(
-            f"round {number + 1}: ours {ours['wall_s']:.1f} s, bare {bare['wall_s']:.1f} s "
+            f"round {number + 1} ({order[0]} first): ours {ours['wall_s']:.1f} s, bare {bare['wall_s']:.1f} s "
             f"({ours['wall_s'] / bare['wall_s']:.2f}), load {rounds[-1]['load_avg_1min']}",
             flush=True,
         )
@@ -257,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             {
                 "ours_wall_s": r["ours"]["wall_s"],
                 "bare_wall_s": r["bare"]["wall_s"],
+                "first": r["first"],
                 "load_avg_1min": r["load_avg_1min"],
             }
             for r in rounds
