@@ -45,7 +45,7 @@ from functools import partial
 from pathlib import Path
 
 import yaml
-from bench_env import ROOT, ansible_env, held, testbed_sweep_command  # noqa: E402
+from bench_env import ROOT, ansible_env, held, orders, testbed_sweep_command  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import bare_launcher  # noqa: E402
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     log.write_text("")
     program = [testbed.default_python(), "-m", "dtfbench", "train"]
     rounds = []
-    for number in range(args.rounds):
+    for number, order in orders(["ours", "bare"], args.rounds):
         # Each round under the lock on its own (both sides on the same hosts): the two sides of a
         # round see the same machine. The side that goes first alternates from round to round
         # (ours first in odd rounds), so that neither always meets the freshly started test bed.
@@ -217,7 +217,6 @@ def main(argv: list[str] | None = None) -> int:
                         control_dir,
                     ),
                 }
-                order = ["ours", "bare"] if number % 2 == 0 else ["bare", "ours"]
                 measured = {side: sides[side]() for side in order}
                 ours, bare = measured["ours"], measured["bare"]
             finally:

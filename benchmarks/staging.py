@@ -118,6 +118,7 @@ from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "aws"))
+from bench_env import cycle_length, orders  # noqa: E402
 from moto_server import MotoServer  # noqa: E402
 
 from dtfbench.linux import procfs  # noqa: E402
@@ -174,33 +175,6 @@ def run(command: tuple[list[str], dict], env: dict) -> tuple[float, float]:
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:4])} ... failed ({process.returncode}): {stderr[-2000:]}")
     return elapsed, usage.ru_utime + usage.ru_stime
-
-
-def williams_rows(n: int) -> list[list[int]]:
-    """One whole cycle of a Williams design for n engines, a row (an order of 0..n-1) a round:
-    n rows, twice that for an odd n."""
-    first = [0] + [(k + 1) // 2 if k % 2 else n - k // 2 for k in range(1, n)]  # 0, 1, n-1, 2, n-2, ...
-    rows = [[(j + r) % n for j in first] for r in range(n)]
-    if n % 2:
-        rows += [row[::-1] for row in rows]
-    return rows
-
-
-def cycle_length(count: int) -> int:
-    """The rounds of one whole cycle of orders() for `count` engines."""
-    return len(williams_rows(count))
-
-
-def orders(names: list[str], rounds: int):
-    """(round, its order of `names`) for each round: the rows of a Williams design, a Latin
-    square balanced for the one that ran just before. Over len(names) rounds each name runs
-    once in every position; over a whole cycle (cycle_length) each runs right after every
-    other one equally often. A rotation alone (round r starting with the r-th) put each
-    engine after the same one in every round: measured, the engine after s5cmd took up to
-    0.3 CPU-s more than the same code after itself."""
-    rows = williams_rows(len(names))
-    for round_no in range(rounds):
-        yield round_no, [names[i] for i in rows[round_no % len(rows)]]
 
 
 def upload(client, prefix: str, objects: dict[str, int], checksum: str, workers: int = 16) -> None:

@@ -1,4 +1,5 @@
-"""benchmarks/staging.py's order of the engines: a Williams design."""
+"""The order of the sides of a benchmark's rounds (benchmarks/bench_env.py): a Williams design,
+P3's engines (benchmarks/staging.py) and P1's two launchers (benchmarks/orchestration_overhead.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from staging import cycle_length, orders  # noqa: E402
+from bench_env import cycle_length, orders  # noqa: E402
 
 
 @pytest.mark.parametrize("count", [2, 3, 4, 7, 8])
@@ -34,3 +35,7 @@ def test_the_rounds_repeat_the_cycle():
     names = ["a", "b", "c"]
     rows = [order for _, order in orders(names, 8)]
     assert rows[6:] == rows[:2]
+
+
+def test_two_sides_take_turns_going_first():
+    assert [order for _, order in orders(["ours", "bare"], 3)] == [["ours", "bare"], ["bare", "ours"], ["ours", "bare"]]
