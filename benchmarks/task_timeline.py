@@ -16,6 +16,11 @@ part (until the worker sent its command) and the host's (docs/performance.md, P1
 time goes"). Written to results/benchmarks/task_timeline.json, the playbook's output beside it
 (.log). profile_tasks gives the tasks'
 times alone; this adds the inside of the start-and-wait task.
+
+--profile-workers: every worker also runs under cProfile with a CPU clock, and the CPU of the
+workers is printed by task (per worker) and by function (the most costly across all workers).
+The profiler about doubles what it measures and slows the timeline down: read the shares, and
+take the timeline from a run without it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import pstats
 import statistics
 import subprocess
 import sys
@@ -92,6 +98,46 @@ def all_delays(report_runs: list[dict]) -> list[float]:
     return [h["tf_start_after_s"] for r in report_runs for h in r["hosts"].values()]
 
 
+def worker_profiles(folder: Path, events: list[dict], top: int = 15) -> dict:
+    """The workers' CPU (their cProfile files in `folder`, named by pid) by task and by function."""
+    task_of = {e["pid"]: e["task"] for e in events if e["event"] == "worker"}
+    by_task: dict[str, list[float]] = {}
+    every = None
+    for path in sorted(folder.glob("*.prof")):
+        stats = pstats.Stats(str(path))
+        by_task.setdefault(task_of.get(int(path.stem), "?"), []).append(stats.total_tt)
+        every = stats if every is None else every.add(stats)
+    total = sum(sum(cpu) for cpu in by_task.values()) or 1.0
+    tasks = [
+        {"task": task, "workers": len(cpu), "cpu_s": round(sum(cpu), 4), "share": round(sum(cpu) / total, 4)}
+        for task, cpu in sorted(by_task.items(), key=lambda item: -sum(item[1]))
+    ]
+    functions = []
+    if every is not None:
+        rows = sorted(every.stats.items(), key=lambda item: -item[1][2])[:top]
+        for (file, line, name), (_, calls, own, cumulative, _) in rows:
+            functions.append(
+                {
+                    "function": f"{Path(file).name}:{line}({name})",
+                    "calls": calls,
+                    "own_s": round(own, 4),
+                    "cumulative_s": round(cumulative, 4),
+                }
+            )
+    return {"cpu_s": round(total, 3), "tasks": tasks, "functions": functions}
+
+
+def print_worker_profiles(profiles: dict) -> None:
+    print(f"the workers' CPU under cProfile (about twice their real CPU): {profiles['cpu_s']:.2f} s")
+    print(f"{'CPU s':>7} {'share':>6} {'workers':>7} {'ms each':>8}  task")
+    for task in profiles["tasks"]:
+        each = 1000 * task["cpu_s"] / task["workers"]
+        print(f"{task['cpu_s']:7.3f} {task['share']:6.1%} {task['workers']:7d} {each:8.1f}  {task['task']}")
+    print(f"{'own s':>7} {'calls':>8}  function (the most costly in all workers)")
+    for row in profiles["functions"]:
+        print(f"{row['own_s']:7.3f} {row['calls']:8d}  {row['function']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=4)
@@ -100,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-timeline"))
     parser.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK", ""))
     parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "task_timeline.json")
+    parser.add_argument(
+        "--profile-workers",
+        action="store_true",
+        help="run every worker under cProfile (CPU clock) and print the workers' CPU by task and function",
+    )
     args = parser.parse_args(argv)
 
     sweep_id = f"timeline-{uuid.uuid4().hex[:8]}"
@@ -111,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         env.update(
             DTFBENCH_TIMELINE=str(log), PYTHONPATH=os.pathsep.join(filter(None, [str(SITE), env.get("PYTHONPATH")]))
         )
+        profiles_dir = Path(scratch) / "profiles"
+        if args.profile_workers:
+            profiles_dir.mkdir()
+            env["DTFBENCH_WORKER_PROFILES"] = str(profiles_dir)
         testbed.down(args.dir)
         testbed.up(args.dir, hosts=args.hosts)
         try:
@@ -149,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
             runs = [r["run_id"] for r in store.runs(store.connect(db), "sweep_id = ?", (sweep_id,))]
             starts = {run_id: tf_starts(args.dir, run_id) for run_id in runs}
+            profiles = worker_profiles(profiles_dir, events) if args.profile_workers else None
         finally:
             testbed.down(args.dir)
     load = round(os.getloadavg()[0], 2)
@@ -212,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     outside = sum(t["end"] - t["start"] for t in tasks if t["task"] != START_AND_WAIT)
     gaps = sum(t["start"] - b["end"] for b, t in zip(tasks, tasks[1:]))
     print(f"tasks other than the wait {outside:.2f} s, gaps between tasks {gaps:.2f} s")
+    if profiles:
+        print_worker_profiles(profiles)
     report = {
         "benchmark": "task_timeline",
         "hosts": args.hosts,
@@ -228,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         "gaps_s": round(gaps, 3),
         "median_tf_start_after_s": statistics.median(every) if (every := all_delays(report_runs)) else None,
         "load_avg_1min": load,
+        "worker_profiles": profiles,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": args.hosts},
     }
     args.output.write_text(json.dumps(report, indent=2) + "\n")

@@ -19,6 +19,10 @@ for name in "${selected[@]}"; do
     # start, action, first command and result) and the TF tasks' start on the hosts: a 3-run
     # trivial sweep on 4 hosts, ~45 s.
     timeline) python benchmarks/task_timeline.py --repetitions 3 ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
+    # The same sweep with every worker under cProfile (CPU clock): the workers' CPU by task and
+    # by function, ~1 min (the profiler slows the timeline down; take that from `timeline`).
+    timeline-profile) python benchmarks/task_timeline.py --repetitions 3 --profile-workers \
+        --output results/benchmarks/task_timeline_profile.json ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # The study's workload (InceptionV3, 10 + 100 steps), 2 rounds of 1 run a side, ~12 min on 2 cores.
     p1-study) python benchmarks/orchestration_overhead.py --study ;;
     # 16 hosts against 1 and against the bare fan-out (xargs -P ssh), ~2 min.
@@ -55,7 +59,7 @@ for name in "${selected[@]}"; do
     ps-pattern) python benchmarks/ps_pattern.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #27's telemetry cost: throughput with the NIC sampler on and off in turns of 3 s, one run, ~1.5 min.
     nic-cost) python benchmarks/nic_cost.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study timeline p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost" >&2; exit 2 ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study timeline timeline-profile p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"

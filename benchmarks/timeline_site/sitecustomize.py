@@ -2,8 +2,9 @@
 PYTHONPATH: a line of JSON for each worker (a fork per task and host) when it starts, when its
 task's action begins, when it sends its first command to the host and when its result is ready,
 into the file named by DTFBENCH_TIMELINE; and once each, when ansible-playbook has imported
-Ansible's executor and when its interpreter ends. Measurement only; nothing of the project
-imports it.
+Ansible's executor and when its interpreter ends. With DTFBENCH_WORKER_PROFILES (a folder),
+each worker also runs under cProfile with a CPU clock and leaves <pid>.prof there. Measurement
+only; nothing of the project imports it.
 """
 
 import atexit
@@ -14,6 +15,7 @@ import sys
 import time
 
 LOG = os.environ.get("DTFBENCH_TIMELINE")
+PROFILES = os.environ.get("DTFBENCH_WORKER_PROFILES")
 
 
 def mark(event, **fields):
@@ -36,7 +38,16 @@ def instrument():
         mark(
             "worker", host=str(self._host), task=self._task.get_name(), uuid=self._task._uuid, action=self._task.action
         )
-        return run(self, *args, **kwargs)
+        if not PROFILES:
+            return run(self, *args, **kwargs)
+        # CPU time, not wall: what the worker waits for (the host, ssh) does not count.
+        import cProfile
+
+        profile = cProfile.Profile(time.process_time)
+        try:
+            return profile.runcall(run, self, *args, **kwargs)
+        finally:
+            profile.dump_stats(os.path.join(PROFILES, "%d.prof" % os.getpid()))
 
     def timed_execute(self, *args, **kwargs):
         mark("action")
@@ -68,6 +79,7 @@ if LOG:
     # Only ansible-playbook's own process logs (its workers are forks and keep LOG); the
     # Pythons it starts (a local module, the interrupt watchdog) neither log nor keep the hook.
     os.environ.pop("DTFBENCH_TIMELINE")
+    os.environ.pop("DTFBENCH_WORKER_PROFILES", None)
     if "ansible-playbook" in os.path.basename(sys.argv[0] if sys.argv else ""):
         builtins.__import__ = _watch
         _main = os.getpid()
