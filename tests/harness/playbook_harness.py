@@ -4,7 +4,8 @@
   colour); tests/conftest.py's ``ansible_env`` fixture is this. ``strict_inventory_env()``: the
   same, failing on an inventory that does not parse (the test beds' inventories).
   ``callbacks_enabled_but(name)``: the project's callbacks without one, for ANSIBLE_CALLBACKS_ENABLED
-  (the tests of a callback's effect, with it and without).
+  (the tests of a callback's effect, with it and without). ``noted_by_sitecustomize(...)``: a
+  playbook run with a sitecustomize of the test's own, and what that wrote to a file.
 - ``run_playbook(playbook, *args, env=..., timeout=...)``: ansible-playbook from the project root
   (or ``cwd``), to the end; the finished process with its output as text (``.output`` is stdout
   and stderr together). A playbook that runs past its timeout is killed with everything it
@@ -106,6 +107,21 @@ def callbacks_enabled_but(name: str) -> str:
     enabled = [c.strip() for c in config["defaults"]["callbacks_enabled"].split(",")]
     assert name in enabled, enabled
     return ",".join(c for c in enabled if c != name)
+
+
+def noted_by_sitecustomize(tmp_path: Path, playbook: str, sitecustomize: str, **env: str) -> str:
+    """Run `playbook` (its text) with `sitecustomize` (its text) on ansible-playbook's PYTHONPATH and
+    return what the sitecustomize wrote to the file named by NOTED_FILE (empty before the run)."""
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(sitecustomize)
+    book = tmp_path / "playbook.yml"
+    book.write_text(playbook)
+    noted = tmp_path / "noted"
+    noted.write_text("")
+    played = run_playbook(book, env=ansible_env(PYTHONPATH=str(site), NOTED_FILE=str(noted), **env))
+    assert played.returncode == 0, played.stdout + played.stderr
+    return noted.read_text()
 
 
 def run_playbook(

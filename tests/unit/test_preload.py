@@ -8,7 +8,7 @@ the test's own registers in ansible-playbook.
 
 import json
 
-from playbook_harness import ansible_env, callbacks_enabled_but, run_playbook
+from playbook_harness import callbacks_enabled_but, noted_by_sitecustomize
 
 # No template anywhere that ansible-playbook renders itself: the workers' first filter and test
 # are theirs (a host pattern or a task name with a template would load them in ansible-playbook).
@@ -32,7 +32,7 @@ SITECUSTOMIZE = """
 import json, os, sys
 
 if "ansible-playbook" in os.path.basename(sys.argv[0] if sys.argv else ""):
-    out, main = os.environ["FORKED_PLUGINS_FILE"], os.getpid()
+    out, main = os.environ["NOTED_FILE"], os.getpid()
 
     def note():
         loaded = sorted({name.rsplit("_", 1)[0] for name in list(sys.modules)
@@ -45,16 +45,8 @@ if "ansible-playbook" in os.path.basename(sys.argv[0] if sys.argv else ""):
 
 
 def plugins_at_fork(tmp_path, **env) -> list[list[str]]:
-    site = tmp_path / "site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    book = tmp_path / "two_tasks.yml"
-    book.write_text(TWO_TASKS)
-    noted = tmp_path / "forked.jsonl"
-    noted.unlink(missing_ok=True)
-    played = run_playbook(book, env=ansible_env(PYTHONPATH=str(site), FORKED_PLUGINS_FILE=str(noted), **env))
-    assert played.returncode == 0, played.stdout + played.stderr
-    return [json.loads(line)["plugins"] for line in noted.read_text().splitlines()]
+    noted = noted_by_sitecustomize(tmp_path, TWO_TASKS, SITECUSTOMIZE, **env)
+    return [json.loads(line)["plugins"] for line in noted.splitlines()]
 
 
 def test_workers_are_forked_with_the_filter_and_test_plugins_loaded(tmp_path):

@@ -7,7 +7,7 @@ and without this one, read by an atexit hook that a sitecustomize of the test's 
 
 import json
 
-from playbook_harness import ansible_env, callbacks_enabled_but, run_playbook
+from playbook_harness import callbacks_enabled_but, noted_by_sitecustomize
 
 ONE_TASK = """
 - name: One task on the controller
@@ -25,7 +25,7 @@ SITECUSTOMIZE = """
 import atexit, gc, json, os, sys
 
 if "ansible-playbook" in os.path.basename(sys.argv[0] if sys.argv else ""):
-    out, main = os.environ["FREEZE_COUNT_FILE"], os.getpid()
+    out, main = os.environ["NOTED_FILE"], os.getpid()
 
     def write():
         if os.getpid() == main:
@@ -37,16 +37,7 @@ if "ansible-playbook" in os.path.basename(sys.argv[0] if sys.argv else ""):
 
 
 def frozen_at_exit(tmp_path, **env) -> int:
-    site = tmp_path / "site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    book = tmp_path / "one_task.yml"
-    book.write_text(ONE_TASK)
-    count = tmp_path / "frozen.json"
-    count.unlink(missing_ok=True)
-    played = run_playbook(book, env=ansible_env(PYTHONPATH=str(site), FREEZE_COUNT_FILE=str(count), **env))
-    assert played.returncode == 0, played.stdout + played.stderr
-    return json.loads(count.read_text())["frozen"]
+    return json.loads(noted_by_sitecustomize(tmp_path, ONE_TASK, SITECUSTOMIZE, **env))["frozen"]
 
 
 def test_what_ansible_playbook_holds_at_the_end_is_frozen_before_its_last_collection(tmp_path):
