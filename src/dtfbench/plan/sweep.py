@@ -254,11 +254,10 @@ def _is_adaptive(adaptive: Mapping[str, Any]) -> bool:
     )
 
 
-def _check_submit(request: Mapping[str, Any], adaptive: Mapping[str, Any]) -> None:
+def _check_submit(submit: bool, launcher: str, adaptive: Mapping[str, Any]) -> None:
     """submit=false writes a Slurm job's scripts and runs nothing: PlanError where that cannot be."""
-    if request.get("submit", True):
+    if submit:
         return
-    launcher = str(request.get("launcher") or "ssh")
     if launcher != "slurm":
         raise PlanError(
             f"submit=false only writes Slurm job scripts, and this sweep's launcher is {launcher}: leave "
@@ -300,6 +299,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     axis values are folded, with a note.
     """
     _timeouts(request)
+    launcher = str(request.get("launcher") or "ssh")
     try:
         workload = workloads.parse_workload(request.get("workload"))
         workloads.check_request(
@@ -308,7 +308,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             variable_updates=as_list("variable_update", request.get("variable_update")),
             image_size=_ints("image_size", [request.get("image_size") or 0], 0)[0],
             warmup_steps=_ints("warmup_steps", [request.get("warmup_steps", 10)], 0)[0],
-            launcher=str(request.get("launcher") or "ssh"),
+            launcher=launcher,
         )
         workloads.check_tf_module(workload, request.get("tf_modules") or [])
     except workloads.WorkloadError as err:
@@ -338,7 +338,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     data = ["synthetic", "real"] if "both" in data else data
     num_ps_request = as_list("num_ps", request.get("num_ps"))
     adaptive = _adaptive(request, num_ps_request, gpus)
-    _check_submit(request, adaptive)
+    _check_submit(bool(request.get("submit", True)), launcher, adaptive)
     if adaptive["num_ps_auto"]:
         num_ps_request = []
     num_ps_given = _fold("num_ps", _ints("num_ps", num_ps_request, 0), notes) if num_ps_request else None
