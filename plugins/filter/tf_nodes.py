@@ -21,6 +21,7 @@ import time
 
 from ansible.errors import AnsibleFilterError
 
+from dtfbench.contract.outcomes import busy_port
 from dtfbench.launch import nic_sampler
 
 
@@ -50,10 +51,8 @@ def tf_node_specs(host_names, hostvars):
 
 
 def _busy_text(host, busy):
-    pids = " (listening pids: %s)" % busy["pids"] if busy.get("pids") else ""
-    return (
-        f"port {busy['port']} on {host} ({busy['address']}), wanted by {busy['job']} {busy['task_index']}, "
-        f"is already in use{pids}: stop what listens there (ss -ltnp 'sport = :{busy['port']}') or move the "
+    return busy_port(busy, host) + (
+        f": stop what listens there (ss -ltnp 'sport = :{busy['port']}') or move the "
         "ports with tf_cluster_ps_port_base / tf_cluster_worker_port_base"
     )
 

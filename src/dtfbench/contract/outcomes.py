@@ -4,3 +4,18 @@
 # end of its error line; dtfbench.results.record reads it): by its own words a consequence of
 # another failure, so the recorded cause is the other one.
 PEER_LOST = "(a peer died, is unreachable, or exceeded --step_timeout)"
+
+
+def busy_port(busy, host=None):
+    """A port that something else holds, worded once for the host's check (``busy``: its entry,
+    with job, task_index, address, port and pids) and for the run's recorded failure, which
+    names the inventory ``host`` before the address."""
+    where = "%s (%s)" % (host, busy["address"]) if host else busy["address"]
+    pids = " (listening pids: %s)" % busy["pids"] if busy.get("pids") else ""
+    return "port %d on %s, wanted by %s %d, is already in use%s" % (
+        busy["port"],
+        where,
+        busy["job"],
+        busy["task_index"],
+        pids,
+    )

@@ -16,7 +16,7 @@ import os
 import signal
 import time
 
-from ..contract.outcomes import PEER_LOST
+from ..contract.outcomes import PEER_LOST, busy_port
 from ..linux import procfs
 from . import nic_sampler, supervisor
 from .controller_watch import ControllerWatch
@@ -215,24 +215,14 @@ class HostRun(object):
         if not complete:
             for task in self.tasks:
                 if _port_open(task["address"], task["port"], 1.0):
-                    pids = self.task(task).listener_hint(task["port"])
-                    busy.append(
-                        dict(
-                            job=task["job"],
-                            task_index=task["task_index"],
-                            address=task["address"],
-                            port=task["port"],
-                            pids=pids,
-                            msg="port %d on %s, wanted by %s %d, is already in use%s"
-                            % (
-                                task["port"],
-                                task["address"],
-                                task["job"],
-                                task["task_index"],
-                                " (listening pids: %s)" % pids if pids else "",
-                            ),
-                        )
+                    entry = dict(
+                        job=task["job"],
+                        task_index=task["task_index"],
+                        address=task["address"],
+                        port=task["port"],
+                        pids=self.task(task).listener_hint(task["port"]),
                     )
+                    busy.append(dict(entry, msg=busy_port(entry)))
         result = dict(
             changed=False,
             complete=complete,
