@@ -73,6 +73,13 @@ def test_benchmark_across_four_hosts_twice(testbed_factory, tmp_path, live_proce
             None if recorded_system == "testbed" else "aws-p2.xlarge"
         )
         assert run["hosts"] == ["node01", "node02", "node03", "node04"]
+        # Each host's instance type (the inventory's, read once a sweep) is in every run's record.
+        types = {host: doc.get("instance_type") for host, doc in run["environment"].items()}
+        if recorded_system == "aws-p2.xlarge":
+            assert types == dict.fromkeys(run["hosts"], "p2.xlarge"), types
+        else:
+            assert "p2.xlarge" not in types.values(), types
+        assert sorted(run["environment"]) == run["hosts"]
         assert run["num_workers"] == 4 and run["num_ps"] == num_ps
         assert len(run["images_per_sec_per_worker"]) == 4 and all(r > 0 for r in run["images_per_sec_per_worker"])
 
