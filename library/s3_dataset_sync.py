@@ -14,7 +14,8 @@ description:
     of the wrong size, or not vouched for by the manifest of an earlier sync.
   - Each download goes to a hidden temporary file in O(dest) (C(.NAME.dtfbench-partial),
     which never matches C(train-*) or C(validation-*)), is checked (size, and the object's
-    own full-object S3 checksum - CRC64NVME, CRC32C, CRC32, SHA, XXHASH - computed while it streams;
+    own full-object S3 checksum - CRC64NVME, CRC32C, CRC32, SHA, XXHASH, or else MD5, which
+    botocore does not check - computed while it streams;
     for an object without one, MD5 where the ETag is one) and renamed onto its final name,
     so a final name only ever holds a whole file. Temporary files left by a killed sync are removed by the next one; files it
     finished are kept (a journal records them as they complete).
@@ -154,8 +155,8 @@ to_download:
 download_checks:
   description:
     - What checked the bytes of the files this run downloaded, with how many files each.
-    - An S3 checksum's algorithm (C(CRC64NVME), C(CRC32C), C(CRC32), ...) when the object
-      has a full-object one; C(MD5) for an object without one whose ETag is an MD5;
+    - An S3 checksum's algorithm (C(CRC64NVME), C(CRC32C), C(CRC32), ..., C(MD5)) when the
+      object has a full-object one; C(MD5) also for an object without one whose ETag is an MD5;
       C(size) when neither applies (a multipart upload without a full-object checksum).
   returned: success
   type: dict

@@ -7,6 +7,7 @@ re-sync with nothing to do for ImageNet's 1,152 shards.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -269,6 +270,35 @@ def test_bytes_that_differ_from_the_objects_crc_never_get_a_shard_name(
     put_with(s3, bad, objects[bad], ChecksumAlgorithm=algorithm)  # repaired
     again = s3sync.sync(client, SOURCE, str(dest))
     assert (again.downloaded_files, again.skipped_files, again.download_checks) == (1, 3, {algorithm: 1})
+    assert local_digests(dest) == digests(objects)
+
+
+@pytest.mark.parametrize("client_kind", ["engine", "default boto3"])
+def test_bytes_that_differ_from_the_objects_s3_md5_never_get_a_shard_name(moto, s3, tmp_path, monkeypatch, client_kind):
+    """S3's MD5 checksum (ChecksumMD5), which botocore does not check, is checked by the
+    engine with either client: an object whose stored MD5 checksum no longer matches its
+    bytes is refused although its ETag (an MD5 of the bytes) matches them."""
+    objects = shard_set(3, 30_000)
+    put_objects(s3, objects)
+    bad = "train-00001-of-00003"
+    other = bytearray(objects[bad])
+    other[100] ^= 0xFF
+
+    def md5_b64(data):
+        return base64.b64encode(hashlib.md5(bytes(data)).digest()).decode()
+
+    put_with(s3, bad, objects[bad], ChecksumAlgorithm="MD5", ChecksumMD5=md5_b64(other))
+    client = engine_client(moto, monkeypatch)[0] if client_kind == "engine" else s3
+    dest = tmp_path / "data"
+
+    with pytest.raises(s3sync.SyncError, match=f"1 of 3 downloads failed.*{bad}: .*MD5 checksum in S3.*computed"):
+        s3sync.sync(client, SOURCE, str(dest))
+    assert sorted(p.name for p in dest.iterdir() if not p.name.startswith(".")) == sorted(set(objects) - {bad})
+    assert bad not in s3sync.read_manifest(str(dest))
+
+    put_with(s3, bad, objects[bad], ChecksumAlgorithm="MD5", ChecksumMD5=md5_b64(objects[bad]))  # repaired
+    again = s3sync.sync(client, SOURCE, str(dest))
+    assert (again.downloaded_files, again.skipped_files, again.download_checks) == (1, 2, {"MD5": 1})
     assert local_digests(dest) == digests(objects)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -173,6 +174,20 @@ def test_the_engines_s3_checksums_are_botocores(algorithm):
     for chunk in chunks:
         digest.update(chunk)
     assert (found, digest.digest()) == (algorithm, expected)
+
+
+def test_s3s_md5_checksum_is_checked_after_every_one_botocore_checks():
+    """botocore has no class for S3's MD5 checksum (ChecksumMD5): the engine checks it, and
+    only where the response carries none of botocore's algorithms."""
+    data = os.urandom(70000)
+    stored = base64.b64encode(hashlib.md5(data).digest()).decode()
+    found, digest, expected = s3sync.s3_checksum({"ChecksumMD5": stored, "ChecksumType": "FULL_OBJECT"})
+    digest.update(data[:5])
+    digest.update(data[5:])
+    assert (found, digest.digest()) == ("MD5", expected)
+    crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    assert s3sync.s3_checksum({"ChecksumMD5": stored, "ChecksumCRC32": crc})[0] == "CRC32"
+    assert s3sync.s3_checksum({"ChecksumMD5": stored + "-2"}) == (None, None, None)
 
 
 def test_a_composite_or_missing_s3_checksum_is_none():

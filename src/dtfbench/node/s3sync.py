@@ -21,7 +21,8 @@ How a sync goes:
    ``.<name>.dtfbench-partial`` (hidden: it never matches ``train-*``/``validation-*``),
    checked while it streams (size, and the object's own full-object S3 checksum where it
    has one, of any algorithm botocore checks: CRC64NVME, CRC32C, CRC32, SHA-1/256/512,
-   XXHASH64/3/128; otherwise MD5 against the ETag when the ETag is one) and renamed onto
+   XXHASH64/3/128, or else S3's MD5 one, which botocore does not check; otherwise MD5
+   against the ETag when the ETag is one) and renamed onto
    its final name: a final name only ever holds a whole, checked file.
    Temporary files left by a killed sync are removed by the next one.
 4. Each completed file is appended to a journal (one JSON line, flushed), so a sync killed
@@ -260,7 +261,7 @@ def download(
     tmp = partial_path(dest, obj.name)
     response = ask_for_s3_checksums(client).get_object(Bucket=bucket, Key=obj.key)
     body = response["Body"]
-    digest, expected = None, None
+    digest, expected, by_etag = None, None, False
     if isinstance(body, StreamingChecksumBody):
         check = s3_checksum(response, computable=False)[0] or "S3 checksum"
     else:
@@ -269,6 +270,7 @@ def download(
             digest = hashlib.md5(usedforsecurity=False) if (verify_md5 and obj.md5) else None
             check = "MD5" if digest is not None else "size"
             expected = bytes.fromhex(obj.md5) if digest is not None else None
+            by_etag = digest is not None
     written = 0
     try:
         with open(tmp, "wb") as f:
@@ -288,7 +290,7 @@ def download(
         if written != obj.size:
             raise SyncError(f"{obj.key}: got {written} bytes, the listing says {obj.size}")
         if digest is not None and digest.digest() != expected:
-            raise SyncError(f"{obj.key}: {_mismatch(check, digest.digest(), expected)}")
+            raise SyncError(f"{obj.key}: {_mismatch(check, digest.digest(), expected, by_etag)}")
         os.replace(tmp, final)
     except BaseException:
         body.close()
@@ -300,8 +302,8 @@ def download(
     return os.stat(final), check
 
 
-def _mismatch(check: str, computed: bytes, stored: bytes) -> str:
-    if check == "MD5":
+def _mismatch(check: str, computed: bytes, stored: bytes, by_etag: bool = False) -> str:
+    if by_etag:
         return f"MD5 {computed.hex()} differs from the ETag {stored.hex()}"
     return (
         f"the bytes differ from the object's {check} checksum in S3 "
@@ -378,9 +380,12 @@ def _s3_checksum_digest(algorithm: str):
 
 
 # The S3 checksum algorithms botocore checks, as GetObject's response names them ("Checksum" +
-# algorithm), in its order of preference; a response carries one. (S3 also knows an MD5 one,
-# which botocore does not check: such an object is checked by its ETag when that is an MD5.)
+# algorithm), in its order of preference; a response carries one.
 S3_CHECKSUMS = ("XXHASH128", "XXHASH3", "CRC64NVME", "XXHASH64", "CRC32C", "CRC32", "SHA1", "SHA256", "SHA512")
+# And S3's MD5 one, which botocore does not check (it has no class for it): the engine checks it
+# after all of those, before the ETag. It checks the bytes against what the uploader declared,
+# where an ETag may look like an MD5 and be none (an SSE-KMS object's).
+ENGINE_CHECKSUMS = S3_CHECKSUMS + ("MD5",)
 
 
 def s3_checksum(response: dict, computable: bool = True):
@@ -392,7 +397,7 @@ def s3_checksum(response: dict, computable: bool = True):
     against); with ``computable``, also for an algorithm with no implementation here
     (awscrt's without awscrt). Without ``computable`` the digest is None.
     """
-    for algorithm in S3_CHECKSUMS:
+    for algorithm in ENGINE_CHECKSUMS:
         value = response.get("Checksum" + algorithm)
         if not isinstance(value, str) or "-" in value:
             continue
