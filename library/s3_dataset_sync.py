@@ -16,7 +16,8 @@ description:
     which never matches C(train-*) or C(validation-*)), is checked (size, and the object's
     own full-object S3 checksum - CRC64NVME, CRC32C, CRC32, SHA, XXHASH, or else MD5, which
     botocore does not check - computed while it streams;
-    for an object without one, MD5 where the ETag is one) and renamed onto its final name,
+    for an object without one, MD5 where the ETag is one, which an SSE-KMS object's is not)
+    and renamed onto its final name,
     so a final name only ever holds a whole file. Temporary files left by a killed sync are removed by the next one; files it
     finished are kept (a journal records them as they complete).
   - At the end every listed object must have a local file of its size, else the module fails.
@@ -156,7 +157,8 @@ download_checks:
   description:
     - What checked the bytes of the files this run downloaded, with how many files each.
     - An S3 checksum's algorithm (C(CRC64NVME), C(CRC32C), C(CRC32), ..., C(MD5)) when the
-      object has a full-object one; C(MD5) also for an object without one whose ETag is an MD5;
+      object has a full-object one; C(MD5) also for an object without one whose ETag is an MD5
+      (not an SSE-KMS object);
       C(size) when neither applies (a multipart upload without a full-object checksum).
   returned: success
   type: dict

@@ -273,6 +273,21 @@ def test_bytes_that_differ_from_the_objects_crc_never_get_a_shard_name(
     assert local_digests(dest) == digests(objects)
 
 
+def test_an_sse_kms_objects_etag_is_not_taken_for_its_md5(moto, s3, s3_no_checksum, tmp_path):
+    """S3 documents that an SSE-KMS object's ETag is no MD5 of its bytes (moto's still is):
+    such an object without an S3 checksum is checked by its size, where checking the ETag as
+    an MD5 would refuse every one of them on S3; the same object unencrypted by its MD5."""
+    objects = shard_set(2, 20_000)
+    names = sorted(objects)
+    s3_no_checksum.put_object(
+        Bucket=BUCKET, Key=f"imagenet/{names[0]}", Body=objects[names[0]], ServerSideEncryption="aws:kms"
+    )
+    put_with(s3_no_checksum, names[1], objects[names[1]])
+    done = s3sync.sync(s3, SOURCE, str(tmp_path / "data"))
+    assert done.download_checks == {"size": 1, "MD5": 1}
+    assert local_digests(tmp_path / "data") == digests(objects)
+
+
 @pytest.mark.parametrize("client_kind", ["engine", "default boto3"])
 def test_bytes_that_differ_from_the_objects_s3_md5_never_get_a_shard_name(moto, s3, tmp_path, monkeypatch, client_kind):
     """S3's MD5 checksum (ChecksumMD5), which botocore does not check, is checked by the

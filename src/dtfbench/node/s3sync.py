@@ -267,7 +267,10 @@ def download(
     else:
         check, digest, expected = s3_checksum(response)
         if check is None:
-            digest = hashlib.md5(usedforsecurity=False) if (verify_md5 and obj.md5) else None
+            # An SSE-KMS object's ETag is no MD5 of its bytes, whatever it looks like (S3's
+            # documentation): it would refuse every such object. Its size checks it.
+            etag_is_md5 = obj.md5 and not str(response.get("ServerSideEncryption") or "").startswith("aws:kms")
+            digest = hashlib.md5(usedforsecurity=False) if (verify_md5 and etag_is_md5) else None
             check = "MD5" if digest is not None else "size"
             expected = bytes.fromhex(obj.md5) if digest is not None else None
             by_etag = digest is not None
