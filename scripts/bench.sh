@@ -12,9 +12,11 @@ selected=("$@")
 for name in "${selected[@]}"; do
   echo "=== $name"
   case "$name" in
-    # Ours against the bare launcher (plain ssh, the study's method), trivial model, 3 rounds
-    # of 3 runs a side, ~7 min on 2 cores (a round's noise here is several times the goal's margin).
-    p1) python benchmarks/orchestration_overhead.py --rounds 3 ;;
+    # Ours against the bare launcher (plain ssh, the study's method), trivial model, 4 rounds
+    # of 3 runs a side, ~5 min on 2 cores: two whole cycles of the sides' order, so that each
+    # goes first twice (3 rounds put ours first twice and the bare side once), and a round's
+    # noise, several times the goal's margin here, weighs a quarter.
+    p1) python benchmarks/orchestration_overhead.py --rounds 4 ;;
     # Where a sweep's time goes between its tasks, from inside ansible-playbook (each worker's
     # start, action, first command and result) and the TF tasks' start on the hosts: a 3-run
     # trivial sweep on 4 hosts, ~45 s.
