@@ -22,7 +22,7 @@ How a sync goes:
    checked while it streams (size, and the object's own full-object S3 checksum where it
    has one, of any algorithm botocore checks: CRC64NVME, CRC32C, CRC32, SHA-1/256/512,
    XXHASH64/3/128, or else S3's MD5 one, which botocore does not check; otherwise MD5
-   against the ETag when the ETag is one) and renamed onto
+   against the ETag when the ETag is one, which an SSE-KMS object's is not) and renamed onto
    its final name: a final name only ever holds a whole, checked file.
    Temporary files left by a killed sync are removed by the next one.
 4. Each completed file is appended to a journal (one JSON line, flushed), so a sync killed
@@ -305,7 +305,7 @@ def download(
     return os.stat(final), check
 
 
-def _mismatch(check: str, computed: bytes, stored: bytes, by_etag: bool = False) -> str:
+def _mismatch(check: str, computed: bytes, stored: bytes, by_etag: bool) -> str:
     if by_etag:
         return f"MD5 {computed.hex()} differs from the ETag {stored.hex()}"
     return (
