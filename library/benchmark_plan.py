@@ -125,6 +125,12 @@ options:
       - V(cscs2017) (or C(cscs2017@REF)) - the study's own copy of tf_cnn_benchmarks, with the same checks.
     type: str
     default: ours
+  extra_args:
+    description:
+      - Flags every run's command line ends with (a system profile's C(extra_args)), e.g.
+        C([--num_intra_threads, "1"]). A list of strings or numbers; anything else is refused by name.
+    type: raw
+    default: []
   launcher:
     description: How the runs will be started (C(ssh) or C(slurm)).
     type: str
@@ -195,6 +201,10 @@ runs:
   description:
     - One entry per run, in execution order. C(workload) is V(ours) or C(tf_cnn_benchmarks@REF);
       with the latter, C(workload_args) holds the run's tf_cnn_benchmarks flags (after the cluster flags).
+    - C(launch) is what the launcher runs, resolved by the workload's contract (C(dtfbench.plan.workloads))
+      - C(args), the command line after the cluster flags (O(extra_args) last); C(stall_timeout), the
+      seconds a task's heartbeat may stand still (0 where the workload beats none); C(ps_exit_timeout),
+      the seconds its PSs get to exit by themselves (0 where they never do).
   returned: success
   type: list
   elements: dict
@@ -202,7 +212,29 @@ runs:
     - {index: 1, run_id: 20261122T101500-a1b2-1-3f9c2a1e, image_size: null, gpus: 1, num_workers: 1, num_ps: 1,
        model: small_cnn, batch_size: 32, variable_update: parameter_server, data: synthetic,
        repetition: 1, devices_per_worker: 1, ps_on_worker_nodes: true, warmup_steps: 10, steps: 100,
-       workload: ours, done: false, worker_nodes: 1}
+       workload: ours, done: false, worker_nodes: 1,
+       launch: {args: [--variable_update, parameter_server, --model, small_cnn, --batch_size, "32", --num_gpus, "1",
+                       --num_warmup_batches, "10", --num_batches, "100", --step_timeout, "120",
+                       --startup_timeout, "300"],
+                stall_timeout: 120, ps_exit_timeout: 60}}
+program:
+  description:
+    - How the nodes start the workload - C(argv) after the node's Python (null where the program is
+      fetched at a git ref, C(fetch) true, and the role sets it on each node), and C(venv), whether it
+      runs in the project's virtualenv or on the node's own Python (a TF module's).
+  returned: success
+  type: dict
+  sample: {argv: [-m, dtfbench, train], fetch: false, venv: true}
+capabilities:
+  description:
+    - What the workload can run - C(models), C(variable_updates), C(data), C(data_formats),
+      C(image_size), C(evaluation), C(timeouts) (the run timeouts it takes as flags), C(heartbeat),
+      C(ps_exits) and C(tf_majors).
+  returned: success
+  type: dict
+  sample: {models: [inception3, resnet50], variable_updates: [parameter_server], data: [synthetic, real],
+           data_formats: [tfrecord], image_size: true, evaluation: false, timeouts: [step_timeout, startup_timeout],
+           heartbeat: true, ps_exits: true, tf_majors: [2]}
 sweep_config:
   description: The sweep's configuration, as recorded with its runs (a resume must ask for the same).
   returned: success

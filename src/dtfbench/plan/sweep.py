@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import workloads
-from .catalog import ALL_REDUCE, DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
+from .catalog import ALL_REDUCE, DATA_CHOICES
 from .errors import PlanError
 from .layout import LayoutError, compute_layout
 
@@ -298,23 +298,23 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     Every run is pending (``done`` false); ``resume`` marks those the store holds. Repeated
     axis values are folded, with a note.
     """
-    _timeouts(request)
+    timeouts = _timeouts(request)
     launcher = str(request.get("launcher") or "ssh")
     try:
         workload = workloads.parse_workload(request.get("workload"))
-        workloads.check_request(
-            workload,
+        workload.check_request(
             models=as_list("model", request.get("model")),
             variable_updates=as_list("variable_update", request.get("variable_update")),
             image_size=_ints("image_size", [request.get("image_size") or 0], 0)[0],
             warmup_steps=_ints("warmup_steps", [request.get("warmup_steps", 10)], 0)[0],
             launcher=launcher,
         )
-        workloads.check_tf_module(workload, request.get("tf_modules") or [])
+        workload.check_tf_module(request.get("tf_modules") or [])
+        extra_args = workloads.extra_args(request.get("extra_args"))
     except workloads.WorkloadError as err:
         raise PlanError(str(err)) from None
-    known_models = MODELS if workload.is_ours else workloads.TF_CNN_MODELS
-    known_updates = VARIABLE_UPDATES if workload.is_ours else workloads.TF_CNN_VARIABLE_UPDATES
+    known_models = workload.capabilities.models
+    known_updates = workload.capabilities.variable_updates
     notes: list[str] = []
     gpus = _fold("gpus", _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1), notes)
     models = _fold(
@@ -348,14 +348,10 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     (devices_per_worker,) = _ints("devices_per_worker", [request.get("devices_per_worker", 1)], 1)
     ps_on_worker_nodes = bool(request.get("ps_on_worker_nodes", True))
     (image_size,) = _ints("image_size", [request.get("image_size") or 0], 0)
-    for model in models if workload.is_ours else ():
-        spec = MODEL_SPECS[model]
-        if image_size and image_size < spec.min_image_size:
-            raise PlanError(
-                f"image_size={image_size} is too small for model={model}: it needs at least "
-                f"{spec.min_image_size} pixels; raise image_size or leave it out for "
-                f"{spec.default_image_size}"
-            )
+    try:
+        workload.check_models(models, image_size)
+    except workloads.WorkloadError as err:
+        raise PlanError(str(err)) from None
     sweep_id = str(request.get("sweep_id") or "sweep")
     if not SWEEP_ID.match(sweep_id):
         raise PlanError(
@@ -419,14 +415,6 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                 ):
                     continue
                 raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
-            try:
-                device_type = (
-                    None
-                    if workload.is_ours
-                    else workloads.worker_device_type(layout, f"gpus={n_gpus}, num_ps={num_ps}")
-                )
-            except workloads.WorkloadError as err:
-                raise PlanError(str(err)) from None
             for repetition in range(1, repetitions + 1):
                 run = {
                     "gpus": n_gpus,
@@ -445,10 +433,20 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     "steps": steps,
                     "workload": workload.label,
                 }
-                if not workload.is_ours:
-                    run["workload_args"] = workloads.tf_cnn_benchmarks_args(
-                        run, device_type=device_type, data_dir=request.get("data_dir")
+                # The command line the launcher runs (the workload's contract): the roles run it as it is.
+                try:
+                    run.update(
+                        workload.run_fields(
+                            run,
+                            layout=layout,
+                            where=f"gpus={n_gpus}, num_ps={num_ps}",
+                            data_dir=request.get("data_dir"),
+                            timeouts=timeouts,
+                            extra_args=extra_args,
+                        )
                     )
+                except workloads.WorkloadError as err:
+                    raise PlanError(str(err)) from None
                 runs.append(run)
     config = sweep_config(
         gpus=gpus,
@@ -480,6 +478,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         "total_runs": len(runs),
         "pending_runs": len(runs),
         "workload": workload.as_dict(),
+        "program": workload.program(),
+        "capabilities": workload.capabilities.as_dict(),
         "sweep_config": config,
         "notes": notes,
         "adaptive": adaptive if _is_adaptive(adaptive) else None,
@@ -522,6 +522,7 @@ ARGUMENT_SPEC = dict(
     results_db=dict(type="path"),
     sweep_extend=dict(type="bool", default=False),
     workload=dict(type="str", default="ours"),
+    extra_args=dict(type="raw", default=[]),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
     submit=dict(type="bool", default=True),
     tf_modules=dict(type="list", elements="str", default=[]),

@@ -1,21 +1,32 @@
-"""What a run measures: our workload, or the original tf_cnn_benchmarks at a git ref.
+"""What a run measures: one class per workload, the contract between it and everything else.
 
 ``workload`` (a run-benchmark.yml variable) is one of
 
-* ``ours`` (the default): ``python -m dtfbench train``, tf_cnn_benchmarks' semantics on TF 2.x;
-* ``tf_cnn_benchmarks@<git ref>``: ``scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py`` of
-  tensorflow/benchmarks (or a mirror) at a branch, tag or commit, run through
-  ``dtfbench.compat.tf_cnn_adapter`` on the nodes' own TensorFlow;
-* ``cscs2017`` (or ``cscs2017@<git ref>``): the study's own program, the copy of
+* ``ours`` (the default, :class:`Ours`): ``python -m dtfbench train``, tf_cnn_benchmarks'
+  semantics on TF 2.x;
+* ``tf_cnn_benchmarks@<git ref>`` (:class:`TfCnnBenchmarks`):
+  ``scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py`` of tensorflow/benchmarks (or a mirror) at a
+  branch, tag or commit, run through ``dtfbench.compat.tf_cnn_adapter`` on the nodes' own TensorFlow;
+* ``cscs2017`` or ``cscs2017@<git ref>`` (:class:`Cscs2017`): the study's own program, the copy of
   tf_cnn_benchmarks in its repository (e-bug/distributed-tensorflow-benchmarks,
   ``google-benchmarks/tf_cnn_benchmarks``: tensorflow/benchmarks@9a318c0 with the one line TF 1.1
   lacks commented out), pinned to that repository's commit; for the study's TF 1.1 stack (the
   ``cscs2017`` node profile), run like ``tf_cnn_benchmarks@<ref>``.
 
-This module checks a sweep request against what the chosen workload can run and builds the
-tf_cnn_benchmarks flags of each run, on the controller, before anything starts
-(``dtfbench.plan.sweep`` calls it). Every problem is one :class:`WorkloadError` whose message names
-the input, what is wrong and what to do. Pure standard library: Ansible ships it with the
+Each workload states, in one class (PerfKitBenchmarker's one module a benchmark):
+
+* what it can run (:class:`Capabilities`: models, modes, data and formats, evaluation, the
+  timeouts it honours, its TensorFlow), and refuses the rest by name (``check_*``);
+* how the nodes start it (:meth:`Workload.program`: argv after the node's Python, fetched or not,
+  in the project's virtualenv or on the node's own Python);
+* each run's command line from the plan's values, and the launcher's timeouts for it
+  (:meth:`Workload.run_fields`: ``launch`` on every run);
+* how a recorded run becomes samples (:meth:`Workload.samples`: metric, value, unit, metadata).
+
+The plan (``dtfbench.plan.sweep``) puts the resolved command on each run; the roles run what the
+plan says and branch on no workload's name. Adding a workload is a class here and an entry in
+:data:`WORKLOADS`. Every problem is one :class:`WorkloadError` whose message names the input,
+what is wrong and what to do. Pure standard library: Ansible ships it with the
 ``benchmark_plan`` module (as ``ansible.module_utils.dtfbench.plan.workloads``).
 """
 
@@ -24,7 +35,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from .catalog import DATA_CHOICES, MODEL_SPECS, MODELS, VARIABLE_UPDATES
 
 OURS = "ours"
 TF_CNN_BENCHMARKS = "tf_cnn_benchmarks"
@@ -89,8 +102,57 @@ class WorkloadError(ValueError):
     """A workload request that cannot run, with the input, the problem and the fix."""
 
 
+# The seconds tf_cluster/slurm_cluster give a workload's PSs to exit by themselves once the
+# workers are done, before they stop them; 0: stop them at once (PSs that never exit).
+PS_EXIT_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a workload can run; the plan refuses anything else, by name, before a run starts."""
+
+    models: tuple[str, ...]
+    variable_updates: tuple[str, ...]
+    # synthetic and/or real (ImageNet as files on every node), and the file formats real data may have.
+    data: tuple[str, ...] = DATA_CHOICES
+    data_formats: tuple[str, ...] = ("tfrecord",)
+    # Whether it takes an input size other than each model's own (--image_size).
+    image_size: bool = False
+    # Whether it measures accuracy on held-out data beside images/sec (none does yet).
+    evaluation: bool = False
+    # The run timeouts it takes as flags of its own (the launcher's run_timeout and ready_timeout
+    # apply to every workload).
+    timeouts: tuple[str, ...] = ()
+    # Whether its tasks beat the heartbeat file the launcher names (DTFBENCH_TASK_HEARTBEAT):
+    # then a frozen task is found within step_timeout; otherwise only run_timeout ends it.
+    heartbeat: bool = False
+    # Whether its PSs exit by themselves once the workers are done (tf_cnn_benchmarks' join forever).
+    ps_exits: bool = False
+    # The TensorFlow major versions its code runs on; () where its ref decides.
+    tf_majors: tuple[int, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "models": list(self.models),
+            "variable_updates": list(self.variable_updates),
+            "data": list(self.data),
+            "data_formats": list(self.data_formats),
+            "image_size": self.image_size,
+            "evaluation": self.evaluation,
+            "timeouts": list(self.timeouts),
+            "heartbeat": self.heartbeat,
+            "ps_exits": self.ps_exits,
+            "tf_majors": list(self.tf_majors),
+        }
+
+
 @dataclass(frozen=True)
 class Workload:
+    """One workload: its identity (name, ref, where its program comes from) and its contract.
+
+    Subclasses set :attr:`capabilities` and override what differs; the plan and the roles use
+    only these methods and fields, never the workload's name."""
+
     name: str
     ref: str | None = None
     notes: tuple[str, ...] = field(default=(), compare=False)
@@ -100,11 +162,13 @@ class Workload:
     repo: str | None = None
     script_dir: str | None = None
 
+    capabilities: ClassVar[Capabilities]
+
     @property
     def label(self) -> str:
         """``ours``, ``tf_cnn_benchmarks@<ref>``, ``cscs2017`` (at its pinned commit) or
         ``cscs2017@<ref>``: what runs record and run ids depend on."""
-        if self.ref is None or (self.name == STUDY and self.ref == STUDY_COMMIT):
+        if self.ref is None:
             return self.name
         return f"{self.name}@{self.ref}"
 
@@ -122,6 +186,391 @@ class Workload:
             "script_dir": self.script_dir,
             "script": None if self.script_dir is None else f"{self.script_dir}/{SCRIPT}",
         }
+
+    # --- what it can run ------------------------------------------------------------------
+
+    def check_request(
+        self,
+        *,
+        models: Iterable[str],
+        variable_updates: Iterable[str],
+        image_size: int,
+        warmup_steps: int,
+        launcher: str,
+    ) -> None:
+        """Refuse, with one clear message, what the workload cannot run (before the plan's
+        own checks of the same values)."""
+
+    def check_models(self, models: Iterable[str], image_size: int) -> None:
+        """Refuse a model the (checked, known) image size does not fit."""
+
+    def check_tf_module(self, modules: Iterable[Any]) -> None:
+        """Refuse a Slurm job's TensorFlow module the workload's code cannot run on."""
+
+    # --- how it runs ------------------------------------------------------------------------
+
+    def program(self) -> dict[str, Any]:
+        """How the nodes start it: ``argv`` after the node's Python (None: the fetched program's,
+        which the role brings to the nodes when ``fetch``), and ``venv``: whether it runs in the
+        project's virtualenv (dtfbench installed) or on the node's own Python (a TF module's)."""
+        raise NotImplementedError
+
+    def run_fields(
+        self,
+        run: Mapping[str, Any],
+        *,
+        layout: Mapping[str, Any],
+        where: str,
+        data_dir: str | None,
+        timeouts: Mapping[str, int],
+        extra_args: list[str],
+    ) -> dict[str, Any]:
+        """What the plan adds to a run: ``launch`` (``args``, the command line after the cluster
+        flags; ``stall_timeout``, the seconds a task's heartbeat may stand still, 0 off;
+        ``ps_exit_timeout``, the seconds its PSs get to exit by themselves, 0 none)."""
+        args = self.args(run, layout=layout, where=where, data_dir=data_dir, timeouts=timeouts)
+        return {"launch": self.launch(args + extra_args, timeouts)}
+
+    def args(
+        self,
+        run: Mapping[str, Any],
+        *,
+        layout: Mapping[str, Any],
+        where: str,
+        data_dir: str | None,
+        timeouts: Mapping[str, int],
+    ) -> list[str]:
+        """The workload's flags for one run, from the plan's values."""
+        raise NotImplementedError
+
+    def launch(self, args: list[str], timeouts: Mapping[str, int]) -> dict[str, Any]:
+        caps = self.capabilities
+        return {
+            "args": args,
+            "stall_timeout": timeouts.get("step_timeout", 0) if caps.heartbeat else 0,
+            "ps_exit_timeout": PS_EXIT_SECONDS if caps.ps_exits else 0,
+        }
+
+    # --- what it measured -------------------------------------------------------------------
+
+    def samples(self, record: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """A recorded run (a row of the store) as samples, PerfKitBenchmarker's shape: metric,
+        value, unit and metadata (the configuration). The run's figures, then each worker's
+        own samples (its result's ``samples``, which the workload's program wrote) with its
+        task index. A failed run gives what it measured, with ``status`` and ``reason``."""
+        metadata = {key: record.get(key) for key in SAMPLE_METADATA}
+        metadata["workload"] = self.label
+        out = []
+        for metric, unit in RUN_METRICS:
+            value = record.get(metric)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.append({"metric": metric, "value": value, "unit": unit, "metadata": dict(metadata)})
+        for index, result in enumerate(record.get("worker_results") or ()):
+            if not isinstance(result, Mapping):
+                continue
+            worker = {**metadata, "job": "worker", "task_index": result.get("task_index", index)}
+            for sample in result.get("samples") or ():
+                if isinstance(sample, Mapping) and sample.get("value") is not None:
+                    out.append(
+                        {
+                            "metric": f"worker_{sample['metric']}",
+                            "value": sample["value"],
+                            "unit": sample.get("unit"),
+                            "metadata": dict(worker),
+                        }
+                    )
+        return out
+
+
+# The configuration each sample carries (the store's columns of the same names).
+SAMPLE_METADATA = (
+    "run_id",
+    "sweep_id",
+    "system",
+    "status",
+    "reason",
+    "model",
+    "batch_size",
+    "image_size",
+    "gpus",
+    "num_workers",
+    "num_ps",
+    "devices_per_worker",
+    "variable_update",
+    "data",
+    "repetition",
+    "warmup_steps",
+    "steps",
+    "workload_commit",
+    "tf_version",
+    "environment_key",
+    "finished_at",
+)
+# A run's own figures (the store's columns), in the order a reader wants them.
+RUN_METRICS = (
+    ("images_per_sec", "images/sec"),
+    ("step_time_mean", "s"),
+    ("step_time_p50", "s"),
+    ("step_time_p95", "s"),
+    ("step_time_stddev", "s"),
+    ("gpu_util_mean", "%"),
+    ("gpu_util_max", "%"),
+    ("data_read_mb_per_s", "MB/s"),
+    ("nic_rx_gb_per_s", "GB/s"),
+    ("nic_tx_gb_per_s", "GB/s"),
+)
+
+
+@dataclass(frozen=True)
+class Ours(Workload):
+    """``python -m dtfbench train`` (src/dtfbench/workload/): tf_cnn_benchmarks' method on TF 2.x."""
+
+    name: str = OURS
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        models=MODELS,
+        variable_updates=VARIABLE_UPDATES,
+        image_size=True,
+        timeouts=("step_timeout", "startup_timeout"),
+        heartbeat=True,
+        ps_exits=True,
+        tf_majors=(2,),
+    )
+
+    @classmethod
+    def parse(cls, text: str, name: str, ref: str | None) -> Workload:
+        return cls()
+
+    def check_models(self, models: Iterable[str], image_size: int) -> None:
+        for model in models:
+            spec = MODEL_SPECS[model]
+            if image_size and image_size < spec.min_image_size:
+                raise WorkloadError(
+                    f"image_size={image_size} is too small for model={model}: it needs at least "
+                    f"{spec.min_image_size} pixels; raise image_size or leave it out for "
+                    f"{spec.default_image_size}"
+                )
+
+    def check_tf_module(self, modules: Iterable[Any]) -> None:
+        found = tf_module_version(modules)
+        if found is None:
+            return
+        module, (major, minor) = found
+        if major < 2:
+            raise WorkloadError(
+                f"workload={self.label} (python -m dtfbench train, TensorFlow 2 code) cannot run on "
+                f"the module {module} (TensorFlow {major}.{minor}): use workload={STUDY} (the study's "
+                f"program, for a TensorFlow 1.x module), or load a TensorFlow 2 module "
+                f"(-e tf_module=TensorFlow/2.x... on system=daint, else slurm_cluster_modules)"
+            )
+
+    def program(self) -> dict[str, Any]:
+        return {"argv": ["-m", "dtfbench", "train"], "fetch": False, "venv": True}
+
+    def args(
+        self,
+        run: Mapping[str, Any],
+        *,
+        layout: Mapping[str, Any],
+        where: str,
+        data_dir: str | None,
+        timeouts: Mapping[str, int],
+    ) -> list[str]:
+        """tf_cnn_benchmarks' flags, and ours: the timeouts the plan was given, the image size
+        when one was asked for, the dataset for real data."""
+        args = [
+            "--variable_update",
+            run["variable_update"],
+            "--model",
+            run["model"],
+            "--batch_size",
+            str(run["batch_size"]),
+            "--num_gpus",
+            str(run["devices_per_worker"]),
+            "--num_warmup_batches",
+            str(run["warmup_steps"]),
+            "--num_batches",
+            str(run["steps"]),
+        ]
+        for name in self.capabilities.timeouts:
+            if name in timeouts:
+                args += [f"--{name}", str(timeouts[name])]
+        if run.get("image_size"):
+            args += ["--image_size", str(run["image_size"])]
+        if run["data"] == "real":
+            args += ["--data_dir", str(data_dir)]
+        return args
+
+
+@dataclass(frozen=True)
+class TfCnnBenchmarks(Workload):
+    """tensorflow/benchmarks' ``tf_cnn_benchmarks.py`` at a git ref, fetched on the controller,
+    unpacked on the nodes and run through ``dtfbench.compat.tf_cnn_adapter`` on their Python."""
+
+    name: str = TF_CNN_BENCHMARKS
+    notes: tuple[str, ...] = field(default=NOTES, compare=False)
+    repo: str | None = DEFAULT_REPO
+    script_dir: str | None = SCRIPT_DIR
+
+    capabilities: ClassVar[Capabilities] = Capabilities(models=TF_CNN_MODELS, variable_updates=TF_CNN_VARIABLE_UPDATES)
+
+    @classmethod
+    def parse(cls, text: str, name: str, ref: str | None) -> Workload:
+        if ref is None:
+            raise WorkloadError(
+                f"workload={text} needs a git ref: {TF_CNN_BENCHMARKS}@<branch, tag or commit>, e.g. "
+                f"{TF_CNN_BENCHMARKS}@master or a commit sha (pin a commit to measure the same code every time)"
+            )
+        return cls(ref=cls._checked_ref(text, name, ref))
+
+    @staticmethod
+    def _checked_ref(text: str, name: str, ref: str) -> str:
+        problem = ref_problem(ref)
+        if problem:
+            raise WorkloadError(
+                f"workload={text!r}: the git ref {ref!r} {problem}; give a branch, tag or commit sha, e.g. {name}@master"
+            )
+        return ref
+
+    def check_request(
+        self,
+        *,
+        models: Iterable[str],
+        variable_updates: Iterable[str],
+        image_size: int,
+        warmup_steps: int,
+        launcher: str,
+    ) -> None:
+        label = self.label
+        for model in models:
+            name = str(model).strip().lower()
+            if name in MODEL_NAMES and MODEL_NAMES[name] is None:
+                raise WorkloadError(
+                    f"model={name} is dtfbench's own test model; {TF_CNN_BENCHMARKS} has no such model: "
+                    f"choose from {', '.join(TF_CNN_MODELS)} (e.g. model=trivial for a quick run)"
+                )
+            if name not in TF_CNN_MODELS:
+                raise WorkloadError(
+                    f"model={model!r} is not a model of {TF_CNN_BENCHMARKS} (the study's version); "
+                    f"choose from {', '.join(TF_CNN_MODELS)}"
+                )
+        for update in variable_updates:
+            mode = str(update).strip().lower()
+            if mode in TF_CNN_SINGLE_PROCESS_UPDATES:
+                raise WorkloadError(
+                    f"variable_update={mode} is a single-process mode of {TF_CNN_BENCHMARKS}: it refuses it "
+                    f"with --job_name, and runs here are always a cluster of PS and workers; use "
+                    f"{' or '.join(TF_CNN_VARIABLE_UPDATES)}"
+                )
+            if mode not in TF_CNN_VARIABLE_UPDATES:
+                raise WorkloadError(
+                    f"variable_update={update!r} is not a cluster mode of {TF_CNN_BENCHMARKS} (the study's "
+                    f"version); use {' or '.join(TF_CNN_VARIABLE_UPDATES)}, or workload=ours for "
+                    f"collective_all_reduce"
+                )
+        if image_size:
+            raise WorkloadError(
+                f"image_size={image_size}: {TF_CNN_BENCHMARKS} has no --image_size, each model has its own "
+                f"(inception3 299, most others 224); leave image_size out with workload={label}"
+            )
+        if warmup_steps < 1:
+            raise WorkloadError(
+                f"warmup_steps={warmup_steps}: {TF_CNN_BENCHMARKS} of 2017 reads 0 as 'its default' (10 "
+                f"or more); give warmup_steps >= 1 with workload={label}"
+            )
+
+    def program(self) -> dict[str, Any]:
+        # The adapter's command line on each node comes from the fetch (roles/benchmark/tasks/tf_cnn_benchmarks.yml);
+        # it runs on the node's own Python: a TF 1.1 module's Python 3.6 cannot hold dtfbench.
+        return {"argv": None, "fetch": True, "venv": False}
+
+    def run_fields(
+        self,
+        run: Mapping[str, Any],
+        *,
+        layout: Mapping[str, Any],
+        where: str,
+        data_dir: str | None,
+        timeouts: Mapping[str, int],
+        extra_args: list[str],
+    ) -> dict[str, Any]:
+        # workload_args: its own flags, apart from the system's extra ones.
+        args = self.args(run, layout=layout, where=where, data_dir=data_dir, timeouts=timeouts)
+        return {"workload_args": args, "launch": self.launch(args + extra_args, timeouts)}
+
+    def args(
+        self,
+        run: Mapping[str, Any],
+        *,
+        layout: Mapping[str, Any],
+        where: str,
+        data_dir: str | None,
+        timeouts: Mapping[str, int],
+    ) -> list[str]:
+        """tf_cnn_benchmarks' flags for one run (after the launcher's cluster flags).
+
+        Its defaults are the study's GPU settings (--device gpu, --data_format NCHW,
+        --local_parameter_device gpu); CPU workers need NHWC (TF 1.x has no NCHW convolution on
+        the CPU). Real data names the dataset, which it would otherwise guess from the path.
+        """
+        args = [
+            "--model",
+            MODEL_NAMES.get(run["model"]) or run["model"],
+            "--batch_size",
+            str(run["batch_size"]),
+            "--num_gpus",
+            str(run["devices_per_worker"]),
+            "--num_warmup_batches",
+            str(run["warmup_steps"]),
+            "--num_batches",
+            str(run["steps"]),
+            "--variable_update",
+            run["variable_update"],
+        ]
+        if worker_device_type(layout, where) == "cpu":
+            args += ["--device", "cpu", "--data_format", "NHWC", "--local_parameter_device", "cpu"]
+        if run["data"] == "real":
+            args += ["--data_dir", str(data_dir), "--data_name", "imagenet"]
+        return args
+
+
+@dataclass(frozen=True)
+class Cscs2017(TfCnnBenchmarks):
+    """The study's own program (its repository's copy of tf_cnn_benchmarks, TF 1.x code), pinned
+    to that repository's commit unless a ref is given."""
+
+    name: str = STUDY
+    ref: str | None = STUDY_COMMIT
+    repo: str | None = STUDY_REPO
+    script_dir: str | None = STUDY_SCRIPT_DIR
+
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        models=TF_CNN_MODELS, variable_updates=TF_CNN_VARIABLE_UPDATES, tf_majors=(1,)
+    )
+
+    @classmethod
+    def parse(cls, text: str, name: str, ref: str | None) -> Workload:
+        return cls() if ref is None else cls(ref=cls._checked_ref(text, name, ref))
+
+    @property
+    def label(self) -> str:
+        return self.name if self.ref == STUDY_COMMIT else f"{self.name}@{self.ref}"
+
+    def check_tf_module(self, modules: Iterable[Any]) -> None:
+        found = tf_module_version(modules)
+        if found is None:
+            return
+        module, (major, minor) = found
+        if major >= 2:
+            raise WorkloadError(
+                f"workload={self.label} (the study's tf_cnn_benchmarks of 2017, TensorFlow 1.x code) cannot "
+                f"run on the module {module} (TensorFlow {major}.{minor}): use workload={OURS} with this module, "
+                f"or load a TensorFlow 1.x module (on system=daint leave tf_module out for the study's "
+                f"TensorFlow/1.1.0 module)"
+            )
+
+
+# Every workload by the name before its '@'. A new workload: a class above, and its name here.
+WORKLOADS: dict[str, type[Workload]] = {OURS: Ours, TF_CNN_BENCHMARKS: TfCnnBenchmarks, STUDY: Cscs2017}
 
 
 def ref_problem(ref: str) -> str | None:
@@ -154,82 +603,61 @@ def parse_workload(value: Any) -> Workload:
     """``ours`` (also for None/""), ``tf_cnn_benchmarks@<ref>``, ``cscs2017`` or ``cscs2017@<ref>``;
     anything else is a WorkloadError."""
     text = "" if value is None else str(value).strip()
-    if text in ("", OURS):
-        return Workload(OURS)
+    if text == "":
+        return Ours()
     name, sep, ref = text.partition("@")
-    if name not in (TF_CNN_BENCHMARKS, STUDY):
+    kind = WORKLOADS.get(name)
+    if kind is None or (kind is Ours and sep):
         raise WorkloadError(
             f"workload={text!r} is unknown; use {OURS} (python -m dtfbench train, the default), "
             f"{TF_CNN_BENCHMARKS}@<git ref> (the original script at a branch, tag or commit) or "
             f"{STUDY} (the study's own copy of it, for TF 1.1)"
         )
-    if name == STUDY and not sep:
-        return Workload(STUDY, STUDY_COMMIT, NOTES, STUDY_REPO, STUDY_SCRIPT_DIR)
-    if not sep:
-        raise WorkloadError(
-            f"workload={text} needs a git ref: {TF_CNN_BENCHMARKS}@<branch, tag or commit>, e.g. "
-            f"{TF_CNN_BENCHMARKS}@master or a commit sha (pin a commit to measure the same code every time)"
-        )
-    problem = ref_problem(ref)
-    if problem:
-        raise WorkloadError(
-            f"workload={text!r}: the git ref {ref!r} {problem}; give a branch, tag or commit sha, e.g. {name}@master"
-        )
-    if name == STUDY:
-        return Workload(STUDY, ref, NOTES, STUDY_REPO, STUDY_SCRIPT_DIR)
-    return Workload(TF_CNN_BENCHMARKS, ref, NOTES, DEFAULT_REPO, SCRIPT_DIR)
+    return kind.parse(text, name, ref if sep else None)
 
 
-def check_request(
-    workload: Workload,
-    *,
-    models: Iterable[str],
-    variable_updates: Iterable[str],
-    image_size: int,
-    warmup_steps: int,
-    launcher: str,
-) -> None:
-    """Refuse, with one clear message, what the workload cannot run. Ours accepts everything
-    the plan's own checks accept."""
-    if workload.is_ours:
-        return
-    label = workload.label
-    for model in models:
-        name = str(model).strip().lower()
-        if name in MODEL_NAMES and MODEL_NAMES[name] is None:
-            raise WorkloadError(
-                f"model={name} is dtfbench's own test model; {TF_CNN_BENCHMARKS} has no such model: "
-                f"choose from {', '.join(TF_CNN_MODELS)} (e.g. model=trivial for a quick run)"
-            )
-        if name not in TF_CNN_MODELS:
-            raise WorkloadError(
-                f"model={model!r} is not a model of {TF_CNN_BENCHMARKS} (the study's version); "
-                f"choose from {', '.join(TF_CNN_MODELS)}"
-            )
-    for update in variable_updates:
-        mode = str(update).strip().lower()
-        if mode in TF_CNN_SINGLE_PROCESS_UPDATES:
-            raise WorkloadError(
-                f"variable_update={mode} is a single-process mode of {TF_CNN_BENCHMARKS}: it refuses it "
-                f"with --job_name, and runs here are always a cluster of PS and workers; use "
-                f"{' or '.join(TF_CNN_VARIABLE_UPDATES)}"
-            )
-        if mode not in TF_CNN_VARIABLE_UPDATES:
-            raise WorkloadError(
-                f"variable_update={update!r} is not a cluster mode of {TF_CNN_BENCHMARKS} (the study's "
-                f"version); use {' or '.join(TF_CNN_VARIABLE_UPDATES)}, or workload=ours for "
-                f"collective_all_reduce"
-            )
-    if image_size:
+def workload_of(record: Mapping[str, Any]) -> Workload:
+    """The workload of a stored run (its ``workload`` and ``workload_ref`` columns); a run stored
+    before workloads existed ran ours."""
+    name = str(record.get("workload") or OURS)
+    ref = record.get("workload_ref")
+    try:
+        return parse_workload(name if not ref else f"{name}@{ref}")
+    except WorkloadError:
+        return Ours()
+
+
+def extra_args(value: Any) -> list[str]:
+    """The extra flags every run's command line ends with (a system profile's extra_args): a
+    list of strings and numbers, or WorkloadError naming what it got."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
         raise WorkloadError(
-            f"image_size={image_size}: {TF_CNN_BENCHMARKS} has no --image_size, each model has its own "
-            f"(inception3 299, most others 224); leave image_size out with workload={label}"
+            f"extra_args={value!r} is a {type(value).__name__}, not a list of flags; give a list, e.g. "
+            '-e \'{"extra_args": ["--num_intra_threads", "1"]}\''
         )
-    if warmup_steps < 1:
+    out = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise WorkloadError(
+                f"extra_args: {item!r} is a {type(item).__name__}; each flag or value is a string or number, "
+                'e.g. ["--num_intra_threads", "1"]'
+            )
+        out.append(str(item))
+    return out
+
+
+def worker_device_type(layout: Mapping[str, Any], where: str) -> str:
+    """The one device type (cpu or gpu) of a layout's workers: tf_cnn_benchmarks takes one
+    --device for every task."""
+    kinds = sorted({task.get("device_type") or "gpu" for task in layout["tasks"] if task["job"] == "worker"})
+    if len(kinds) > 1:
         raise WorkloadError(
-            f"warmup_steps={warmup_steps}: {TF_CNN_BENCHMARKS} of 2017 reads 0 as 'its default' (10 "
-            f"or more); give warmup_steps >= 1 with workload={label}"
+            f"{where}: the workers would run on both CPU and GPU hosts, but {TF_CNN_BENCHMARKS} gets one "
+            f"--device for all of them; use hosts of one kind (nodes_group) or fewer gpus"
         )
+    return kinds[0] if kinds else "gpu"
 
 
 # A site's TensorFlow module names its version first (EasyBuild, Cray: TensorFlow/1.1.0-CrayGNU-17.08-cuda-8.0-python3,
@@ -246,67 +674,3 @@ def tf_module_version(modules: Iterable[Any]) -> tuple[str, tuple[int, int]] | N
         if match:
             found = (str(module).strip(), (int(match.group(1)), int(match.group(2))))
     return found
-
-
-def check_tf_module(workload: Workload, modules: Iterable[Any]) -> None:
-    """Refuse a workload on a TensorFlow module it cannot run on, before anything is submitted:
-    ours (TF 2 code) on a TF 1.x module, the study's program (TF 1.x code: tf.contrib, queues)
-    on a TF 2 module. tf_cnn_benchmarks@<ref> follows its ref (master needs TF 2, the
-    cnn_tf_v1.x_compatible branches TF 1.x): not checked here."""
-    found = tf_module_version(modules)
-    if found is None:
-        return
-    module, (major, minor) = found
-    on = f"the module {module} (TensorFlow {major}.{minor})"
-    if workload.is_ours and major < 2:
-        raise WorkloadError(
-            f"workload={workload.label} (python -m dtfbench train, TensorFlow 2 code) cannot run on {on}: "
-            f"use workload={STUDY} (the study's program, for a TensorFlow 1.x module), or load a "
-            f"TensorFlow 2 module (-e tf_module=TensorFlow/2.x... on system=daint, else slurm_cluster_modules)"
-        )
-    if workload.name == STUDY and major >= 2:
-        raise WorkloadError(
-            f"workload={workload.label} (the study's tf_cnn_benchmarks of 2017, TensorFlow 1.x code) cannot "
-            f"run on {on}: use workload={OURS} with this module, or load a TensorFlow 1.x module (on "
-            f"system=daint leave tf_module out for the study's TensorFlow/1.1.0 module)"
-        )
-
-
-def worker_device_type(layout: Mapping[str, Any], where: str) -> str:
-    """The one device type (cpu or gpu) of a layout's workers: tf_cnn_benchmarks takes one
-    --device for every task."""
-    kinds = sorted({task.get("device_type") or "gpu" for task in layout["tasks"] if task["job"] == "worker"})
-    if len(kinds) > 1:
-        raise WorkloadError(
-            f"{where}: the workers would run on both CPU and GPU hosts, but {TF_CNN_BENCHMARKS} gets one "
-            f"--device for all of them; use hosts of one kind (nodes_group) or fewer gpus"
-        )
-    return kinds[0] if kinds else "gpu"
-
-
-def tf_cnn_benchmarks_args(run: Mapping[str, Any], *, device_type: str, data_dir: str | None) -> list[str]:
-    """tf_cnn_benchmarks' flags for one run (after the launcher's cluster flags).
-
-    Its defaults are the study's GPU settings (--device gpu, --data_format NCHW,
-    --local_parameter_device gpu); CPU workers need NHWC (TF 1.x has no NCHW convolution on
-    the CPU). Real data names the dataset, which it would otherwise guess from the path.
-    """
-    args = [
-        "--model",
-        MODEL_NAMES.get(run["model"]) or run["model"],
-        "--batch_size",
-        str(run["batch_size"]),
-        "--num_gpus",
-        str(run["devices_per_worker"]),
-        "--num_warmup_batches",
-        str(run["warmup_steps"]),
-        "--num_batches",
-        str(run["steps"]),
-        "--variable_update",
-        run["variable_update"],
-    ]
-    if device_type == "cpu":
-        args += ["--device", "cpu", "--data_format", "NHWC", "--local_parameter_device", "cpu"]
-    if run["data"] == "real":
-        args += ["--data_dir", str(data_dir), "--data_name", "imagenet"]
-    return args

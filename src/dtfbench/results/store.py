@@ -29,6 +29,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..plan import workloads
+
 DEFAULT_DB = "results/results.sqlite"
 # 2: gpu_util_mean, gpu_util_max. 3: data_read_mb_per_s, data_read. 4: workload,
 # workload_ref, workload_commit. 5: environment, environment_key. 6: the sweep_steps table (what an
@@ -473,7 +475,14 @@ def recorded_sweep_config(db_path: str | Path, sweep_id: str) -> dict[str, Any] 
 
 
 def export(rows: list[dict[str, Any]], fmt: str, out) -> None:
-    """Write `rows` (from `runs`) as CSV or JSON."""
+    """Write `rows` (from `runs`) as CSV, JSON, or samples: one JSON object a line, each
+    {metric, value, unit, metadata} as the run's workload reads it (PerfKitBenchmarker's shape,
+    dtfbench.plan.workloads.Workload.samples)."""
+    if fmt == "samples":
+        for row in rows:
+            for sample in workloads.workload_of(row).samples(row):
+                out.write(json.dumps(sample, sort_keys=True) + "\n")
+        return
     if fmt == "json":
         json.dump(rows, out, indent=2, sort_keys=True)
         out.write("\n")
@@ -496,9 +505,9 @@ def main(argv: list[str] | None = None) -> int:
     add = sub.add_parser("add", help="append one run record (JSON on stdin or --file)")
     add.add_argument("--db", default=DEFAULT_DB)
     add.add_argument("--file", help="JSON file with the record (default: stdin)")
-    exp = sub.add_parser("export", help="write every run as CSV or JSON")
+    exp = sub.add_parser("export", help="write every run as CSV or JSON, or every figure as a sample (JSON lines)")
     exp.add_argument("--db", default=DEFAULT_DB)
-    exp.add_argument("--format", choices=("csv", "json"), default="csv")
+    exp.add_argument("--format", choices=("csv", "json", "samples"), default="csv")
     exp.add_argument("--output", help="file to write (default: stdout)")
     args = parser.parse_args(argv)
 
