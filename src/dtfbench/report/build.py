@@ -30,6 +30,7 @@ from typing import Any
 
 from ..linux.files import write_atomic
 from . import environment as report_environment
+from . import markdown
 from . import reference as reference_data
 from .analysis import Analysis, ReportError, analyse
 from .plotspec import plot_specs
@@ -76,12 +77,13 @@ class BuildResult:
 
 def _describe_source(db: str, sweep_id: str | None, rows: list[dict[str, Any]]) -> str:
     sweeps = sorted({str(r["sweep_id"]) for r in rows})
+    code = markdown.code
     where = (
-        f"sweep `{sweep_id}`"
+        f"sweep {code(sweep_id)}"
         if sweep_id
-        else (f"every sweep ({', '.join(f'`{s}`' for s in sweeps)})" if len(sweeps) <= 5 else f"{len(sweeps)} sweeps")
+        else (f"every sweep ({', '.join(code(s) for s in sweeps)})" if len(sweeps) <= 5 else f"{len(sweeps)} sweeps")
     )
-    return f"`{db}`, {where}"
+    return f"{code(db)}, {where}"
 
 
 def _index(
@@ -105,7 +107,9 @@ def _index(
         f"({sum(1 for s in analysis.summaries if s['status'] != 'ok')} with no successful run)",
     ]
     if starts or ends:
-        md.append(f"- Recorded: {min(starts) if starts else '?'} to {max(ends) if ends else '?'}")
+        md.append(
+            f"- Recorded: {markdown.text(min(starts) if starts else '?')} to {markdown.text(max(ends) if ends else '?')}"
+        )
     systems = list(dict.fromkeys(r["system"] for r in analysis.best))
     if analysis.reference == "none":
         md.append("- Reference: none (our numbers only)")
@@ -118,14 +122,15 @@ def _index(
         for system in systems:
             theirs = analysis.ref_system(system)
             mapped = analysis.system_map.get(system)
+            shown = markdown.code(system)
             if theirs:
-                md.append(f"  - `{system}` → {reference_data.display_name(theirs)} (`{theirs}`)")
+                md.append(f"  - {shown} → {reference_data.display_name(theirs)} (`{theirs}`)")
             elif mapped:
-                md.append(f"  - `{system}` → `{mapped}`, which has no published numbers")
+                md.append(f"  - {shown} → {markdown.code(mapped)}, which has no published numbers")
             else:
-                md.append(f"  - `{system}`: no published counterpart")
+                md.append(f"  - {shown}: no published counterpart")
     for note in analysis.notes:
-        md.append(f"- Note: {note}")
+        md.append(f"- Note: {markdown.text(note)}")
     md += ["", "## Tables", ""]
     md += [f"- [{name}]({name}): {what}" for name, what in tables]
 
@@ -173,21 +178,30 @@ def _index(
     if analysis.modes:
         md += ["", "## PS or all-reduce", ""]
         md += [
-            f"- {r['system']} ({_model_label(r)}, bs {r['batch_size']}), {r['data']}, {r['gpus']} GPUs: "
-            f"{mode_verdict(r)}; all-reduce {_f(r['all_reduce_images_per_sec'])} img/s, best PS "
-            f"({r['ps_num_ps']} PS, {r['ps_variable_update']}) {_f(r['ps_images_per_sec'])} img/s"
+            "- "
+            + markdown.text(
+                f"{r['system']} ({_model_label(r)}, bs {r['batch_size']}), {r['data']}, {r['gpus']} GPUs: "
+                f"{mode_verdict(r)}; all-reduce {_f(r['all_reduce_images_per_sec'])} img/s, best PS "
+                f"({r['ps_num_ps']} PS, {r['ps_variable_update']}) {_f(r['ps_images_per_sec'])} img/s"
+            )
             for r in analysis.modes
         ]
         md += ["", "The table per GPU count: [best_configurations.md](best_configurations.md)."]
     env_names = report_environment.labels(rows)
     md += ["", "## Environment", ""]
     md += [
-        f"- {e['system']} {e['environment']}: {e['runs']} run(s) on {', '.join(e['hosts']) or 'unknown hosts'}; "
-        + "; ".join(f"{k} {e[k]}" for k in ("gpu_model", "gpu_driver", "tf_version", "instance_type"))
+        "- "
+        + markdown.text(
+            f"{e['system']} {e['environment']}: {e['runs']} run(s) on {', '.join(e['hosts']) or 'unknown hosts'}; "
+            + "; ".join(f"{k} {e[k]}" for k in ("gpu_model", "gpu_driver", "tf_version", "instance_type"))
+        )
         for e in report_environment.environments(rows)
     ]
-    md += [f"- Kept apart: {line}" for line in report_environment.splits(analysis.summaries, env_names)]
-    md += [f"- {report_environment.network_line(s, m)}" for s, m in report_environment.networks(rows, db).items()]
+    md += [f"- Kept apart: {markdown.text(line)}" for line in report_environment.splits(analysis.summaries, env_names)]
+    md += [
+        f"- {markdown.text(report_environment.network_line(s, m))}"
+        for s, m in report_environment.networks(rows, db).items()
+    ]
     md.append("- Details: [environments.md](environments.md), the network per host: [network.csv](network.csv)")
     md += ["", "## Plots", ""]
     if not plots:
@@ -195,9 +209,10 @@ def _index(
     for _name, spec, files in plots:
         png = next((f for f in files if f.endswith(".png")), None)
         links = ", ".join(f"[{Path(f).suffix[1:].upper()}]({f})" for f in files)
-        md.append(f"- {spec['title']} ({links})")
+        title = markdown.text(spec["title"])
+        md.append(f"- {title} ({links})")
         if png:
-            md += ["", f"  ![{spec['title']}]({png})", ""]
+            md += ["", f"  ![{title}]({png})", ""]
     if not analysis.io:
         md += ["", "No I/O overhead: no GPU count of a system has both synthetic and real results."]
     md += ["", "## Failed runs", ""]
@@ -211,12 +226,13 @@ def _index(
             key = (f["system"], f["data"], f["gpus"], f["num_ps"], f["variable_update"], f["reason"])
             counts[key] = counts.get(key, 0) + 1
         for (system, data, gpus, num_ps, update, reason), n in counts.items():
-            md.append(f"- {system}, {data}, {gpus} GPUs, {num_ps} PS, {update}: {n}× {reason}")
+            md.append("- " + markdown.text(f"{system}, {data}, {gpus} GPUs, {num_ps} PS, {update}: {n}× {reason}"))
         failed_groups = [r for r in analysis.best if r["status"] != "ok"]
         if failed_groups:
             md += ["", "GPU counts with no successful configuration (no best, no speedup):", ""]
             md += [
-                f"- {r['system']} ({r['model']}, bs {r['batch_size']}), {r['data']}, {r['gpus']} GPUs"
+                "- "
+                + markdown.text(f"{r['system']} ({r['model']}, bs {r['batch_size']}), {r['data']}, {r['gpus']} GPUs")
                 for r in failed_groups
             ]
     md += ["", "## Files", ""]

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..results import environment_view, network
+from . import markdown
 
 UNKNOWN = environment_view.UNKNOWN
 CSV_COLUMNS = (
@@ -160,7 +161,7 @@ def network_tables(measured: Mapping[str, network.Measured]) -> tuple[list[dict]
         f"Rates in {network.UNIT}.",
     ]
     for sweep_id, m in measured.items():
-        md += ["", f"### Sweep {sweep_id}", "", f"- {network_line(sweep_id, m)}"]
+        md += ["", f"### Sweep {markdown.text(sweep_id)}", "", f"- {markdown.text(network_line(sweep_id, m))}"]
         document = m.document or {}
         incast = document.get("incast") or {}
         base = {
@@ -202,7 +203,7 @@ def network_tables(measured: Mapping[str, network.Measured]) -> tuple[list[dict]
 
 
 def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return markdown.cell(value)
 
 
 def tables(rows: list[Mapping[str, Any]], summaries: Iterable[Mapping[str, Any]]) -> tuple[list[dict], str]:
@@ -225,7 +226,7 @@ def tables(rows: list[Mapping[str, Any]], summaries: Iterable[Mapping[str, Any]]
         "the node could not say (the stored document says why).",
     ]
     for system in dict.fromkeys(e["system"] for e in found):
-        md += ["", f"## {system}", ""]
+        md += ["", f"## {markdown.text(system)}", ""]
         md.append("| | " + " | ".join(_cell(e["environment"]) for e in found if e["system"] == system) + " |")
         md.append("|---|" + "---|" * sum(1 for e in found if e["system"] == system))
         for name in environment_view.MATTERS + environment_view.DETAILS + ("hosts", "runs", "run_ids"):
@@ -234,5 +235,5 @@ def tables(rows: list[Mapping[str, Any]], summaries: Iterable[Mapping[str, Any]]
             md.append(f"| {name} | " + " | ".join(_cell(v) for v in shown) + " |")
     split = splits(summaries, names)
     md += ["", "## Configurations split by their environment", ""]
-    md += [f"- {line}" for line in split] or ["None: no configuration ran in more than one environment."]
+    md += [f"- {markdown.text(line)}" for line in split] or ["None: no configuration ran in more than one environment."]
     return csv_rows, "\n".join(md) + "\n"

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import bounds, stats
+from . import bounds, markdown, stats
 from . import environment as report_environment
 from . import reference as reference_data
 from .analysis import CONFIG_KEYS, Analysis, _group_of
@@ -141,7 +141,7 @@ def _csv(header: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
 
 
 def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ").strip() or " "
+    return markdown.cell(value) or " "
 
 
 _NUMERIC = re.compile(r"^([+-]?\d[\d.]*(%| pp)?|\[.*\]|\d+/\d+)$")
@@ -177,7 +177,8 @@ def _pp(value: Any) -> str:
 
 
 def _group_title(system: Any, workload: Any, model: Any, batch_size: Any) -> str:
-    return f"{system}: {model}, batch {batch_size} per GPU" + _workload_suffix(workload)
+    """A group's heading (Markdown): its names escaped."""
+    return markdown.text(f"{system}: {model}, batch {batch_size} per GPU" + _workload_suffix(workload))
 
 
 def _workload_suffix(workload: Any) -> str:
@@ -190,7 +191,7 @@ def _ref_label(analysis: Analysis, system: str) -> str:
     if theirs is None:
         if analysis.reference == "none":
             return ""
-        return f"Published counterpart: none (`{system}` maps to no published system)."
+        return f"Published counterpart: none ({markdown.code(system)} maps to no published system)."
     sources = sorted({r["source"] for r in analysis.matcher.rows_for(system)})
     return f"Published counterpart: {reference_data.display_name(theirs)} (`{theirs}`, {', '.join(sources)})."
 
@@ -288,7 +289,7 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
             "percentage points.",
         ]
     for notes_line in analysis.notes:
-        md += ["", f"> Note: {notes_line}"]
+        md += ["", f"> Note: {markdown.text(notes_line)}"]
     for system, workload, model, batch_size in analysis.groups():
         group = [r for r in rows if _group_of(r) == (system, workload, model, batch_size)]
         matched = analysis.ref_system(system) is not None
@@ -347,7 +348,8 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
         if failed_groups:
             md += ["", "Failed (every configuration of the GPU count failed; see failures.md):", ""]
             md += [
-                f"- {r['gpus']} GPUs, {r['data']}: {'; '.join(r['reasons']) or stats.NO_REASON}" for r in failed_groups
+                "- " + markdown.text(f"{r['gpus']} GPUs, {r['data']}: {'; '.join(r['reasons']) or stats.NO_REASON}")
+                for r in failed_groups
             ]
         md += _modes_section([r for r in analysis.modes if _group_of(r) == (system, workload, model, batch_size)])
         io_group = [r for r in analysis.io if _group_of(r) == (system, workload, model, batch_size)]
