@@ -6,6 +6,7 @@ left (process groups) and checks that no process of the test survives.
 
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -215,3 +216,18 @@ def test_ps_gives_up_when_a_worker_never_comes(tasks):
     code = ps[0].wait(60)
     assert code == 1
     assert "did not come up within 5 s" in ps[0].stderr
+
+
+@pytest.mark.parametrize("mode, num_ps", [("parameter_server", 1), ("collective_all_reduce", 0)])
+def test_a_loss_that_stops_being_finite_fails_the_run_as_diverged(tasks, mode, num_ps):
+    """A learning rate of 1e30 sends the loss to inf/nan within the warm-up: the worker stops
+    with reason 'diverged' (not an ok run with a nan loss), and its peers end too."""
+    ps, workers = tasks.cluster(mode, num_ps, 1, extra=["--learning_rate", "1e30"])
+    assert workers[0].wait(RUN_TIMEOUT) == 1, workers[0].stderr[-3000:]
+    result = workers[0].result()
+    assert result["status"] == "failed"
+    assert result["reason"].startswith("diverged: the loss became "), result["reason"]
+    assert re.search(r"became (nan|inf|-inf) at (warm-up )?step \d+;", result["reason"]), result["reason"]
+    assert "dtfbench train: error: worker 0: diverged" in workers[0].stderr
+    for task in ps:  # the PS does not wait for a worker that is gone
+        assert task.wait(RUN_TIMEOUT) is not None

@@ -19,3 +19,17 @@ def busy_port(busy, host=None):
         busy["task_index"],
         pids,
     )
+
+
+# How a run whose loss stopped being a finite number is recorded (dtfbench.workload.reporting
+# writes it first in the worker's reason; the report and the store's readers look for it).
+DIVERGED = "diverged"
+
+
+def diverged(loss, what):
+    """The reason of a run whose loss became `loss` (nan or inf) at `what` ('step 3')."""
+    return "%s: the loss became %s at %s; lower learning_rate, or warm it up (lr_scaling with warmup_epochs)" % (
+        DIVERGED,
+        loss,
+        what,
+    )

@@ -5,14 +5,15 @@ called from the watchdog thread while the main thread is stuck inside TensorFlow
 is idempotent and ends by returning the exit code for the caller to os._exit with.
 """
 
+import math
 import re
 import sys
 import threading
 import time
 
-from ..contract.outcomes import PEER_LOST
+from ..contract.outcomes import PEER_LOST, diverged
 from . import benchmark_output as out
-from .errors import FAILURE_EXIT_CODE, error_line
+from .errors import FAILURE_EXIT_CODE, RunFailure, error_line
 
 _TASK_RE = re.compile(r"/job:(ps|worker)/replica:\d+/task:(\d+)")
 _ADDR_RE = re.compile(r"ipv[46]:(\[?[\w.:\-]+?\]?):(\d+)")
@@ -95,11 +96,13 @@ class RunReport:
         is timed alone (perf_counter around the step call and nothing else), with a step line
         every --display_every steps; the measured window's wall and CPU seconds and the GPU
         sampling span exactly the measured steps; the measured window (wall clock) is where
-        every host's NIC bytes are taken (docs/network.md).
+        every host's NIC bytes are taken (docs/network.md). A loss that is not a finite number
+        (nan, inf), warm-up or measured, ends the run: it ``diverged``, in every mode.
         """
         config = self.config
         for n in range(config.num_warmup_batches):
-            step(f"warm-up step {n + 1}")
+            what = f"warm-up step {n + 1}"
+            self._finite(step(what), what)
         self.emit(out.step_header())
         self.start_gpu_sampling()
         window_start = time.time()
@@ -109,13 +112,20 @@ class RunReport:
             began = time.perf_counter()
             loss = step(f"step {n}")
             self.step_times.append(time.perf_counter() - began)
-            self.final_loss = float(loss)
+            self.final_loss = self._finite(loss, f"step {n}")
             if out.should_display(n, config.display_every):
                 self.emit(out.step_line(n, self.images_per_step, self.step_times, self.final_loss))
         self.measured_seconds = time.perf_counter() - measured_start
         self.measured_window = (window_start, time.time())
         self.measured_cpu_seconds = time.process_time() - cpu_start
         self.stop_gpu_sampling()
+
+    @staticmethod
+    def _finite(loss, what):
+        value = float(loss)
+        if not math.isfinite(value):
+            raise RunFailure(diverged(value, what))
+        return value
 
     def result(self, status="ok", reason=None):
         return out.build_result(
