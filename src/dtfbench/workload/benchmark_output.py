@@ -142,6 +142,7 @@ def build_result(
     gpu_utilization=None,
     environment=None,
     measured_window=None,
+    accuracy=None,
 ):
     """The result dict of docs/design.md (schema 1) plus ``samples``, ``reason``, ``final_loss``.
 
@@ -156,6 +157,8 @@ def build_result(
     reports its bytes: collective_all_reduce's ring reduces it every step; None in the PS modes.
     measured_window is (start, end) of the measured steps in epoch seconds (time.time(), this
     host's clock): the span over which every host's NIC bytes are taken (docs/network.md).
+    accuracy is the held-out evaluation where this worker evaluated (dtfbench.workload.evaluation:
+    top1, top5, examples, step, eval_seconds, curve), None otherwise.
     """
     measured = len(step_times)
     rate = None
@@ -188,6 +191,7 @@ def build_result(
         "cpu_time": {"measured": measured_cpu_seconds, "unit": "s"},
         "gpu_utilization": gpu_utilization,
         "environment": environment,
+        "accuracy": accuracy,
         "measured_window": (
             {"start": measured_window[0], "end": measured_window[1], "clock": "epoch"} if measured_window else None
         ),
@@ -220,6 +224,10 @@ def samples(result):
     for index, value in enumerate(result["ps_bytes"]):
         add(f"ps_bytes_{index}", value, "bytes")
     add("variable_bytes", result.get("variable_bytes"), "bytes")
+    accuracy = result.get("accuracy") or {}
+    add("eval_top1", accuracy.get("top1"), "fraction")
+    add("eval_top5", accuracy.get("top5"), "fraction")
+    add("eval_seconds", accuracy.get("eval_seconds"), "s")
     return out
 
 

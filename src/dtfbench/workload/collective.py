@@ -17,7 +17,7 @@ import os
 import time
 
 from . import benchmark_output as out
-from . import data
+from . import data, evaluation
 from .cnn_models import build_network, weight_decay_loss
 from .errors import RunFailure
 from .flags import tfrecord_files
@@ -181,13 +181,47 @@ def run(tf, config, cluster, report, watchdog):
         except (tf.errors.OpError, StopIteration) as exc:
             raise RunFailure(describe_tf_error(exc, cluster, what)) from None
 
+    evaluate = _evaluator(tf, config, cluster, report, watchdog, network)
     run_started = time.monotonic()
-    report.measure_steps(step)
+    report.measure_steps(step, evaluate)
     report.wall_time["run"] = time.monotonic() - run_started
     watchdog.arm(watchdog_bound(config.step_timeout), "waiting for the other workers to finish")
     _finish_together(tf, cluster, config)
     watchdog.disarm()
     return report.succeed()
+
+
+def _evaluator(tf, config, cluster, report, watchdog, network):
+    """Every worker evaluates, at the same steps (dtfbench.workload.evaluation says why): the
+    network in inference mode on its replica's variables, over the whole held-out split."""
+    if not config.eval_during_training_every_n_steps:
+        return None
+    report.evaluations = evaluation.Evaluations(config, report.images_per_step, cluster.num_workers)
+    files = evaluation.eval_files(config.data_dir)
+    signature = [tf.TensorSpec([None, *_image_shape(config)], tf.float32), tf.TensorSpec([None], tf.int32)]
+
+    @tf.function(autograph=False, input_signature=signature)
+    def counts(images, labels):
+        return evaluation.correct_counts(tf, network(images, False).logits, labels, config.num_classes)
+
+    def evaluate(what):
+        batches = iter(
+            evaluation.eval_dataset(
+                tf, files, config.batch_size, config.image_size, config.num_classes, config.data_format
+            )
+        )
+
+        def next_counts():
+            watchdog.arm(watchdog_bound(config.step_timeout), what)
+            images, labels = next(batches)
+            return [int(c) for c in counts(images, labels)]
+
+        try:
+            return evaluation.run_batches(next_counts, config.num_eval_batches, StopIteration)
+        except tf.errors.OpError as exc:
+            raise RunFailure(describe_tf_error(exc, cluster, what)) from None
+
+    return evaluate
 
 
 def replica_loss(tf, config, logits, labels, params, global_batch):

@@ -97,6 +97,14 @@ def build_parser():
     add("--num_warmup_batches", type=int, default=10, help="unmeasured steps before the measured ones")
     add("--num_batches", type=int, default=100, help="measured steps")
     add("--display_every", type=int, default=10, help="print a step line every N measured steps")
+    # Held-out accuracy (tf_cnn_benchmarks' names; dtfbench.workload.evaluation).
+    add(
+        "--eval_during_training_every_n_steps",
+        type=int,
+        default=0,
+        help="top-1/top-5 on --data_dir's validation-* shards every N measured steps and after the last; 0: none",
+    )
+    add("--num_eval_batches", type=int, default=0, help="batches an evaluation reads (0: the whole held-out split)")
     add("--num_intra_threads", type=int, default=0, help="intra-op threads (0: TF chooses)")
     add("--num_inter_threads", type=int, default=0, help="inter-op threads (0: TF chooses)")
     add("--result_file", default="", help="write the JSON result here (atomically); workers only")
@@ -155,6 +163,8 @@ class Config:
     num_warmup_batches: int
     num_batches: int
     display_every: int
+    eval_during_training_every_n_steps: int
+    num_eval_batches: int
     num_intra_threads: int
     num_inter_threads: int
     result_file: str
@@ -183,6 +193,8 @@ def parse(argv=None, environ=None):
         )
     if args.data_dir:
         check_data_dir(args.data_dir)
+    if args.eval_during_training_every_n_steps:
+        check_eval_data(args.data_dir)
     device = args.device
     if device == "auto" and cluster.job_name != "ps" and environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
         device = "cpu"  # known without TF: the launcher hid every GPU from this process
@@ -224,6 +236,8 @@ def _check_numbers(args):
         "--ps_idle_timeout": args.ps_idle_timeout,
         "--gpu_sample_interval": args.gpu_sample_interval,
         "--weight_decay": args.weight_decay,
+        "--eval_during_training_every_n_steps": args.eval_during_training_every_n_steps,
+        "--num_eval_batches": args.num_eval_batches,
     }
     for flag, value in non_negative.items():
         if value < 0:
@@ -293,6 +307,24 @@ def check_data_dir(data_dir):
         raise UsageError(
             f"--data_dir {data_dir}: no TFRecord files named {TFRECORD_PATTERN}; generate some with"
             " `python -m dtfbench tfrecords --output_dir DIR` or leave --data_dir empty for synthetic data"
+        )
+
+
+def check_eval_data(data_dir):
+    """Evaluation reads the held-out validation-* shards beside the train-* ones."""
+    from .evaluation import EVAL_PATTERN, eval_files
+
+    if not data_dir:
+        raise UsageError(
+            "--eval_during_training_every_n_steps: evaluation needs real data with a held-out split; give "
+            f"--data_dir with {TFRECORD_PATTERN} and {EVAL_PATTERN} shards (`python -m dtfbench tfrecords "
+            "--dataset digits --output_dir DIR` makes a small one), or leave evaluation off"
+        )
+    if not eval_files(data_dir):
+        raise UsageError(
+            f"--data_dir {data_dir}: no held-out shards named {EVAL_PATTERN} for "
+            "--eval_during_training_every_n_steps; add ImageNet's validation shards (or make a set with "
+            "`python -m dtfbench tfrecords --dataset digits`), or leave evaluation off"
         )
 
 

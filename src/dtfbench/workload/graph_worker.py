@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 
 from . import benchmark_output as out
-from . import data, variable_update
+from . import data, evaluation, variable_update
+from .cnn_models import build_network
 from .coordination import Coordination, ps_cpu, wait_for_count
 from .errors import RunFailure
 from .flags import tfrecord_files
@@ -38,6 +39,13 @@ class WorkerGraph:
     ready_op: object
     coordination: object = None
     ps_bytes: list = field(default_factory=list)
+    evaluation: object = None  # EvalOps where this worker evaluates
+
+
+@dataclass
+class EvalOps:
+    initializer: object  # restarts the held-out split
+    counts: tuple  # (top-1 hits, top-k hits, examples) of the next batch
 
 
 def task_prefix(cluster):
@@ -107,6 +115,29 @@ def _tower_inputs(tf, config, cluster, devices, cpu_device):
     return inputs, initializers
 
 
+def _eval_ops(tf, config, cpu_device, device):
+    """The held-out split through the network in inference mode, on the variables tower 0
+    trains: the PSs' (scope ``v``) in parameter_server, its local copy (``v0``) otherwise. It
+    makes no variable (every one is reused), so the chief's graph places the shared ones as
+    the other workers' do."""
+    with tf.device(cpu_device), tf.name_scope("eval_input"):
+        dataset = evaluation.eval_dataset(
+            tf,
+            evaluation.eval_files(config.data_dir),
+            config.batch_size,
+            config.image_size,
+            config.num_classes,
+            config.data_format,
+        )
+        iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
+        images, labels = iterator.get_next()
+    scope = "v" if config.variable_update == "parameter_server" else "v0"
+    with tf.device(device), tf.compat.v1.variable_scope(scope, reuse=True, use_resource=False):
+        network = build_network(tf, config.model, images, config.num_classes, config.data_format, phase_train=False)
+        counts = evaluation.correct_counts(tf, network.logits, labels, config.num_classes)
+    return EvalOps(iterator.initializer, counts)
+
+
 def _variable_bytes(variable):
     return variable.shape.num_elements() * variable.dtype.size
 
@@ -171,8 +202,12 @@ def build_worker_graph(tf, config, cluster):
         local_init_op = tf.group(init_local, after, name="dtfbench_local_init")
         init_op = tf.compat.v1.variables_initializer(shared, name="dtfbench_shared_init")
         ready_op = tf.compat.v1.report_uninitialized_variables(shared) if shared else None
+        evaluates = config.eval_during_training_every_n_steps and (cluster.is_chief or not cluster.is_distributed)
+        eval_ops = _eval_ops(tf, config, cpu_device, devices[0]) if evaluates else None
         graph.finalize()  # no op may be added by accident inside the step loop
-    return WorkerGraph(graph, train, devices, shared, local_init_op, init_op, ready_op, coordination, ps_bytes)
+    return WorkerGraph(
+        graph, train, devices, shared, local_init_op, init_op, ready_op, coordination, ps_bytes, eval_ops
+    )
 
 
 class GraphWorker:
@@ -292,7 +327,32 @@ class GraphWorker:
 
     def _steps(self, sess, built):
         fetches = [built.train.train_op, built.train.loss]
-        self.report.measure_steps(lambda what: self._run(sess, fetches, what)[1])
+        evaluate = None
+        if built.evaluation is not None:
+            self.report.evaluations = evaluation.Evaluations(
+                self.config, self.report.images_per_step, self.cluster.num_workers
+            )
+
+            def evaluate(what):
+                return self._evaluate(sess, built.evaluation, what)
+
+        self.report.measure_steps(lambda what: self._run(sess, fetches, what)[1], evaluate)
+
+    def _evaluate(self, sess, ops, what):
+        """(top-1 hits, top-k hits, examples) over the held-out split, each batch within step_timeout."""
+        tf = self.tf
+
+        def next_counts():
+            self.watchdog.arm(watchdog_bound(self.config.step_timeout), what)
+            try:
+                return sess.run(ops.counts, options=self.step_options)
+            except tf.errors.OutOfRangeError:
+                raise
+            except tf.errors.OpError as exc:
+                raise RunFailure(describe_tf_error(exc, self.cluster, what)) from None
+
+        self._run(sess, ops.initializer, what)
+        return evaluation.run_batches(next_counts, self.config.num_eval_batches, tf.errors.OutOfRangeError)
 
     def _leave(self, sess, built):
         """Finish without stranding anyone, then tell every PS we are gone."""

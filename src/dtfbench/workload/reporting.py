@@ -50,6 +50,7 @@ class RunReport:
         self.requested_device = config.device
         self.gpu_utilization = None
         self.environment = None  # dtfbench.compat.environment's document of this node
+        self.evaluations = None  # dtfbench.workload.evaluation.Evaluations where this worker evaluates
         self._gpu_sampler = None
         self._lock = threading.Lock()
         self._finished = False
@@ -88,7 +89,7 @@ class RunReport:
             else:  # the watchdog's path: never wait on a hung nvidia-smi
                 sampler._stop.set()
 
-    def measure_steps(self, step):
+    def measure_steps(self, step, evaluate=None):
         """The benchmark's timing rules, one loop for every kind of worker.
 
         ``step(what)`` runs one training step to its end and returns its loss. The warm-up
@@ -98,6 +99,10 @@ class RunReport:
         sampling span exactly the measured steps; the measured window (wall clock) is where
         every host's NIC bytes are taken (docs/network.md). A loss that is not a finite number
         (nan, inf), warm-up or measured, ends the run: it ``diverged``, in every mode.
+
+        ``evaluate(what)``, where this worker evaluates, returns (top-1 hits, top-k hits,
+        examples) over the held-out split; it runs after the measured steps its Evaluations
+        call due, outside their timing (dtfbench.workload.evaluation).
         """
         config = self.config
         for n in range(config.num_warmup_batches):
@@ -108,6 +113,8 @@ class RunReport:
         window_start = time.time()
         measured_start = time.perf_counter()
         cpu_start = time.process_time()
+        if evaluate is not None:
+            self.evaluations.start()
         for n in range(1, config.num_batches + 1):
             began = time.perf_counter()
             loss = step(f"step {n}")
@@ -115,10 +122,18 @@ class RunReport:
             self.final_loss = self._finite(loss, f"step {n}")
             if out.should_display(n, config.display_every):
                 self.emit(out.step_line(n, self.images_per_step, self.step_times, self.final_loss))
+            if evaluate is not None and self.evaluations.due(n):
+                self._evaluate(n, evaluate)
         self.measured_seconds = time.perf_counter() - measured_start
         self.measured_window = (window_start, time.time())
         self.measured_cpu_seconds = time.process_time() - cpu_start
         self.stop_gpu_sampling()
+
+    def _evaluate(self, n, evaluate):
+        began = time.perf_counter()
+        top1, topk, examples = evaluate(f"the evaluation after step {n}")
+        point = self.evaluations.record(n, top1, topk, examples, time.perf_counter() - began)
+        self.log(self.evaluations.line(point))
 
     @staticmethod
     def _finite(loss, what):
@@ -147,6 +162,7 @@ class RunReport:
             gpu_utilization=self.gpu_utilization,
             environment=self.environment,
             measured_window=self.measured_window,
+            accuracy=self.evaluations.summary() if self.evaluations is not None else None,
         )
 
     def succeed(self):

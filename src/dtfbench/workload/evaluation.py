@@ -1,0 +1,151 @@
+"""Held-out accuracy during training: top-1 and top-5 on the validation-* shards of --data_dir.
+
+``--eval_during_training_every_n_steps N`` (tf_cnn_benchmarks' flag): after every N measured
+steps, and after the last, the evaluating worker pauses its training, runs the network in
+inference mode (batch norm on its moving statistics, no dropout) over the held-out split (the
+whole split, or --num_eval_batches batches), and resumes. On ImageNet the split is its
+validation set; on ``dtfbench tfrecords --dataset digits`` the fixed fifth of each digit.
+
+Who evaluates, in each mode (docs/accuracy.md says why):
+
+- parameter_server, distributed_replicated, independent: the chief (worker 0), between its
+  steps, on the variables as they are (a PS's, or its tower 0's copy, refreshed after each
+  update). Asynchronous workers train on meanwhile, as beside TF's side-car evaluator;
+  synchronous ones wait for the chief's gradient, so the pause is the whole cluster's;
+- collective_all_reduce: every worker, at the same steps (their replicas are the same
+  variables, and batch norm's moving statistics are averaged across them on reading, a
+  collective every worker must join); each records the same figures.
+
+The steps' timings (step_time) exclude the pauses; the measured window, and so images/sec, includes
+them: with evaluation, images/sec says what training costs with it, and ``eval_seconds`` how
+much of that went to evaluating. Preprocessing is deterministic: decode, resize to
+--image_size, scale to [-1, 1]; no crop, no flip.
+"""
+
+import glob
+import os
+import time
+
+EVAL_PATTERN = "validation-*"
+# top-5 as ImageNet's; with fewer classes, top-k over all of them is 1, so k stays below them.
+TOP_K = 5
+
+
+def eval_files(data_dir):
+    return sorted(f for f in glob.glob(os.path.join(data_dir, EVAL_PATTERN)) if os.path.isfile(f))
+
+
+def top_k(num_classes):
+    return min(TOP_K, num_classes - 1)
+
+
+def eval_dataset(tf, files, batch_size, image_size, num_classes, data_format):
+    """The held-out split, once, in file order: (images, labels) batches, the last one short."""
+
+    def parse(record):
+        features = tf.io.parse_single_example(
+            record,
+            {
+                "image/encoded": tf.io.FixedLenFeature([], tf.string),
+                "image/class/label": tf.io.FixedLenFeature([], tf.int64, default_value=0),
+            },
+        )
+        image = tf.io.decode_jpeg(features["image/encoded"], channels=3)
+        image = tf.image.resize(image, [image_size, image_size]) * (2.0 / 255.0) - 1.0
+        if data_format == "NCHW":
+            image = tf.transpose(image, [2, 0, 1])
+        label = tf.cast(tf.math.floormod(features["image/class/label"], num_classes), tf.int32)
+        return image, label
+
+    # Not autograph-converted (data.py says why).
+    ds = tf.data.TFRecordDataset(list(files)).map(
+        tf.autograph.experimental.do_not_convert(parse), num_parallel_calls=tf.data.AUTOTUNE
+    )
+    return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def correct_counts(tf, logits, labels, num_classes):
+    """(top-1 hits, top-k hits, examples) of one batch, as int32 scalars."""
+    labels = tf.cast(labels, tf.int32)
+
+    def hits(k):
+        return tf.reduce_sum(tf.cast(tf.math.in_top_k(labels, logits, k), tf.int32))
+
+    return hits(1), hits(top_k(num_classes)), tf.shape(labels)[0]
+
+
+class Evaluations:
+    """When to evaluate, and the accuracy curve: one point per evaluation."""
+
+    def __init__(self, config, images_per_step, num_workers):
+        self.every = config.eval_during_training_every_n_steps
+        self.last_step = config.num_batches
+        self.num_eval_batches = config.num_eval_batches
+        self.k = top_k(config.num_classes)
+        # The images the cluster has trained on after this worker's n-th measured step (the
+        # warm-up's too): exact in the synchronous modes, the expected count in the asynchronous one.
+        self.images_per_step = images_per_step * num_workers
+        self.warmup = config.num_warmup_batches
+        self.curve = []
+        self.seconds = 0.0
+        self.started = None
+
+    @property
+    def enabled(self):
+        return bool(self.every)
+
+    def due(self, step):
+        return self.enabled and (step % self.every == 0 or step == self.last_step)
+
+    def start(self):
+        """The clock of the curve: the first measured step's start."""
+        self.started = time.monotonic()
+
+    def record(self, step, top1_hits, topk_hits, examples, seconds):
+        self.seconds += seconds
+        point = {
+            "step": step,
+            "images": (self.warmup + step) * self.images_per_step,
+            "wall_seconds": time.monotonic() - self.started if self.started is not None else None,
+            "top1": top1_hits / examples if examples else None,
+            "top5": topk_hits / examples if examples else None,
+            "examples": examples,
+            "eval_seconds": seconds,
+        }
+        self.curve.append(point)
+        return point
+
+    def summary(self):
+        """The result's ``accuracy``: the last evaluation's figures, the curve, the time spent."""
+        if not self.curve:
+            return None
+        last = self.curve[-1]
+        return {
+            "split": "validation",
+            "top1": last["top1"],
+            "top5": last["top5"],
+            "top_k": self.k,
+            "examples": last["examples"],
+            "step": last["step"],
+            "eval_seconds": self.seconds,
+            "curve": list(self.curve),
+        }
+
+    def line(self, point):
+        return (
+            f"eval at step {point['step']}: top-1 {point['top1']:.4f}, top-{self.k} {point['top5']:.4f} "
+            f"on {point['examples']} held-out images ({point['eval_seconds']:.2f} s)"
+        )
+
+
+def run_batches(next_counts, num_eval_batches, out_of_range):
+    """Sum (top-1, top-k, examples) over the split: `next_counts()` gives one batch's, and raises
+    `out_of_range` at the split's end; at most `num_eval_batches` batches (0: all)."""
+    top1 = topk = examples = batches = 0
+    while not num_eval_batches or batches < num_eval_batches:
+        try:
+            a, b, n = next_counts()
+        except out_of_range:
+            break
+        top1, topk, examples, batches = top1 + int(a), topk + int(b), examples + int(n), batches + 1
+    return top1, topk, examples

@@ -1,0 +1,139 @@
+"""Data that can be learnt and held-out accuracy during training, on real TF processes.
+
+`dtfbench tfrecords --dataset digits` writes scikit-learn's handwritten digits as ImageNet-format
+shards with a fixed, stratified held-out split; `--eval_during_training_every_n_steps` measures
+top-1/top-5 on it while the cluster trains, in every mode.
+"""
+
+import collections
+import subprocess
+import sys
+
+import pytest
+from workload_helpers import task_env
+
+from dtfbench.workload import flags
+from dtfbench.workload.errors import UsageError
+from dtfbench.workload.tfrecords import digits_split
+
+pytestmark = pytest.mark.tf
+
+RUN_TIMEOUT = 150
+# LeNet on the 32-pixel digits: learns in a few hundred steps of 16 images on one core.
+LEARN = [
+    "--model", "lenet", "--image_size", "32", "--num_classes", "11", "--batch_size", "16",
+    "--optimizer", "momentum", "--learning_rate", "0.01", "--weight_decay", "0",
+    "--num_warmup_batches", "2", "--num_batches", "120", "--display_every", "60",
+    "--eval_during_training_every_n_steps", "60",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    out = tmp_path_factory.mktemp("digits")
+    made = subprocess.run(
+        [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", str(out)],
+        capture_output=True, text=True, timeout=120, env=task_env("digits"),
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    return out
+
+
+def read_split(tf, path):
+    records = []
+    for raw in tf.data.TFRecordDataset(sorted(map(str, path))):
+        feature = tf.train.Example.FromString(raw.numpy()).features.feature
+        image = tf.io.decode_jpeg(feature["image/encoded"].bytes_list.value[0]).numpy()
+        records.append((feature["image/class/label"].int64_list.value[0], image.shape, feature))
+    return records
+
+
+def test_the_digits_are_imagenet_shards_with_a_fixed_stratified_split(digits):
+    import tensorflow as tf
+
+    assert sorted(p.name for p in digits.iterdir()) == [
+        *(f"train-0000{i}-of-00004" for i in range(4)),
+        "validation-00000-of-00001",
+    ]
+    train = read_split(tf, digits.glob("train-*"))
+    held_out = read_split(tf, digits.glob("validation-*"))
+    assert (len(train), len(held_out)) == (1433, 364)  # all 1,797 digits, each once
+    # Labels 1..10 (ImageNet's, 0 is background), every digit a fifth held out, 32x32 RGB JPEGs.
+    per_digit = collections.Counter(label for label, _, _ in held_out)
+    assert sorted(per_digit) == list(range(1, 11)) and min(per_digit.values()) >= 35
+    assert {shape for _, shape, _ in train + held_out} == {(32, 32, 3)}
+    _, _, feature = held_out[0]
+    assert feature["image/class/text"].bytes_list.value[0] == b"digit 0"
+    assert feature["image/format"].bytes_list.value[0] == b"JPEG"
+    # The split is the documented one, whatever writes it.
+    split = digits_split()
+    assert [d + 1 for _, d in split["validation"]] == [label for label, _, _ in held_out]
+
+
+def test_the_digits_are_a_fixed_set():
+    made = subprocess.run(
+        [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", "/nonexistent/x",
+         "--images_per_shard", "10"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert made.returncode == 2
+    assert "--images_per_shard 10: the digits are a fixed set" in made.stderr
+
+
+def test_evaluation_needs_a_held_out_split(tmp_path):
+    with pytest.raises(UsageError, match="evaluation needs real data with a held-out split"):
+        flags.parse(["--variable_update", "independent", "--eval_during_training_every_n_steps", "10"], environ={})
+    (tmp_path / "train-00000-of-00001").write_bytes(b"")
+    with pytest.raises(UsageError, match=f"--data_dir {tmp_path}: no held-out shards named validation-"):
+        flags.parse(
+            ["--variable_update", "independent", "--data_dir", str(tmp_path), "--eval_during_training_every_n_steps", "10"],
+            environ={},
+        )  # fmt: skip
+
+
+def check_accuracy(result, every=60, last=120):
+    accuracy = result["accuracy"]
+    assert [point["step"] for point in accuracy["curve"]] == list(range(every, last + 1, every))
+    assert accuracy["examples"] == 364 and accuracy["split"] == "validation" and accuracy["top_k"] == 5
+    assert accuracy["top1"] == accuracy["curve"][-1]["top1"] and accuracy["eval_seconds"] > 0
+    # Learnt, far above chance (0.1), and top-5 above top-1.
+    assert accuracy["top1"] > 0.5, accuracy["curve"]
+    assert accuracy["top5"] >= accuracy["top1"]
+    metrics = {s["metric"] for s in result["samples"]}
+    assert {"eval_top1", "eval_top5", "eval_seconds"} <= metrics
+    return accuracy
+
+
+@pytest.mark.parametrize(
+    "mode, num_ps, extra",
+    [
+        ("parameter_server", 1, []),
+        ("parameter_server", 1, ["--cross_replica_sync=false"]),
+        ("distributed_replicated", 1, []),
+        ("collective_all_reduce", 0, []),
+    ],
+    ids=["ps-sync", "ps-async", "distributed_replicated", "collective_all_reduce"],
+)
+def test_held_out_accuracy_during_training_in_every_mode(tasks, digits, mode, num_ps, extra):
+    ps, workers = tasks.cluster(mode, num_ps, 2, extra=[*LEARN, "--data_dir", str(digits), *extra])
+    for task in workers + ps:
+        assert task.wait(RUN_TIMEOUT) == 0, f"{task.name}: {task.stderr[-3000:]}"
+    chief = check_accuracy(workers[0].result())
+    assert "eval at step 120: top-1 " in workers[0].stderr
+    other = workers[1].result()
+    if mode == "collective_all_reduce":
+        # Every worker evaluates the same replicated variables at the same steps: the same figures.
+        assert [p["top1"] for p in other["accuracy"]["curve"]] == [p["top1"] for p in chief["curve"]]
+    else:
+        assert other["accuracy"] is None  # the chief evaluates, the others train on
+        assert "eval_top1" not in {s["metric"] for s in other["samples"]}
+
+
+def test_without_evaluation_nothing_changes(tasks, digits):
+    solo = tasks.start(
+        "solo", ["--variable_update", "independent", *LEARN[:-2], "--num_batches", "6", "--data_dir", str(digits)]
+    )
+    assert solo.wait(RUN_TIMEOUT) == 0, solo.stderr[-3000:]
+    result = solo.result()
+    assert result["status"] == "ok" and result["accuracy"] is None
+    assert "eval at step" not in solo.stderr
