@@ -125,6 +125,12 @@ options:
       - V(cscs2017) (or C(cscs2017@REF)) - the study's own copy of tf_cnn_benchmarks, with the same checks.
     type: str
     default: ours
+  eval_every_steps:
+    description:
+      - Held-out top-1 and top-5 on the C(validation-*) shards of O(data_dir) every N measured steps and after the
+        last. Needs O(data=real) and a workload that can evaluate (V(ours)); omitted or empty, no evaluation.
+        A run with it is another run than one without (its id, the sweep's configuration).
+    type: raw
   extra_args:
     description:
       - Flags every run's command line ends with (a system profile's C(extra_args)), e.g.

@@ -61,7 +61,10 @@ for name in "${selected[@]}"; do
     ps-pattern) python benchmarks/ps_pattern.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #27's telemetry cost: throughput with the NIC sampler on and off in turns of 3 s, one run, ~1.5 min.
     nic-cost) python benchmarks/nic_cost.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study timeline timeline-profile p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost" >&2; exit 2 ;;
+    # Issue #53's A3: images/sec with held-out evaluation once an epoch against without, LeNet on
+    # the digits, 4 rounds ABBA; ~3 min.
+    eval-cost) python benchmarks/eval_cost.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study timeline timeline-profile p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost eval-cost" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"

@@ -65,3 +65,38 @@ def test_bad_input_fails_before_anything_starts(tmp_path, args, message):
     assert result.returncode != 0
     assert message in result.stdout + result.stderr
     assert not db.exists()
+
+
+def test_a_sweep_with_evaluation_records_held_out_accuracy(tmp_path, live_processes):
+    """eval_every_steps end to end: the digits made by dtfbench tfrecords, a 1- and a 2-worker run
+    (the chief evaluates), top-1/top-5 in the store and in the table the user sees."""
+    import subprocess
+    import sys
+
+    digits = tmp_path / "digits"
+    made = subprocess.run(
+        [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", str(digits)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    sweep_id = f"pytest-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "results.sqlite"
+    sweep = extra_vars(
+        gpus="1,2", sweep_id=sweep_id, results_db=db, dtfbench_run_root=tmp_path / "runs",
+        data="real", data_dir=digits, eval_every_steps=20,
+    )  # fmt: skip
+    done = run_playbook("run-benchmark.yml", *sweep, *small_run(model="lenet", steps=40))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    runs = store.runs(store.connect(db))
+    assert [(r["gpus"], r["status"], r["eval_every_steps"]) for r in runs] == [(1, "ok", 20), (2, "ok", 20)]
+    for run in runs:
+        assert 0.0 <= run["eval_top1"] <= run["eval_top5"] <= 1.0 and run["eval_seconds"] > 0
+        curve = run["worker_results"][0]["accuracy"]["curve"]
+        assert [p["step"] for p in curve] == [20, 40] and curve[-1]["examples"] == 364
+    assert "top-1" in done.stdout and "top-5" in done.stdout
+    assert live_processes(sweep_id) == []
+    # Evaluation without a held-out split is refused before anything starts, naming the fix.
+    refused = run_playbook(
+        "run-benchmark.yml", *extra_vars(results_db=tmp_path / "other.sqlite", eval_every_steps=20), timeout=120
+    )
+    assert refused.returncode != 0 and "eval_every_steps=20 needs data=real" in refused.output

@@ -83,6 +83,9 @@ BINDINGS: dict[str, str | tuple[str, ...]] = {
     "dtfbench tfrecords --output_dir /tmp/imagenet-mini --shards 4 --images_per_shard 64": (
         "tests/workload/test_training_processes.py::test_real_data_from_generated_tfrecords",
     ),
+    "dtfbench tfrecords --output_dir /tmp/digits --dataset digits": (
+        "tests/workload/test_accuracy.py::test_the_digits_are_imagenet_shards_with_a_fixed_stratified_split",
+    ),
     "ansible-playbook report.yml": (
         "tests/integration/test_report_playbook.py::test_report_playbook_builds_then_changes_nothing",
     ),

@@ -53,6 +53,10 @@ def run_digest(run: Mapping[str, Any]) -> str:
     # there was a choice stay the same (and such a sweep still resumes).
     if run.get("workload", workloads.OURS) != workloads.OURS:
         keys["workload"] = run["workload"]
+    # Evaluation pauses training (images/sec includes it): a run with it is another run. Only when
+    # set, as the workload, so that the ids of sweeps without it stay the same.
+    if run.get("eval_every_steps"):
+        keys["eval_every_steps"] = run["eval_every_steps"]
     text = json.dumps(keys, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -247,6 +251,25 @@ def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) ->
     return settings
 
 
+def _eval_every(request: Mapping[str, Any], workload: workloads.Workload, data: list[str]) -> int | None:
+    """eval_every_steps, checked: held-out top-1/top-5 every N measured steps (and after the
+    last), on data_dir's validation-* shards; None: no evaluation."""
+    value = request.get("eval_every_steps")
+    if value is None or value == "" or str(value).strip().lower() in ("0", "none", "off", "false"):
+        return None
+    (every,) = _ints("eval_every_steps", [value], 1)
+    try:
+        workload.check_evaluation(every)
+    except workloads.WorkloadError as err:
+        raise PlanError(str(err)) from None
+    if "synthetic" in data:
+        raise PlanError(
+            f"eval_every_steps={every} needs data=real: evaluation reads the held-out validation-* shards "
+            "of data_dir, and synthetic data has none; set data=real (with data_dir), or leave eval_every_steps out"
+        )
+    return every
+
+
 def _is_adaptive(adaptive: Mapping[str, Any]) -> bool:
     """Whether a sweep learns from its smaller GPU counts (any of _adaptive's settings on)."""
     return bool(adaptive["num_ps_auto"]) or any(
@@ -358,6 +381,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             f"sweep_id={sweep_id!r} is not a plain name; use letters, digits, '.', '_' and '-' "
             "(up to 64, starting with a letter or digit)"
         )
+    eval_every = _eval_every(request, workload, data)
     if "real" in data and not request.get("data_dir"):
         raise PlanError(
             "data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
@@ -433,6 +457,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     "steps": steps,
                     "workload": workload.label,
                 }
+                if eval_every:
+                    run["eval_every_steps"] = eval_every
                 # The command line the launcher runs (the workload's contract): the roles run it as it is.
                 try:
                     run.update(
@@ -462,6 +488,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         devices_per_worker=devices_per_worker,
         ps_on_worker_nodes=ps_on_worker_nodes,
         workload=workload.label,
+        **({"eval_every_steps": eval_every} if eval_every else {}),
         **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
     )
     width = len(str(len(runs)))
@@ -523,6 +550,7 @@ ARGUMENT_SPEC = dict(
     sweep_extend=dict(type="bool", default=False),
     workload=dict(type="str", default="ours"),
     extra_args=dict(type="raw", default=[]),
+    eval_every_steps=dict(type="raw"),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
     submit=dict(type="bool", default=True),
     tf_modules=dict(type="list", elements="str", default=[]),

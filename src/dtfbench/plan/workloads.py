@@ -204,6 +204,17 @@ class Workload:
     def check_models(self, models: Iterable[str], image_size: int) -> None:
         """Refuse a model the (checked, known) image size does not fit."""
 
+    def check_evaluation(self, every_steps: int) -> None:
+        """Refuse evaluation during training where the workload cannot do it."""
+        if not self.capabilities.evaluation:
+            raise WorkloadError(
+                f"eval_every_steps={every_steps}: workload={self.label} cannot evaluate during a distributed run "
+                f"({self.evaluation_note}); use workload={OURS}, or leave eval_every_steps out"
+            )
+
+    # Why a workload without evaluation has none, for the error above.
+    evaluation_note: ClassVar[str] = "it has no evaluation"
+
     def check_tf_module(self, modules: Iterable[Any]) -> None:
         """Refuse a Slurm job's TensorFlow module the workload's code cannot run on."""
 
@@ -304,6 +315,7 @@ SAMPLE_METADATA = (
     "workload_commit",
     "tf_version",
     "environment_key",
+    "eval_every_steps",
     "finished_at",
 )
 # A run's own figures (the store's columns), in the order a reader wants them.
@@ -318,6 +330,9 @@ RUN_METRICS = (
     ("data_read_mb_per_s", "MB/s"),
     ("nic_rx_gb_per_s", "GB/s"),
     ("nic_tx_gb_per_s", "GB/s"),
+    ("eval_top1", "fraction"),
+    ("eval_top5", "fraction"),
+    ("eval_seconds", "s"),
 )
 
 
@@ -330,6 +345,7 @@ class Ours(Workload):
         models=MODELS,
         variable_updates=VARIABLE_UPDATES,
         image_size=True,
+        evaluation=True,
         timeouts=("step_timeout", "startup_timeout"),
         heartbeat=True,
         ps_exits=True,
@@ -398,6 +414,8 @@ class Ours(Workload):
             args += ["--image_size", str(run["image_size"])]
         if run["data"] == "real":
             args += ["--data_dir", str(data_dir)]
+        if run.get("eval_every_steps"):
+            args += ["--eval_during_training_every_n_steps", str(run["eval_every_steps"])]
         return args
 
 
@@ -412,6 +430,10 @@ class TfCnnBenchmarks(Workload):
     script_dir: str | None = SCRIPT_DIR
 
     capabilities: ClassVar[Capabilities] = Capabilities(models=TF_CNN_MODELS, variable_updates=TF_CNN_VARIABLE_UPDATES)
+    evaluation_note: ClassVar[str] = (
+        "tf_cnn_benchmarks evaluates on one host only, from checkpoints (--eval); its training top-1/top-5 "
+        "are not held-out accuracy"
+    )
 
     @classmethod
     def parse(cls, text: str, name: str, ref: str | None) -> Workload:

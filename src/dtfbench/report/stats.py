@@ -59,7 +59,12 @@ CONFIG_KEYS = (
     "warmup_steps",
     "steps",
     "environment_key",
+    # Evaluation pauses training (its images/sec includes the pauses): runs with and without it,
+    # or at other intervals, are never one configuration.
+    "eval_every_steps",
 )
+# A configuration's held-out accuracy (eval_every_steps): mean top-1, its range, mean top-5, runs that measured it.
+ACCURACY = ("eval_top1", "eval_top1_min", "eval_top1_max", "eval_top5", "eval_runs")
 # A configuration's figures: the mean images/sec over its ok repetitions, its confidence
 # interval, spread and range (summarise); a best row and the tables carry them as they are.
 FIGURES = ("images_per_sec", "ci_low", "ci_high", "ci_half_width", "stddev", "images_per_sec_min", "images_per_sec_max")
@@ -235,6 +240,7 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
             cross_replica_sync=_agreed(r.get("cross_replica_sync") for r in ok),
             # The TensorFlow the runs reported (the study's program on 1.1, ours on 2.x).
             tf_version=", ".join(sorted({str(r["tf_version"]) for r in members if r.get("tf_version")})) or None,
+            **_accuracy(ok),
             **bounds.measured(members, ok),
         )
         summaries.append(summary)
@@ -242,6 +248,19 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
     add_speedup(summaries)
     bounds.add_bounds(summaries, BASELINE_KEYS)
     return summaries
+
+
+def _accuracy(ok: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The held-out top-1/top-5 of a configuration's ok runs: mean, range and runs (None without)."""
+    top1 = [float(r["eval_top1"]) for r in ok if r.get("eval_top1") is not None]
+    top5 = [float(r["eval_top5"]) for r in ok if r.get("eval_top5") is not None]
+    return {
+        "eval_top1": statistics.fmean(top1) if top1 else None,
+        "eval_top1_min": min(top1) if top1 else None,
+        "eval_top1_max": max(top1) if top1 else None,
+        "eval_top5": statistics.fmean(top5) if top5 else None,
+        "eval_runs": len(top1),
+    }
 
 
 def _agreed(values: Iterable[Any]) -> Any:

@@ -52,6 +52,10 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
         "in+out of link",
         "bound",
     )
+    # Held-out accuracy where a configuration measured it (eval_every_steps), mean over its ok runs.
+    evaluated = any(s.get("eval_top1") is not None for s in summaries)
+    if evaluated:
+        header += ("top-1", "top-5")
     lines = [header]
     for s in summaries:
         runs = f"{s['runs'] - s['failed']}/{s['runs']}"
@@ -76,6 +80,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
                 _share(s.get("nic_share")),
                 str(s.get("bound") or "-"),
             )
+            + ((_f(s.get("eval_top1"), ".4f"), _f(s.get("eval_top5"), ".4f")) if evaluated else ())
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = [
@@ -473,6 +478,7 @@ CONFIG_CSV = CONFIG_KEYS + (
     "sweep_ids",
     "environment_split",
     *bounds.KEYS,
+    *stats.ACCURACY,
 )
 CONFIG_REF_CSV = (
     "ref_system",
@@ -535,6 +541,9 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
             "efficiency",
             "best",
         ]
+        evaluated = any(r.get("eval_top1") is not None for r in group)
+        if evaluated:
+            header += ["top-1", "top-5"]
         if matched:
             header += ["published img/s (best config)", "Δ img/s"]
         header += ["failures"]
@@ -564,6 +573,8 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
                 _f(r["efficiency"], ".4f"),
                 "★" if r["is_best"] else "",
             ]
+            if evaluated:
+                line += [_f(r.get("eval_top1"), ".4f"), _f(r.get("eval_top5"), ".4f")]
             if matched:
                 line += [_f(r.get("ref_images_per_sec")), _pct(r.get("diff_images_per_sec_pct"))]
             line += ["; ".join(f"{n}× {reason}" for reason, n in _reason_counts(r["failures"])) or ""]

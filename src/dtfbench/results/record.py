@@ -139,6 +139,17 @@ def _workload(payload: Mapping[str, Any]) -> dict[str, Any]:
 GB = 1e9
 
 
+def _accuracy(run: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
+    """The held-out accuracy worker 0 measured last (it evaluates in every mode), and the setting."""
+    accuracy = (results.get(0) or {}).get("accuracy") or {}
+    return {
+        "eval_every_steps": run.get("eval_every_steps"),
+        "eval_top1": accuracy.get("top1"),
+        "eval_top5": accuracy.get("top5"),
+        "eval_seconds": accuracy.get("eval_seconds"),
+    }
+
+
 def _nic(hosts: Mapping[str, Any]) -> dict[str, Any]:
     """Every host's NIC figures, and the busiest host's: the one whose NIC moved the most bytes
     a second, in and out together, over the measured window."""
@@ -224,6 +235,7 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         **_workload(payload),
         **run_environment.columns(payload.get("hosts", {}), payload.get("instance_types")),
         **_nic(payload.get("hosts", {})),
+        **_accuracy(run, results),
     }
 
 

@@ -38,8 +38,9 @@ DEFAULT_DB = "results/results.sqlite"
 # each sweep's link probe measured, dtfbench.results.network). A store of an older version
 # gets the new columns and tables when it is opened (NULL in its old rows); every column added later
 # must be nullable for that. 8: nic, nic_busiest_host, nic_rx_gb_per_s, nic_tx_gb_per_s (the NIC
-# sampler's figures per run, docs/network.md).
-SCHEMA_VERSION = 8
+# sampler's figures per run, docs/network.md). 9: eval_every_steps, eval_top1, eval_top5, eval_seconds
+# (held-out accuracy, docs/accuracy.md).
+SCHEMA_VERSION = 9
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -103,6 +104,13 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("nic_busiest_host", "TEXT"),
     ("nic_rx_gb_per_s", "REAL"),
     ("nic_tx_gb_per_s", "REAL"),
+    # Held-out accuracy (dtfbench.workload.evaluation): the run's evaluation interval in measured steps (a
+    # configuration key: evaluation pauses training; NULL: none), and the evaluating worker's (worker 0's)
+    # last top-1 and top-5 (fractions) and the seconds its evaluations took. NULL before schema 9.
+    ("eval_every_steps", "INTEGER"),
+    ("eval_top1", "REAL"),
+    ("eval_top5", "REAL"),
+    ("eval_seconds", "REAL"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data", "repetition", "status")

@@ -204,12 +204,17 @@ def _evaluator(tf, config, cluster, report, watchdog, network):
     def counts(images, labels):
         return evaluation.correct_counts(tf, network(images, False).logits, labels, config.num_classes)
 
+    dataset, count = evaluation.eval_input(
+        tf, files, config.batch_size, config.image_size, config.num_classes, config.data_format, config.num_eval_batches
+    )
+    per_evaluation = (
+        None if count is None else evaluation.batches_per_pass(count, config.batch_size, config.num_eval_batches)
+    )
+    # A small split stays open (and decoded in memory) from one evaluation to the next.
+    opened = iter(dataset) if per_evaluation is not None else None
+
     def evaluate(what):
-        batches = iter(
-            evaluation.eval_dataset(
-                tf, files, config.batch_size, config.image_size, config.num_classes, config.data_format
-            )
-        )
+        batches = opened if opened is not None else iter(dataset)
 
         def next_counts():
             watchdog.arm(watchdog_bound(config.step_timeout), what)
@@ -217,7 +222,8 @@ def _evaluator(tf, config, cluster, report, watchdog, network):
             return [int(c) for c in counts(images, labels)]
 
         try:
-            return evaluation.run_batches(next_counts, config.num_eval_batches, StopIteration)
+            limit = per_evaluation if per_evaluation is not None else config.num_eval_batches
+            return evaluation.run_batches(next_counts, limit, StopIteration)
         except tf.errors.OpError as exc:
             raise RunFailure(describe_tf_error(exc, cluster, what)) from None
 

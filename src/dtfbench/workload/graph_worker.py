@@ -44,8 +44,10 @@ class WorkerGraph:
 
 @dataclass
 class EvalOps:
-    initializer: object  # restarts the held-out split
+    initializer: object  # starts the held-out split
     counts: tuple  # (top-1 hits, top-k hits, examples) of the next batch
+    count: object  # the records of a small split, run once; None: a large split, started again each time
+    batches: object = None  # a small split: the batches an evaluation reads from it, once counted
 
 
 def task_prefix(cluster):
@@ -121,13 +123,14 @@ def _eval_ops(tf, config, cpu_device, device):
     makes no variable (every one is reused), so the chief's graph places the shared ones as
     the other workers' do."""
     with tf.device(cpu_device), tf.name_scope("eval_input"):
-        dataset = evaluation.eval_dataset(
+        dataset, count = evaluation.eval_input(
             tf,
             evaluation.eval_files(config.data_dir),
             config.batch_size,
             config.image_size,
             config.num_classes,
             config.data_format,
+            config.num_eval_batches,
         )
         iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
         images, labels = iterator.get_next()
@@ -135,7 +138,7 @@ def _eval_ops(tf, config, cpu_device, device):
     with tf.device(device), tf.compat.v1.variable_scope(scope, reuse=True, use_resource=False):
         network = build_network(tf, config.model, images, config.num_classes, config.data_format, phase_train=False)
         counts = evaluation.correct_counts(tf, network.logits, labels, config.num_classes)
-    return EvalOps(iterator.initializer, counts)
+    return EvalOps(iterator.initializer, counts, count)
 
 
 def _variable_bytes(variable):
@@ -351,8 +354,14 @@ class GraphWorker:
             except tf.errors.OpError as exc:
                 raise RunFailure(describe_tf_error(exc, self.cluster, what)) from None
 
-        self._run(sess, ops.initializer, what)
-        return evaluation.run_batches(next_counts, self.config.num_eval_batches, tf.errors.OutOfRangeError)
+        if ops.count is None:
+            self._run(sess, ops.initializer, what)
+        elif ops.batches is None:  # the first evaluation of a small split: count it, open it
+            records = self._run(sess, ops.count, what)
+            ops.batches = evaluation.batches_per_pass(records, self.config.batch_size, self.config.num_eval_batches)
+            self._run(sess, ops.initializer, what)
+        limit = ops.batches if ops.count is not None else self.config.num_eval_batches
+        return evaluation.run_batches(next_counts, limit, tf.errors.OutOfRangeError)
 
     def _leave(self, sess, built):
         """Finish without stranding anyone, then tell every PS we are gone."""
