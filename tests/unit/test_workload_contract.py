@@ -82,6 +82,7 @@ def test_capabilities_say_what_each_workload_can_run():
         ({"a": 1}, "extra_args={'a': 1} is a dict, not a list of flags"),
         (["--x", None], "extra_args: None is a NoneType; each flag or value is a string or number"),
         (["--x", ["1"]], "extra_args: ['1'] is a list"),
+        (["--num_intra_threads 1"], "extra_args: '--num_intra_threads 1' holds a flag and more, separated by a space"),
     ],
 )
 def test_bad_extra_args_are_one_clear_error(value, message):
@@ -141,3 +142,17 @@ def test_a_recorded_run_becomes_samples(tmp_path):
     assert workloads.workload_of({"workload": "tf_cnn_benchmarks", "workload_ref": "master"}).label == (
         "tf_cnn_benchmarks@master"
     )
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "samples"])
+def test_an_export_read_by_head_ends_quietly(tmp_path, fmt):
+    db = tmp_path / "r.sqlite"
+    conn = store.connect(db)
+    for index in range(400):  # more than a pipe's buffer holds
+        store.add_run(conn, measured_row(f"s-{index}", step_time_mean=0.5))
+    conn.close()
+    piped = subprocess.run(
+        f"{sys.executable} -m dtfbench store export --db {db} --format {fmt} | head -c 100",
+        shell=True, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert len(piped.stdout) == 100 and piped.stderr == ""

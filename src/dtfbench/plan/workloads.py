@@ -666,7 +666,15 @@ def extra_args(value: Any) -> list[str]:
                 f"extra_args: {item!r} is a {type(item).__name__}; each flag or value is a string or number, "
                 'e.g. ["--num_intra_threads", "1"]'
             )
-        out.append(str(item))
+        text = str(item)
+        if text.startswith("-") and len(text.split()) > 1:
+            # A string list the role's spec split on commas only: '--num_intra_threads 1' would reach
+            # the program as one argument, which it refuses only once the run has started.
+            raise WorkloadError(
+                f"extra_args: {text!r} holds a flag and more, separated by a space; give each flag and each "
+                f'value as an item of its own, e.g. ["--num_intra_threads", "1"]'
+            )
+        out.append(text)
     return out
 
 

@@ -554,5 +554,12 @@ def main(argv: list[str] | None = None) -> int:
             export(rows, args.format, out)
         tmp.replace(args.output)
     else:
-        export(rows, args.format, sys.stdout)
+        try:
+            export(rows, args.format, sys.stdout)
+            sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        except BrokenPipeError:
+            # `store export | head`: the reader has what it wanted. Quiet, as the Python docs
+            # advise: stdout to /dev/null, so that the flush at exit does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     return 0
