@@ -1,6 +1,7 @@
 """launch.yml runs a user's own distributed TF program on the cluster layout."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,6 +36,10 @@ def test_user_program_runs_on_the_layout_and_is_stopped(live_processes):
     for index in (0, 1):
         log = open(f"{run_dir}/{run_id}-worker-{index}.log").read()
         assert f"worker {index} step 11 loss" in log and f"worker {index} done" in log
+        # The real digits: every worker its train accuracy, worker 0 the test accuracy (the study's §4.4).
+        assert re.search(rf"worker {index} step 11 loss [\d.]+ train accuracy [01]\.\d{{4}}", log), log
+        tested = re.search(r"worker 0 test accuracy [01]\.\d{4} on 364 held-out digits", log)
+        assert bool(tested) == (index == 0), log
     # The example's PS joins forever, as most programs' do: the role stopped it.
     assert "127.0.0.1:2230" in done.stdout
     assert live_processes(run_id) == []

@@ -214,6 +214,9 @@ class Workload:
 
     # Why a workload without evaluation has none, for the error above.
     evaluation_note: ClassVar[str] = "it has no evaluation"
+    # Whether each run also carries the workload's own flags alone (``workload_args``), apart from
+    # the system's extra ones: a program of another project's, whose flags a reader checks.
+    shows_own_args: ClassVar[bool] = False
 
     def check_tf_module(self, modules: Iterable[Any]) -> None:
         """Refuse a Slurm job's TensorFlow module the workload's code cannot run on."""
@@ -240,7 +243,10 @@ class Workload:
         flags; ``stall_timeout``, the seconds a task's heartbeat may stand still, 0 off;
         ``ps_exit_timeout``, the seconds its PSs get to exit by themselves, 0 none)."""
         args = self.args(run, layout=layout, where=where, data_dir=data_dir, timeouts=timeouts)
-        return {"launch": self.launch(args + extra_args, timeouts)}
+        fields = {"launch": self.launch(args + extra_args, timeouts)}
+        if self.shows_own_args:
+            fields["workload_args"] = args  # its own flags, apart from the system's extra ones
+        return fields
 
     def args(
         self,
@@ -434,6 +440,7 @@ class TfCnnBenchmarks(Workload):
         "tf_cnn_benchmarks evaluates on one host only, from checkpoints (--eval); its training top-1/top-5 "
         "are not held-out accuracy"
     )
+    shows_own_args: ClassVar[bool] = True
 
     @classmethod
     def parse(cls, text: str, name: str, ref: str | None) -> Workload:
@@ -504,20 +511,6 @@ class TfCnnBenchmarks(Workload):
         # The adapter's command line on each node comes from the fetch (roles/benchmark/tasks/tf_cnn_benchmarks.yml);
         # it runs on the node's own Python: a TF 1.1 module's Python 3.6 cannot hold dtfbench.
         return {"argv": None, "fetch": True, "venv": False}
-
-    def run_fields(
-        self,
-        run: Mapping[str, Any],
-        *,
-        layout: Mapping[str, Any],
-        where: str,
-        data_dir: str | None,
-        timeouts: Mapping[str, int],
-        extra_args: list[str],
-    ) -> dict[str, Any]:
-        # workload_args: its own flags, apart from the system's extra ones.
-        args = self.args(run, layout=layout, where=where, data_dir=data_dir, timeouts=timeouts)
-        return {"workload_args": args, "launch": self.launch(args + extra_args, timeouts)}
 
     def args(
         self,
