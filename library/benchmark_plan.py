@@ -131,6 +131,20 @@ options:
         last. Needs O(data=real) and a workload that can evaluate (V(ours)); omitted or empty, no evaluation.
         A run with it is another run than one without (its id, the sweep's configuration).
     type: raw
+  target_accuracy:
+    description:
+      - Time to accuracy - each run trains until an evaluation's top-1 reaches this fraction (above 0, at most 1),
+        or O(max_epochs), and records when. Needs O(eval_every_steps). Omitted or empty, runs of a fixed length.
+    type: raw
+  max_epochs:
+    description: With O(target_accuracy), the most epochs a run trains before it gives up (not converged).
+    type: raw
+  optimizer:
+    description: The optimizer of every run (V(sgd) or V(momentum), workload V(ours)); omitted, the workload's own.
+    type: raw
+  learning_rate:
+    description: The learning rate of every run (above 0, workload V(ours)); omitted, the workload's own.
+    type: raw
   extra_args:
     description:
       - Flags every run's command line ends with (a system profile's C(extra_args)), e.g.

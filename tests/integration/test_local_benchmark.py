@@ -95,6 +95,26 @@ def test_a_sweep_with_evaluation_records_held_out_accuracy(tmp_path, live_proces
         assert [p["step"] for p in curve] == [20, 40] and curve[-1]["examples"] == 364
     assert "top-1" in done.stdout and "top-5" in done.stdout
     assert live_processes(sweep_id) == []
+    # Time to accuracy: the same runs until top-1 0.5, 6 epochs at most; every run stops at the target.
+    tta_db = tmp_path / "tta.sqlite"
+    timed = run_playbook(
+        "run-benchmark.yml",
+        *extra_vars(
+            gpus="1,2", sweep_id=f"{sweep_id}-tta", results_db=tta_db, dtfbench_run_root=tmp_path / "runs",
+            data="real", data_dir=digits, eval_every_steps=20, target_accuracy=0.5, max_epochs=6,
+            optimizer="momentum", learning_rate=0.01,
+        ),
+        *small_run(model="lenet", steps=40),
+    )  # fmt: skip
+    assert timed.returncode == 0, timed.stdout[-4000:] + timed.stderr[-2000:]
+    runs = store.runs(store.connect(tta_db))
+    assert [(r["gpus"], r["tta_status"], r["target_accuracy"], r["max_epochs"]) for r in runs] == [
+        (1, "converged", 0.5, 6.0),
+        (2, "converged", 0.5, 6.0),
+    ], [r["reason"] or r["worker_results"][0].get("accuracy", {}).get("curve") for r in runs]
+    assert all(r["time_to_accuracy"] > 0 and 0 < r["epochs_to_accuracy"] <= 6 for r in runs)
+    assert "to target s" in timed.stdout
+    assert live_processes(f"{sweep_id}-tta") == []
     # Evaluation without a held-out split is refused before anything starts, naming the fix.
     refused = run_playbook(
         "run-benchmark.yml", *extra_vars(results_db=tmp_path / "other.sqlite", eval_every_steps=20), timeout=120

@@ -105,3 +105,124 @@ def test_the_chiefs_accuracy_is_stored_and_shown_beside_images_per_sec(tmp_path)
     md = (out / "configurations.md").read_text()
     assert "| top-1 | top-5 |" in md and "| 0.8500 | 0.9900 |" in md
     assert "eval_top1" in (out / "configurations.csv").read_text().splitlines()[0]
+
+
+def test_a_time_to_accuracy_sweep_puts_its_target_and_cap_on_the_command_line():
+    result = plan(
+        gpus=1, num_ps=1, model="lenet", data="real", data_dir="/d", eval_every_steps=20,
+        target_accuracy="0.9", max_epochs=30,
+    )  # fmt: skip
+    run = result["runs"][0]
+    assert (run["target_accuracy"], run["max_epochs"]) == (0.9, 30.0)
+    assert run["launch"]["args"][-6:] == [
+        "--eval_during_training_every_n_steps", "20", "--stop_at_top_1_accuracy", "0.9", "--num_epochs", "30",
+    ]  # fmt: skip
+    assert {"target_accuracy": 0.9, "max_epochs": 30.0}.items() <= result["sweep_config"].items()
+    other = plan(gpus=1, num_ps=1, model="lenet", data="real", data_dir="/d", eval_every_steps=20)["runs"][0]
+    assert other["run_id"] != run["run_id"]
+
+
+@pytest.mark.parametrize(
+    "request_, message",
+    [
+        ({"target_accuracy": 0.9, "max_epochs": 3}, "target_accuracy=0.9: the target is checked at each evaluation"),
+        ({"eval_every_steps": 5, "target_accuracy": 0.9}, "target_accuracy=0.9: give max_epochs"),
+        ({"eval_every_steps": 5, "target_accuracy": 90, "max_epochs": 3}, "target_accuracy=90: a top-1 fraction"),
+        ({"eval_every_steps": 5, "max_epochs": 3}, "max_epochs=3: the cap of a time-to-accuracy run"),
+        ({"eval_every_steps": 5, "target_accuracy": 0.9, "max_epochs": "-1"}, "max_epochs='-1': give a number"),
+    ],
+)
+def test_a_target_that_cannot_be_checked_is_refused(request_, message):
+    with pytest.raises(PlanError) as err:
+        plan(gpus=1, num_ps=1, model="trivial", data="real", data_dir="/d", **request_)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "converged, runs, score",
+    [
+        ([10.0, 12.0, 11.0, 30.0, 9.0], 5, 11.0),  # the fastest (9) and the slowest (30) dropped
+        ([10.0, 12.0, 11.0, 9.0], 5, 11.0),  # one did not converge: it is the slowest, dropped
+        ([10.0, 12.0, 9.0], 5, None),  # two did not: no score
+        ([10.0, 14.0], 2, 12.0),  # too few to drop any
+        ([10.0], 2, None),
+    ],
+)
+def test_repetitions_are_scored_as_mlperf_scores_them(converged, runs, score):
+    from dtfbench.report.stats import mlperf_score
+
+    assert mlperf_score(converged, runs) == score
+
+
+def test_time_to_accuracy_is_stored_and_scored(tmp_path):
+    db = tmp_path / "r.sqlite"
+    conn = store.connect(db)
+    for rep, (status, seconds) in enumerate([("converged", 10.0), ("converged", 14.0), ("converged", 12.0),
+                                             ("not_converged", None)], start=1):  # fmt: skip
+        row = recorded(f"s-{rep}", 0.9, repetition=rep)
+        row.update(target_accuracy=0.85, max_epochs=5.0, tta_status=status, time_to_accuracy=seconds,
+                   epochs_to_accuracy=None if seconds is None else seconds / 5)  # fmt: skip
+        store.add_run(conn, row)
+    conn.close()
+    (summary,) = analysis.summarise(analysis.load_rows(db))
+    assert summary["time_to_accuracy"] == pytest.approx(13.0)  # 10 and the not converged dropped: (12+14)/2
+    assert (summary["tta_converged"], summary["tta_runs"]) == (3, 4) and summary["tta_mean"] == pytest.approx(12.0)
+    assert summary["tta_ci_low"] < 12.0 < summary["tta_ci_high"]
+    assert "13.00" in tables.format_table([summary])
+
+
+def test_the_record_takes_the_chiefs_time_to_accuracy():
+    row = recorded("s-1", 0.9)
+    assert (row["tta_status"], row["time_to_accuracy"]) == (None, None)
+    payload_accuracy = {"top1": 0.9, "top5": 1.0, "eval_seconds": 0.3, "curve": [], "status": "converged",
+                        "time_to_target": 7.5, "epochs_to_target": 2.25}  # fmt: skip
+    payload = {
+        "run": {"run_id": "s-2", "gpus": 1, "num_ps": 1, "variable_update": "parameter_server", "data": "real",
+                "repetition": 1, "eval_every_steps": 20, "target_accuracy": 0.85, "max_epochs": 5.0},
+        "sweep_id": "s", "system": "local", "layout": {"num_workers": 1, "hosts_used": ["h"], "cluster_spec": {}},
+        "hosts": {"h": {"failure": "", "workers": [{"result": {"task_index": 0, "status": "ok",
+                                                               "images_per_sec": 5.0, "accuracy": payload_accuracy}}]}},
+    }  # fmt: skip
+    row = record.build_record(payload)
+    assert (row["target_accuracy"], row["max_epochs"], row["tta_status"]) == (0.85, 5.0, "converged")
+    assert (row["time_to_accuracy"], row["epochs_to_accuracy"]) == (7.5, 2.25)
+
+
+def test_the_optimizer_and_learning_rate_reach_the_command_line_and_name_the_run():
+    base = {"gpus": 1, "num_ps": 1, "model": "lenet"}
+    run = plan(**base, optimizer="momentum", learning_rate="0.01")["runs"][0]
+    assert (run["optimizer"], run["learning_rate"]) == ("momentum", 0.01)
+    assert run["launch"]["args"][-4:] == ["--optimizer", "momentum", "--learning_rate", "0.01"]
+    assert run["run_id"] != plan(**base)["runs"][0]["run_id"]
+    with pytest.raises(PlanError, match="optimizer='adam' is unknown; choose from sgd, momentum"):
+        plan(**base, optimizer="adam")
+    with pytest.raises(PlanError, match="learning_rate='0': give a number above 0"):
+        plan(**base, learning_rate="0")
+    with pytest.raises(PlanError, match="learning_rate=0.1: workload=cscs2017 takes no optimizer settings"):
+        plan(gpus=1, num_ps=1, model="trivial", workload="cscs2017", learning_rate=0.1)
+
+
+def test_the_fastest_to_the_target_is_named_beside_the_fastest_images(tmp_path):
+    """Asynchronous updates can buy images/sec and lose the race to the target: the report says so."""
+    db = tmp_path / "r.sqlite"
+    conn = store.connect(db)
+    runs = {"sync": ("parameter_server", 1, 100.0, 20.0), "async": ("distributed_replicated", 1, 150.0, 35.0)}
+    n = 0
+    for update, num_ps, ips, seconds in runs.values():
+        for rep in (1, 2, 3):
+            n += 1
+            row = study_row(f"s-{n}", "s", "local", 2, num_ps, update, "real", rep, ips + rep,
+                            model="lenet", batch_size=16, num_workers=2)  # fmt: skip
+            row.update(eval_every_steps=20, eval_top1=0.9, eval_top5=1.0, target_accuracy=0.85, max_epochs=5.0,
+                       tta_status="converged", time_to_accuracy=seconds + rep)  # fmt: skip
+            store.add_run(conn, row)
+    conn.close()
+    rows = analysis.load_rows(db)
+    (row,) = tables.fastest_to_target(analysis.summarise(rows))
+    assert row["fastest"]["variable_update"] == "parameter_server" and row["fastest"]["time_to_accuracy"] == 22.0
+    assert row["most_images"]["variable_update"] == "distributed_replicated" and row["same"] is False
+    out = tmp_path / "report"
+    build.build(rows, out, formats=(), db=str(db))
+    md = (out / "best_configurations.md").read_text()
+    assert "### Fastest to the target accuracy" in md
+    assert "| real | 2 | 0.850 | 1 PS, parameter_server | 22.00 | 1 PS, distributed_replicated | 152.00 | no |" in md

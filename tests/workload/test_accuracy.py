@@ -6,6 +6,7 @@ top-1/top-5 on it while the cluster trains, in every mode.
 """
 
 import collections
+import re
 import subprocess
 import sys
 
@@ -137,3 +138,86 @@ def test_without_evaluation_nothing_changes(tasks, digits):
     result = solo.result()
     assert result["status"] == "ok" and result["accuracy"] is None
     assert "eval at step" not in solo.stderr
+
+
+# Time to accuracy: LeNet on the digits reaches 60% top-1 within a few epochs.
+TARGET = [
+    "--model", "lenet", "--image_size", "32", "--num_classes", "11", "--batch_size", "16",
+    "--optimizer", "momentum", "--learning_rate", "0.01", "--weight_decay", "0",
+    "--num_warmup_batches", "2", "--num_batches", "100000", "--display_every", "50",
+    "--eval_during_training_every_n_steps", "20", "--stop_at_top_1_accuracy", "0.6", "--num_epochs", "8",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--stop_at_top_1_accuracy", "0.9", "--num_epochs", "3"], "the target is checked at each evaluation"),
+        (["--stop_at_top_1_accuracy", "1.5"], "--stop_at_top_1_accuracy 1.5: a top-1 fraction above 0 and at most 1"),
+        (["--num_epochs", "3"], "--num_epochs 3: the cap of a time-to-accuracy run"),
+        (
+            ["--eval_during_training_every_n_steps", "5", "--stop_at_top_1_accuracy", "0.9"],
+            "give --num_epochs, the most epochs to train before the run gives up",
+        ),
+    ],
+)
+def test_a_target_needs_evaluation_and_a_cap(digits, args, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        flags.parse(["--variable_update", "independent", "--data_dir", str(digits), *args], environ={})
+
+
+def check_converged(result, target=0.6):
+    accuracy = result["accuracy"]
+    assert accuracy["status"] == "converged" and accuracy["target_top1"] == target, accuracy["curve"]
+    reached = [p for p in accuracy["curve"] if p["top1"] >= target][0]
+    assert accuracy["steps_to_target"] == reached["step"] == accuracy["curve"][-1]["step"]  # stopped at it
+    assert accuracy["time_to_target"] == reached["wall_seconds"] > 0
+    assert accuracy["examples_per_epoch"] == 1433
+    assert accuracy["epochs_to_target"] == pytest.approx(reached["images"] / 1433)
+    return accuracy
+
+
+@pytest.mark.parametrize(
+    "mode, num_ps, extra",
+    [
+        ("parameter_server", 1, []),
+        ("parameter_server", 1, ["--cross_replica_sync=false"]),
+        ("distributed_replicated", 1, []),
+        ("collective_all_reduce", 0, []),
+    ],
+    ids=["ps-sync", "ps-async", "distributed_replicated", "collective_all_reduce"],
+)
+def test_time_to_accuracy_stops_every_worker_at_the_target(tasks, digits, mode, num_ps, extra):
+    ps, workers = tasks.cluster(mode, num_ps, 2, extra=[*TARGET, "--data_dir", str(digits), *extra])
+    for task in workers + ps:
+        assert task.wait(RUN_TIMEOUT) == 0, f"{task.name}: {task.stderr[-3000:]}"
+    chief = workers[0].result()
+    accuracy = check_converged(chief)
+    cap = -(-8 * 1433 // (16 * 2)) - 2  # 8 epochs of 2 workers' 16 images, less the warm-up
+    assert chief["measured_steps"] == accuracy["steps_to_target"] < cap
+    assert "target top-1 0.6 reached after" in workers[0].stderr
+    other = workers[1].result()
+    # The other worker stopped too, far before the cap: at the same step with all-reduce (it
+    # evaluated the same variables), within a few steps of the chief's otherwise (it reads the
+    # chief's stop with its next step).
+    if mode == "collective_all_reduce":
+        assert other["accuracy"]["steps_to_target"] == accuracy["steps_to_target"]
+        assert other["measured_steps"] == chief["measured_steps"]
+    else:
+        assert other["accuracy"] is None and other["measured_steps"] < cap
+        assert "stopping after step" in workers[1].stderr
+
+
+def test_a_target_not_reached_within_the_cap_is_not_converged(tasks, digits):
+    solo = tasks.start(
+        "solo",
+        ["--variable_update", "independent", *TARGET[:-4], "--data_dir", str(digits),
+         "--stop_at_top_1_accuracy", "0.999", "--num_epochs", "0.5"],
+    )  # fmt: skip
+    assert solo.wait(RUN_TIMEOUT) == 0, solo.stderr[-3000:]
+    result = solo.result()
+    accuracy = result["accuracy"]
+    assert result["status"] == "ok" and accuracy["status"] == "not_converged"
+    assert accuracy["time_to_target"] is None and accuracy["steps_to_target"] is None
+    # Half an epoch of one worker's 16 images, less the warm-up: the cap, run to its end and evaluated there.
+    assert result["measured_steps"] == -(-716 // 16) - 2 == accuracy["curve"][-1]["step"]

@@ -30,6 +30,9 @@ AXES = ("gpus", "model", "batch_size", "variable_update", "num_ps", "data")
 # A run's timeouts, in seconds: checked here, passed on by roles/benchmark.
 TIMEOUTS = ("step_timeout", "startup_timeout", "ready_timeout", "run_timeout")
 SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# What accuracy depends on and how it is measured: each counts in a run's id (and the sweep's
+# configuration) only when set, so that the ids of runs without them stay as they were.
+ACCURACY_KEYS = ("eval_every_steps", "target_accuracy", "max_epochs", "optimizer", "learning_rate")
 # What defines a run: a resumed sweep skips a run only if this same run was recorded ok.
 RUN_KEYS = (
     "gpus",
@@ -55,8 +58,9 @@ def run_digest(run: Mapping[str, Any]) -> str:
         keys["workload"] = run["workload"]
     # Evaluation pauses training (images/sec includes it): a run with it is another run. Only when
     # set, as the workload, so that the ids of sweeps without it stay the same.
-    if run.get("eval_every_steps"):
-        keys["eval_every_steps"] = run["eval_every_steps"]
+    for key in ACCURACY_KEYS:
+        if run.get(key):
+            keys[key] = run[key]
     text = json.dumps(keys, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -251,11 +255,85 @@ def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) ->
     return settings
 
 
+def _off(value: Any) -> bool:
+    return value is None or value == "" or str(value).strip().lower() in ("0", "none", "off", "false")
+
+
+def _accuracy_settings(request: Mapping[str, Any], workload: workloads.Workload, data: list[str]) -> dict[str, Any]:
+    """eval_every_steps, target_accuracy and max_epochs, optimizer and learning_rate, checked; only
+    those set (docs/accuracy.md)."""
+    every = _eval_every(request, workload, data)
+    settings: dict[str, Any] = {"eval_every_steps": every} if every else {}
+    settings.update(_optimizer_settings(request, workload))
+    target, epochs = request.get("target_accuracy"), request.get("max_epochs")
+    if _off(target):
+        if not _off(epochs):
+            raise PlanError(
+                f"max_epochs={epochs}: the cap of a time-to-accuracy run; give target_accuracy (held-out top-1, "
+                "e.g. 0.9) too, or leave max_epochs out"
+            )
+        return settings
+    number = _fraction("target_accuracy", target)
+    if not every:
+        raise PlanError(
+            f"target_accuracy={target}: the target is checked at each evaluation; give eval_every_steps (e.g. "
+            "eval_every_steps=100) with data=real"
+        )
+    if _off(epochs):
+        raise PlanError(
+            f"target_accuracy={target}: give max_epochs, the most epochs a run trains before it gives up "
+            "(not converged), e.g. max_epochs=30"
+        )
+    try:
+        cap = float(str(epochs).strip())
+    except ValueError:
+        cap = float("nan")
+    if not 0 < cap < float("inf"):
+        raise PlanError(f"max_epochs={epochs!r}: give a number of epochs above 0, e.g. max_epochs=30")
+    return {**settings, "target_accuracy": number, "max_epochs": cap}
+
+
+def _optimizer_settings(request: Mapping[str, Any], workload: workloads.Workload) -> dict[str, Any]:
+    """optimizer and learning_rate, where given: what the workload trains with (its defaults otherwise)."""
+    settings: dict[str, Any] = {}
+    optimizer, rate = request.get("optimizer"), request.get("learning_rate")
+    optimizer = None if optimizer in (None, "") else optimizer
+    rate = None if rate in (None, "") else rate  # 0 is a value, refused below
+    choices = workload.capabilities.optimizers
+    for name, value in (("optimizer", optimizer), ("learning_rate", rate)):
+        if value is not None and not choices:
+            raise PlanError(
+                f"{name}={value}: workload={workload.label} takes no optimizer settings from the plan; use workload=ours, "
+                "or leave it out"
+            )
+    if optimizer is not None:
+        (settings["optimizer"],) = _choices("optimizer", [optimizer], choices)
+    if rate is not None:
+        try:
+            number = float(str(rate).strip())
+        except ValueError:
+            number = float("nan")
+        if not 0 < number < float("inf"):
+            raise PlanError(f"learning_rate={rate!r}: give a number above 0, e.g. learning_rate=0.01")
+        settings["learning_rate"] = number
+    return settings
+
+
+def _fraction(name: str, value: Any) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = float("nan")
+    if not 0 < number <= 1:
+        raise PlanError(f"{name}={value!r}: a top-1 fraction above 0 and at most 1, e.g. {name}=0.9")
+    return number
+
+
 def _eval_every(request: Mapping[str, Any], workload: workloads.Workload, data: list[str]) -> int | None:
     """eval_every_steps, checked: held-out top-1/top-5 every N measured steps (and after the
     last), on data_dir's validation-* shards; None: no evaluation."""
     value = request.get("eval_every_steps")
-    if value is None or value == "" or str(value).strip().lower() in ("0", "none", "off", "false"):
+    if _off(value):
         return None
     (every,) = _ints("eval_every_steps", [value], 1)
     try:
@@ -381,7 +459,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             f"sweep_id={sweep_id!r} is not a plain name; use letters, digits, '.', '_' and '-' "
             "(up to 64, starting with a letter or digit)"
         )
-    eval_every = _eval_every(request, workload, data)
+    accuracy = _accuracy_settings(request, workload, data)
     if "real" in data and not request.get("data_dir"):
         raise PlanError(
             "data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
@@ -457,8 +535,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     "steps": steps,
                     "workload": workload.label,
                 }
-                if eval_every:
-                    run["eval_every_steps"] = eval_every
+                run.update(accuracy)
                 # The command line the launcher runs (the workload's contract): the roles run it as it is.
                 try:
                     run.update(
@@ -488,7 +565,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         devices_per_worker=devices_per_worker,
         ps_on_worker_nodes=ps_on_worker_nodes,
         workload=workload.label,
-        **({"eval_every_steps": eval_every} if eval_every else {}),
+        **accuracy,
         **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
     )
     width = len(str(len(runs)))
@@ -551,6 +628,10 @@ ARGUMENT_SPEC = dict(
     workload=dict(type="str", default="ours"),
     extra_args=dict(type="raw", default=[]),
     eval_every_steps=dict(type="raw"),
+    target_accuracy=dict(type="raw"),
+    max_epochs=dict(type="raw"),
+    optimizer=dict(type="raw"),
+    learning_rate=dict(type="raw"),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
     submit=dict(type="bool", default=True),
     tf_modules=dict(type="list", elements="str", default=[]),

@@ -130,6 +130,8 @@ class Capabilities:
     ps_exits: bool = False
     # The TensorFlow major versions its code runs on; () where its ref decides.
     tf_majors: tuple[int, ...] = ()
+    # The optimizers the plan may choose (with a learning rate); (): the workload's own, not set by the plan.
+    optimizers: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -143,6 +145,7 @@ class Capabilities:
             "heartbeat": self.heartbeat,
             "ps_exits": self.ps_exits,
             "tf_majors": list(self.tf_majors),
+            "optimizers": list(self.optimizers),
         }
 
 
@@ -356,6 +359,7 @@ class Ours(Workload):
         heartbeat=True,
         ps_exits=True,
         tf_majors=(2,),
+        optimizers=("sgd", "momentum"),
     )
 
     @classmethod
@@ -422,6 +426,17 @@ class Ours(Workload):
             args += ["--data_dir", str(data_dir)]
         if run.get("eval_every_steps"):
             args += ["--eval_during_training_every_n_steps", str(run["eval_every_steps"])]
+        if run.get("optimizer"):
+            args += ["--optimizer", run["optimizer"]]
+        if run.get("learning_rate"):
+            args += ["--learning_rate", f"{run['learning_rate']:g}"]
+        if run.get("target_accuracy"):
+            args += [
+                "--stop_at_top_1_accuracy",
+                f"{run['target_accuracy']:g}",
+                "--num_epochs",
+                f"{run['max_epochs']:g}",
+            ]
         return args
 
 

@@ -60,11 +60,27 @@ CONFIG_KEYS = (
     "steps",
     "environment_key",
     # Evaluation pauses training (its images/sec includes the pauses): runs with and without it,
-    # or at other intervals, are never one configuration.
+    # or at other intervals, are never one configuration; nor are runs to other targets or caps.
     "eval_every_steps",
+    "target_accuracy",
+    "max_epochs",
+    "optimizer",
+    "learning_rate",
 )
 # A configuration's held-out accuracy (eval_every_steps): mean top-1, its range, mean top-5, runs that measured it.
-ACCURACY = ("eval_top1", "eval_top1_min", "eval_top1_max", "eval_top5", "eval_runs")
+ACCURACY = (
+    "eval_top1",
+    "eval_top1_min",
+    "eval_top1_max",
+    "eval_top5",
+    "eval_runs",
+    "time_to_accuracy",
+    "tta_mean",
+    "tta_ci_low",
+    "tta_ci_high",
+    "tta_converged",
+    "tta_runs",
+)
 # A configuration's figures: the mean images/sec over its ok repetitions, its confidence
 # interval, spread and range (summarise); a best row and the tables carry them as they are.
 FIGURES = ("images_per_sec", "ci_low", "ci_high", "ci_half_width", "stddev", "images_per_sec_min", "images_per_sec_max")
@@ -254,13 +270,34 @@ def _accuracy(ok: list[Mapping[str, Any]]) -> dict[str, Any]:
     """The held-out top-1/top-5 of a configuration's ok runs: mean, range and runs (None without)."""
     top1 = [float(r["eval_top1"]) for r in ok if r.get("eval_top1") is not None]
     top5 = [float(r["eval_top5"]) for r in ok if r.get("eval_top5") is not None]
+    tta = [r for r in ok if r.get("tta_status")]
+    times = [float(r["time_to_accuracy"]) for r in tta if r["tta_status"] == "converged"]
+    ci = mean_ci(times, CONFIDENCE) if times else {"mean": None, "low": None, "high": None}
     return {
         "eval_top1": statistics.fmean(top1) if top1 else None,
         "eval_top1_min": min(top1) if top1 else None,
         "eval_top1_max": max(top1) if top1 else None,
         "eval_top5": statistics.fmean(top5) if top5 else None,
         "eval_runs": len(top1),
+        "time_to_accuracy": mlperf_score(times, len(tta)) if tta else None,
+        "tta_mean": ci["mean"],
+        "tta_ci_low": ci["low"],
+        "tta_ci_high": ci["high"],
+        "tta_converged": len(times),
+        "tta_runs": len(tta),
     }
+
+
+def mlperf_score(converged: Sequence[float], runs: int) -> float | None:
+    """Time to accuracy over repetitions as MLPerf Training scores it: a run that did not converge
+    counts as the slowest, and at most one may; with 3 runs or more the fastest and the slowest
+    are dropped and the rest averaged (an olympic mean), with fewer all are. None: not converged."""
+    missing = runs - len(converged)
+    if not converged or missing > 1 or (missing and runs < 3):
+        return None
+    ordered = sorted(converged) + [float("inf")] * missing
+    kept = ordered[1:-1] if runs >= 3 else ordered
+    return statistics.fmean(kept)
 
 
 def _agreed(values: Iterable[Any]) -> Any:

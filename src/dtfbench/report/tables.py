@@ -54,8 +54,11 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     )
     # Held-out accuracy where a configuration measured it (eval_every_steps), mean over its ok runs.
     evaluated = any(s.get("eval_top1") is not None for s in summaries)
+    timed = any(s.get("tta_runs") for s in summaries)
     if evaluated:
         header += ("top-1", "top-5")
+    if timed:
+        header += ("to target s",)
     lines = [header]
     for s in summaries:
         runs = f"{s['runs'] - s['failed']}/{s['runs']}"
@@ -81,6 +84,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
                 str(s.get("bound") or "-"),
             )
             + ((_f(s.get("eval_top1"), ".4f"), _f(s.get("eval_top5"), ".4f")) if evaluated else ())
+            + ((_tta(s),) if timed else ())
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = [
@@ -106,6 +110,14 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     if split:
         text += ["", "kept apart by their environment (the report's environments.md):"] + [f"  {s}" for s in split]
     return "\n".join(text)
+
+
+def _tta(row: Mapping[str, Any]) -> str:
+    """Time to the target accuracy as MLPerf scores the repetitions, or why there is none."""
+    if not row.get("tta_runs"):
+        return "-"
+    score = row.get("time_to_accuracy")
+    return _f(score, ".2f") if score is not None else "not converged"
 
 
 def _nic_in_out(row: Mapping[str, Any]) -> str:
@@ -372,7 +384,71 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
                     line += [_f(ref_value), _pp(None if ref_value is None else r["io_overhead"] - ref_value)]
                 body.append(line)
             md += _md_table(header, body)
+        md += _fastest_to_target(
+            [r for r in analysis.summaries if _group_of(r) == (system, workload, model, batch_size)]
+        )
     return csv_text, "\n".join(md) + "\n"
+
+
+def fastest_to_target(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per data and GPU count of a group: the configuration that reached the target accuracy first
+    (MLPerf's score over its repetitions), beside the one with the most images/sec among those
+    that ran to it, and whether they are the same."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for s in summaries:
+        if s.get("tta_runs"):
+            groups.setdefault((s["data"], s["gpus"]), []).append(s)
+    rows = []
+    for (data, gpus), members in groups.items():
+        timed = [s for s in members if s.get("time_to_accuracy") is not None]
+        fastest = min(timed, key=lambda s: s["time_to_accuracy"]) if timed else None
+        speed = [s for s in members if s.get("images_per_sec") is not None]
+        quickest = max(speed, key=lambda s: s["images_per_sec"]) if speed else None
+        rows.append(
+            {
+                "data": data,
+                "gpus": gpus,
+                "target_accuracy": members[0].get("target_accuracy"),
+                "fastest": fastest,
+                "most_images": quickest,
+                "same": fastest is not None and fastest is quickest,
+            }
+        )
+    return sorted(rows, key=lambda r: (r["data"] != "synthetic", str(r["data"]), r["gpus"] or 0))
+
+
+def _config_name(s: Mapping[str, Any] | None) -> str:
+    return "-" if s is None else f"{s['num_ps']} PS, {s['variable_update']}"
+
+
+def _fastest_to_target(summaries: list[Mapping[str, Any]]) -> list[str]:
+    rows = fastest_to_target(summaries)
+    if not rows:
+        return []
+    md = [
+        "",
+        "### Fastest to the target accuracy",
+        "",
+        "Per GPU count, the configuration that reached the held-out target first (time to accuracy as MLPerf "
+        "scores repetitions) beside the one with the most images/sec among those that ran to it; where they "
+        "differ, the fastest images did not make the fastest training (docs/accuracy.md).",
+        "",
+    ]
+    header = ["data", "GPUs", "target top-1", "fastest to target", "time to target s", "most img/s", "img/s", "same"]
+    body = [
+        [
+            r["data"],
+            r["gpus"],
+            _f(r["target_accuracy"], ".3f"),
+            _config_name(r["fastest"]),
+            _tta(r["fastest"]) if r["fastest"] else "not converged",
+            _config_name(r["most_images"]),
+            _f(r["most_images"]["images_per_sec"]) if r["most_images"] else "-",
+            "yes" if r["same"] else "no",
+        ]
+        for r in rows
+    ]
+    return md + _md_table(header, body)
 
 
 def mode_verdict(row: Mapping[str, Any]) -> str:
@@ -542,8 +618,11 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
             "best",
         ]
         evaluated = any(r.get("eval_top1") is not None for r in group)
+        timed = any(r.get("tta_runs") for r in group)
         if evaluated:
             header += ["top-1", "top-5"]
+        if timed:
+            header += ["time to target s (MLPerf)", "converged"]
         if matched:
             header += ["published img/s (best config)", "Δ img/s"]
         header += ["failures"]
@@ -575,6 +654,8 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
             ]
             if evaluated:
                 line += [_f(r.get("eval_top1"), ".4f"), _f(r.get("eval_top5"), ".4f")]
+            if timed:
+                line += [_tta(r), f"{r.get('tta_converged') or 0}/{r.get('tta_runs') or 0}"]
             if matched:
                 line += [_f(r.get("ref_images_per_sec")), _pct(r.get("diff_images_per_sec_pct"))]
             line += ["; ".join(f"{n}× {reason}" for reason, n in _reason_counts(r["failures"])) or ""]

@@ -147,6 +147,13 @@ def _accuracy(run: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) 
         "eval_top1": accuracy.get("top1"),
         "eval_top5": accuracy.get("top5"),
         "eval_seconds": accuracy.get("eval_seconds"),
+        "target_accuracy": run.get("target_accuracy"),
+        "max_epochs": run.get("max_epochs"),
+        "optimizer": run.get("optimizer"),
+        "learning_rate": run.get("learning_rate"),
+        "tta_status": accuracy.get("status"),
+        "time_to_accuracy": accuracy.get("time_to_target"),
+        "epochs_to_accuracy": accuracy.get("epochs_to_target"),
     }
 
 

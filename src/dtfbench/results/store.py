@@ -38,8 +38,9 @@ DEFAULT_DB = "results/results.sqlite"
 # each sweep's link probe measured, dtfbench.results.network). A store of an older version
 # gets the new columns and tables when it is opened (NULL in its old rows); every column added later
 # must be nullable for that. 8: nic, nic_busiest_host, nic_rx_gb_per_s, nic_tx_gb_per_s (the NIC
-# sampler's figures per run, docs/network.md). 9: eval_every_steps, eval_top1, eval_top5, eval_seconds
-# (held-out accuracy, docs/accuracy.md).
+# sampler's figures per run, docs/network.md). 9: eval_every_steps, eval_top1, eval_top5, eval_seconds,
+# target_accuracy, max_epochs, optimizer, learning_rate, tta_status, time_to_accuracy, epochs_to_accuracy
+# (held-out accuracy and time to accuracy, docs/accuracy.md).
 SCHEMA_VERSION = 9
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
@@ -111,6 +112,17 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("eval_top1", "REAL"),
     ("eval_top5", "REAL"),
     ("eval_seconds", "REAL"),
+    # A time-to-accuracy run: its target top-1 and its cap in epochs (configuration keys; NULL: a
+    # run of fixed length), whether worker 0 saw the target reached ('converged', 'not_converged'),
+    # and when: seconds from the first training step to the end of that evaluation, and epochs.
+    ("target_accuracy", "REAL"),
+    ("max_epochs", "REAL"),
+    # The optimizer and learning rate the plan gave (configuration keys; NULL: the workload's own).
+    ("optimizer", "TEXT"),
+    ("learning_rate", "REAL"),
+    ("tta_status", "TEXT"),
+    ("time_to_accuracy", "REAL"),
+    ("epochs_to_accuracy", "REAL"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data", "repetition", "status")

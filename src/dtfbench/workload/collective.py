@@ -182,8 +182,19 @@ def run(tf, config, cluster, report, watchdog):
             raise RunFailure(describe_tf_error(exc, cluster, what)) from None
 
     evaluate = _evaluator(tf, config, cluster, report, watchdog, network)
+    stop = None
+    if config.stop_at_top_1_accuracy:
+        # Every worker evaluates the same variables at the same steps, so each stops at the same one.
+        files = tfrecord_files(config.data_dir)
+        report.set_epochs(
+            evaluation.epoch_size(config, lambda: evaluation.record_count(tf, files)), cluster.num_workers
+        )
+
+        def stop():
+            return report.evaluations.reached
+
     run_started = time.monotonic()
-    report.measure_steps(step, evaluate)
+    report.measure_steps(step, evaluate, stop)
     report.wall_time["run"] = time.monotonic() - run_started
     watchdog.arm(watchdog_bound(config.step_timeout), "waiting for the other workers to finish")
     _finish_together(tf, cluster, config)

@@ -8,6 +8,8 @@
   and keeps running unmeasured steps until the counter says every worker is done.
 - done queues (one per PS, shared_name): each worker enqueues its index when it leaves;
   a PS exits 0 once it has one token from every worker (the study's PSs ran forever).
+- stop flag (on PS 0, time-to-accuracy runs only): the chief, which evaluates, sets it once the
+  held-out accuracy reached the target; every worker reads it with each step and stops.
 """
 
 import time
@@ -35,7 +37,7 @@ def ps_cpu(index):
 class Coordination:
     """The counters and the done tokens, built in the worker's graph."""
 
-    def __init__(self, tf, num_ps, num_workers, task_index):
+    def __init__(self, tf, num_ps, num_workers, task_index, stop_flag=False):
         self.num_workers = num_workers
         with tf.device(ps_cpu(0)), tf.name_scope("dtfbench_coordination"):
             self.ready = tf.compat.v1.Variable(0, trainable=False, dtype=tf.int32, name="ready_workers")
@@ -44,6 +46,12 @@ class Coordination:
             self.mark_done = self.done.assign_add(1)
             self.read_ready = self.ready.read_value()
             self.read_done = self.done.read_value()
+            # Only where a run has a target: every other run's graph (and PS bytes) stays as it was.
+            self.stop = None
+            if stop_flag:
+                self.stop = tf.compat.v1.Variable(0, trainable=False, dtype=tf.int32, name="stop_training")
+                self.request_stop = self.stop.assign(1)
+                self.read_stop = self.stop.read_value()
         tokens = []
         for ps in range(num_ps):
             with tf.device(ps_cpu(ps)):
@@ -52,7 +60,7 @@ class Coordination:
 
     @property
     def variables(self):
-        return [self.ready, self.done]
+        return [self.ready, self.done] + ([self.stop] if self.stop is not None else [])
 
 
 def wait_for_count(read_count, target, timeout, what, poll=0.05, clock=time.monotonic):

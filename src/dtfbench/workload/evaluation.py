@@ -26,6 +26,9 @@ import glob
 import os
 import time
 
+from .errors import RunFailure
+from .flags import tfrecord_files
+
 EVAL_PATTERN = "validation-*"
 # A held-out split whose shards hold at most this many bytes is decoded once and kept in memory
 # (the digits: 0.5 MB of JPEGs, 6 MB decoded); a larger one (ImageNet's validation set: 6.4 GB of
@@ -102,7 +105,8 @@ def correct_counts(tf, logits, labels, num_classes):
 
 
 class Evaluations:
-    """When to evaluate, and the accuracy curve: one point per evaluation."""
+    """When to evaluate, the accuracy curve (one point per evaluation) and, with a target, when
+    it was first reached (time to accuracy)."""
 
     def __init__(self, config, images_per_step, num_workers):
         self.every = config.eval_during_training_every_n_steps
@@ -113,6 +117,10 @@ class Evaluations:
         # warm-up's too): exact in the synchronous modes, the expected count in the asynchronous one.
         self.images_per_step = images_per_step * num_workers
         self.warmup = config.num_warmup_batches
+        self.target = config.stop_at_top_1_accuracy or None
+        self.max_epochs = config.num_epochs or None
+        self.examples_per_epoch = None
+        self.reached_at = None  # the first point whose top-1 reached the target
         self.curve = []
         self.seconds = 0.0
         self.started = None
@@ -121,18 +129,25 @@ class Evaluations:
     def enabled(self):
         return bool(self.every)
 
+    @property
+    def reached(self):
+        return self.reached_at is not None
+
     def due(self, step):
         return self.enabled and (step % self.every == 0 or step == self.last_step)
 
     def start(self):
-        """The clock of the curve: the first measured step's start."""
+        """The clock of the curve and of time to accuracy: the first training step's start (the
+        warm-up steps train too)."""
         self.started = time.monotonic()
 
     def record(self, step, top1_hits, topk_hits, examples, seconds):
         self.seconds += seconds
+        images = (self.warmup + step) * self.images_per_step
         point = {
             "step": step,
-            "images": (self.warmup + step) * self.images_per_step,
+            "images": images,
+            "epoch": images / self.examples_per_epoch if self.examples_per_epoch else None,
             "wall_seconds": time.monotonic() - self.started if self.started is not None else None,
             "top1": top1_hits / examples if examples else None,
             "top5": topk_hits / examples if examples else None,
@@ -140,14 +155,17 @@ class Evaluations:
             "eval_seconds": seconds,
         }
         self.curve.append(point)
+        if self.target and self.reached_at is None and point["top1"] is not None and point["top1"] >= self.target:
+            self.reached_at = point
         return point
 
     def summary(self):
-        """The result's ``accuracy``: the last evaluation's figures, the curve, the time spent."""
+        """The result's ``accuracy``: the last evaluation's figures, the curve, the time spent and,
+        with a target, time to accuracy (``status``: converged, or not_converged at the cap)."""
         if not self.curve:
             return None
         last = self.curve[-1]
-        return {
+        summary = {
             "split": "validation",
             "top1": last["top1"],
             "top5": last["top5"],
@@ -157,12 +175,74 @@ class Evaluations:
             "eval_seconds": self.seconds,
             "curve": list(self.curve),
         }
+        if self.target:
+            reached = self.reached_at or {}
+            summary.update(
+                target_top1=self.target,
+                max_epochs=self.max_epochs,
+                examples_per_epoch=self.examples_per_epoch,
+                status="converged" if self.reached else "not_converged",
+                time_to_target=reached.get("wall_seconds"),
+                steps_to_target=reached.get("step"),
+                epochs_to_target=reached.get("epoch"),
+            )
+        return summary
 
     def line(self, point):
-        return (
-            f"eval at step {point['step']}: top-1 {point['top1']:.4f}, top-{self.k} {point['top5']:.4f} "
-            f"on {point['examples']} held-out images ({point['eval_seconds']:.2f} s)"
+        epoch = f" (epoch {point['epoch']:.2f})" if point.get("epoch") is not None else ""
+        reached = (
+            f"; target top-1 {self.target:g} reached after {point['wall_seconds']:.2f} s"
+            if self.reached_at is point
+            else ""
         )
+        return (
+            f"eval at step {point['step']}{epoch}: top-1 {point['top1']:.4f}, top-{self.k} {point['top5']:.4f} "
+            f"on {point['examples']} held-out images ({point['eval_seconds']:.2f} s){reached}"
+        )
+
+
+# ImageNet's training set (ILSVRC-2012), in build_imagenet_data.py's 1024 train-* shards.
+IMAGENET_TRAIN_SHARDS = 1024
+IMAGENET_TRAIN_EXAMPLES = 1281167
+# Training shards up to this size are counted (the digits: 2 MB); a larger set must say its size.
+COUNT_TRAIN_BYTES = 256 << 20
+
+
+def epoch_examples(files, given=0):
+    """How an epoch's training images are known without reading them: given (--num_examples_per_epoch),
+    ImageNet's count for its 1024 shards, or None: to be counted (when small) by the caller."""
+    if given:
+        return given
+    if len(files) == IMAGENET_TRAIN_SHARDS and all(f.endswith(f"-of-{IMAGENET_TRAIN_SHARDS:05d}") for f in files):
+        return IMAGENET_TRAIN_EXAMPLES
+    return None
+
+
+def record_count(tf, files):
+    """The records of `files` as an int64 scalar (a graph op in a graph, a value eagerly)."""
+    return tf.data.TFRecordDataset(list(files)).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)
+
+
+def epoch_size(config, count):
+    """An epoch's training images for a time-to-accuracy run: --num_examples_per_epoch, ImageNet's
+    count, or `count()` of a small training split; RunFailure naming the flag otherwise."""
+    files = tfrecord_files(config.data_dir)
+    known = epoch_examples(files, config.num_examples_per_epoch)
+    if known:
+        return known
+    if sum(os.path.getsize(f) for f in files) > COUNT_TRAIN_BYTES:
+        raise RunFailure(
+            f"--num_epochs {config.num_epochs:g}: the training images of --data_dir {config.data_dir} are too many to "
+            f"count at every start ({len(files)} train-* shards, over {COUNT_TRAIN_BYTES >> 20} MB); give "
+            "--num_examples_per_epoch"
+        )
+    return int(count())
+
+
+def training_steps(max_epochs, examples_per_epoch, images_per_step, num_workers, warmup):
+    """The measured steps of `max_epochs` epochs (the warm-up's count towards them): this worker's."""
+    total = -(-int(max_epochs * examples_per_epoch) // (images_per_step * num_workers))
+    return max(1, total - warmup)
 
 
 def run_batches(next_counts, num_eval_batches, out_of_range):

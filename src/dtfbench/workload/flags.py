@@ -105,6 +105,20 @@ def build_parser():
         help="top-1/top-5 on --data_dir's validation-* shards every N measured steps and after the last; 0: none",
     )
     add("--num_eval_batches", type=int, default=0, help="batches an evaluation reads (0: the whole held-out split)")
+    # Time to accuracy (tf_cnn_benchmarks' names): train until the held-out top-1 reaches the target.
+    add(
+        "--stop_at_top_1_accuracy",
+        type=float,
+        default=0.0,
+        help="stop once an evaluation's top-1 reaches this (0 < x <= 1; needs evaluation and --num_epochs); 0: off",
+    )
+    add("--num_epochs", type=float, default=0.0, help="with --stop_at_top_1_accuracy: the most epochs to train")
+    add(
+        "--num_examples_per_epoch",
+        type=int,
+        default=0,
+        help="training images an epoch (0: counted in train-* up to 256 MB of shards; ImageNet's 1,281,167 in its 1024)",
+    )
     add("--num_intra_threads", type=int, default=0, help="intra-op threads (0: TF chooses)")
     add("--num_inter_threads", type=int, default=0, help="inter-op threads (0: TF chooses)")
     add("--result_file", default="", help="write the JSON result here (atomically); workers only")
@@ -165,6 +179,9 @@ class Config:
     display_every: int
     eval_during_training_every_n_steps: int
     num_eval_batches: int
+    stop_at_top_1_accuracy: float
+    num_epochs: float
+    num_examples_per_epoch: int
     num_intra_threads: int
     num_inter_threads: int
     result_file: str
@@ -195,6 +212,7 @@ def parse(argv=None, environ=None):
         check_data_dir(args.data_dir)
     if args.eval_during_training_every_n_steps:
         check_eval_data(args.data_dir)
+    _check_target(args)
     device = args.device
     if device == "auto" and cluster.job_name != "ps" and environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
         device = "cpu"  # known without TF: the launcher hid every GPU from this process
@@ -238,6 +256,8 @@ def _check_numbers(args):
         "--weight_decay": args.weight_decay,
         "--eval_during_training_every_n_steps": args.eval_during_training_every_n_steps,
         "--num_eval_batches": args.num_eval_batches,
+        "--num_epochs": args.num_epochs,
+        "--num_examples_per_epoch": args.num_examples_per_epoch,
     }
     for flag, value in non_negative.items():
         if value < 0:
@@ -307,6 +327,30 @@ def check_data_dir(data_dir):
         raise UsageError(
             f"--data_dir {data_dir}: no TFRecord files named {TFRECORD_PATTERN}; generate some with"
             " `python -m dtfbench tfrecords --output_dir DIR` or leave --data_dir empty for synthetic data"
+        )
+
+
+def _check_target(args):
+    """A target needs evaluation and a cap on the epochs; the cap means nothing without a target."""
+    target = args.stop_at_top_1_accuracy
+    if not target:
+        if args.num_epochs:
+            raise UsageError(
+                f"--num_epochs {args.num_epochs:g}: the cap of a time-to-accuracy run; give --stop_at_top_1_accuracy "
+                "too, or --num_batches for a run of a fixed length"
+            )
+        return
+    if not 0 < target <= 1:
+        raise UsageError(f"--stop_at_top_1_accuracy {target:g}: a top-1 fraction above 0 and at most 1, e.g. 0.9")
+    if not args.eval_during_training_every_n_steps:
+        raise UsageError(
+            f"--stop_at_top_1_accuracy {target:g}: the target is checked at each evaluation; give "
+            "--eval_during_training_every_n_steps N (and --data_dir with validation-* shards)"
+        )
+    if not args.num_epochs > 0:
+        raise UsageError(
+            f"--stop_at_top_1_accuracy {target:g}: give --num_epochs, the most epochs to train before the run "
+            "gives up (not converged)"
         )
 
 

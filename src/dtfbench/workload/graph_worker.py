@@ -40,6 +40,7 @@ class WorkerGraph:
     coordination: object = None
     ps_bytes: list = field(default_factory=list)
     evaluation: object = None  # EvalOps where this worker evaluates
+    train_count: object = None  # time to accuracy: the training split's records, where they are counted
 
 
 @dataclass
@@ -159,7 +160,13 @@ def build_worker_graph(tf, config, cluster):
         else:
             with tf.device(ps_cpu(0)):
                 global_step = tf.compat.v1.train.get_or_create_global_step()
-            coordination = Coordination(tf, cluster.num_ps, cluster.num_workers, cluster.task_index)
+            coordination = Coordination(
+                tf,
+                cluster.num_ps,
+                cluster.num_workers,
+                cluster.task_index,
+                stop_flag=bool(config.stop_at_top_1_accuracy),
+            )
             strategy_class = GreedyLoadBalancingStrategy if config.ps_placement == "greedy" else RoundRobinStrategy
             strategy = strategy_class(cluster.num_ps)  # one for all towers: variables are made once
 
@@ -207,9 +214,13 @@ def build_worker_graph(tf, config, cluster):
         ready_op = tf.compat.v1.report_uninitialized_variables(shared) if shared else None
         evaluates = config.eval_during_training_every_n_steps and (cluster.is_chief or not cluster.is_distributed)
         eval_ops = _eval_ops(tf, config, cpu_device, devices[0]) if evaluates else None
+        train_count = None
+        if config.stop_at_top_1_accuracy:
+            with tf.device(cpu_device):
+                train_count = evaluation.record_count(tf, tfrecord_files(config.data_dir))
         graph.finalize()  # no op may be added by accident inside the step loop
     return WorkerGraph(
-        graph, train, devices, shared, local_init_op, init_op, ready_op, coordination, ps_bytes, eval_ops
+        graph, train, devices, shared, local_init_op, init_op, ready_op, coordination, ps_bytes, eval_ops, train_count
     )
 
 
@@ -329,17 +340,40 @@ class GraphWorker:
             raise RunFailure(describe_tf_error(exc, self.cluster, what)) from None
 
     def _steps(self, sess, built):
-        fetches = [built.train.train_op, built.train.loss]
-        evaluate = None
+        report, coordination = self.report, built.coordination
+        evaluate = stop = None
         if built.evaluation is not None:
-            self.report.evaluations = evaluation.Evaluations(
-                self.config, self.report.images_per_step, self.cluster.num_workers
-            )
+            report.evaluations = evaluation.Evaluations(self.config, report.images_per_step, self.cluster.num_workers)
 
             def evaluate(what):
                 return self._evaluate(sess, built.evaluation, what)
 
-        self.report.measure_steps(lambda what: self._run(sess, fetches, what)[1], evaluate)
+        fetches = [built.train.train_op, built.train.loss]
+        if self.config.stop_at_top_1_accuracy:
+            report.set_epochs(
+                evaluation.epoch_size(
+                    self.config, lambda: self._run(sess, built.train_count, "counting the training images")
+                ),
+                self.cluster.num_workers,
+            )
+            flag = []  # the stop flag as the last step read it (PS modes)
+            if coordination is not None:
+                fetches.append(coordination.read_stop)
+
+            def stop():
+                if report.evaluations is not None and report.evaluations.reached:
+                    if coordination is not None:  # the chief tells the others
+                        self._run(sess, coordination.request_stop, "telling the workers to stop")
+                    return True
+                return bool(flag and flag[-1])
+
+        def step(what):
+            values = self._run(sess, fetches, what)
+            if len(values) > 2:
+                flag[:] = [values[2]]
+            return values[1]
+
+        report.measure_steps(step, evaluate, stop)
 
     def _evaluate(self, sess, ops, what):
         """(top-1 hits, top-k hits, examples) over the held-out split, each batch within step_timeout."""

@@ -51,6 +51,8 @@ class RunReport:
         self.gpu_utilization = None
         self.environment = None  # dtfbench.compat.environment's document of this node
         self.evaluations = None  # dtfbench.workload.evaluation.Evaluations where this worker evaluates
+        # The last measured step: --num_batches, or a time-to-accuracy run's cap (--num_epochs).
+        self.last_step = config.num_batches
         self._gpu_sampler = None
         self._lock = threading.Lock()
         self._finished = False
@@ -89,7 +91,7 @@ class RunReport:
             else:  # the watchdog's path: never wait on a hung nvidia-smi
                 sampler._stop.set()
 
-    def measure_steps(self, step, evaluate=None):
+    def measure_steps(self, step, evaluate=None, stop=None):
         """The benchmark's timing rules, one loop for every kind of worker.
 
         ``step(what)`` runs one training step to its end and returns its loss. The warm-up
@@ -102,9 +104,13 @@ class RunReport:
 
         ``evaluate(what)``, where this worker evaluates, returns (top-1 hits, top-k hits,
         examples) over the held-out split; it runs after the measured steps its Evaluations
-        call due, outside their timing (dtfbench.workload.evaluation).
+        call due, outside their timing (dtfbench.workload.evaluation). ``stop()``, checked after
+        each measured step (and its evaluation), ends the steps before ``last_step``: a
+        time-to-accuracy run whose target was reached, here or (the chief's) on another worker.
         """
         config = self.config
+        if self.evaluations is not None:
+            self.evaluations.start()
         for n in range(config.num_warmup_batches):
             what = f"warm-up step {n + 1}"
             self._finite(step(what), what)
@@ -113,9 +119,7 @@ class RunReport:
         window_start = time.time()
         measured_start = time.perf_counter()
         cpu_start = time.process_time()
-        if evaluate is not None:
-            self.evaluations.start()
-        for n in range(1, config.num_batches + 1):
+        for n in range(1, self.last_step + 1):
             began = time.perf_counter()
             loss = step(f"step {n}")
             self.step_times.append(time.perf_counter() - began)
@@ -124,10 +128,30 @@ class RunReport:
                 self.emit(out.step_line(n, self.images_per_step, self.step_times, self.final_loss))
             if evaluate is not None and self.evaluations.due(n):
                 self._evaluate(n, evaluate)
+            if stop is not None and stop():
+                self.log(f"stopping after step {n}: the target accuracy was reached")
+                break
         self.measured_seconds = time.perf_counter() - measured_start
         self.measured_window = (window_start, time.time())
         self.measured_cpu_seconds = time.process_time() - cpu_start
         self.stop_gpu_sampling()
+
+    def set_epochs(self, examples_per_epoch, num_workers):
+        """A time-to-accuracy run: its cap, --num_epochs of `examples_per_epoch` images, in this
+        worker's measured steps (every worker computes the same)."""
+        from .evaluation import training_steps
+
+        config = self.config
+        self.last_step = training_steps(
+            config.num_epochs, examples_per_epoch, self.images_per_step, num_workers, config.num_warmup_batches
+        )
+        if self.evaluations is not None:
+            self.evaluations.examples_per_epoch = examples_per_epoch
+            self.evaluations.last_step = self.last_step
+        self.log(
+            f"time to accuracy: top-1 {config.stop_at_top_1_accuracy:g} within {config.num_epochs:g} epochs of "
+            f"{examples_per_epoch} images ({self.last_step} measured steps at most)"
+        )
 
     def _evaluate(self, n, evaluate):
         began = time.perf_counter()
