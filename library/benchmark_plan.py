@@ -145,6 +145,12 @@ options:
   learning_rate:
     description: The learning rate of every run (above 0, workload V(ours)); omitted, the workload's own.
     type: raw
+  sync:
+    description:
+      - Synchronous (V(true)) or asynchronous (V(false)) updates in the PS modes, or both (V(true,false), a sweep
+        axis); omitted, the workload's own (synchronous). V(collective_all_reduce) is always synchronous (refused
+        with V(false) alone).
+    type: raw
   extra_args:
     description:
       - Flags every run's command line ends with (a system profile's C(extra_args)), e.g.

@@ -226,3 +226,45 @@ def test_the_fastest_to_the_target_is_named_beside_the_fastest_images(tmp_path):
     md = (out / "best_configurations.md").read_text()
     assert "### Fastest to the target accuracy" in md
     assert "| real | 2 | 0.850 | 1 PS, parameter_server | 22.00 | 1 PS, distributed_replicated | 152.00 | no |" in md
+
+
+def test_sync_is_a_sweep_axis_of_the_ps_modes():
+    result = plan(gpus=2, num_ps=1, model="trivial", sync="true,false",
+                  variable_update="parameter_server,collective_all_reduce")  # fmt: skip
+    runs = [(r["variable_update"], r.get("sync"), r["launch"]["args"]) for r in result["runs"]]
+    assert [(u, s) for u, s, _ in runs] == [
+        ("parameter_server", True), ("parameter_server", False), ("collective_all_reduce", None),
+    ]  # fmt: skip
+    assert "--cross_replica_sync=true" in runs[0][2] and "--cross_replica_sync=false" in runs[1][2]
+    assert not any(a.startswith("--cross_replica_sync") for a in runs[2][2])
+    assert result["sweep_config"]["sync"] == [False, True]
+    assert any("collective_all_reduce is always synchronous" in note for note in result["notes"])
+    # Without sync the runs are what they were: no flag, no key, the same ids.
+    plain = plan(gpus=2, num_ps=1, model="trivial")["runs"][0]
+    assert "sync" not in plain and not any(a.startswith("--cross_replica_sync") for a in plain["launch"]["args"])
+    # tf_cnn_benchmarks takes its own flag, capitalised as its parser expects.
+    tf_cnn = plan(gpus=1, num_ps=1, model="trivial", sync="false", workload="tf_cnn_benchmarks@master")["runs"][0]
+    assert "--cross_replica_sync=False" in tf_cnn["launch"]["args"]
+    with pytest.raises(PlanError, match="sync=false with variable_update=collective_all_reduce: all-reduce is always"):
+        plan(gpus=2, num_ps=0, model="trivial", sync="false", variable_update="collective_all_reduce")
+    with pytest.raises(PlanError, match="sync='sometimes': give true"):
+        plan(gpus=2, num_ps=1, model="trivial", sync="sometimes")
+
+
+def test_configurations_that_differ_only_in_a_setting_are_told_apart_in_the_tables(tmp_path):
+    db = tmp_path / "r.sqlite"
+    conn = store.connect(db)
+    for index, sync in enumerate((1, 0), start=1):
+        row = study_row(f"s-{index}", "s", "local", 2, 1, "parameter_server", "synthetic", 1, 100.0 * index,
+                        model="trivial", batch_size=8, num_workers=2)  # fmt: skip
+        store.add_run(conn, dict(row, sync=sync, eval_every_steps=1))
+    conn.close()
+    rows = analysis.load_rows(db)
+    summaries = analysis.summarise(rows)
+    assert len(summaries) == 2
+    lines = tables.format_table(summaries).splitlines()
+    assert lines[0].split()[-2:] == ["sync", "eval_every_steps"]
+    assert lines[2].split()[-2:] == ["true", "1"] and lines[3].split()[-2:] == ["false", "1"]
+    out = tmp_path / "report"
+    build.build(rows, out, formats=(), db=str(db))
+    assert "| sync | eval_every_steps |" in (out / "configurations.md").read_text()

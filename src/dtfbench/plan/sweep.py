@@ -32,7 +32,7 @@ TIMEOUTS = ("step_timeout", "startup_timeout", "ready_timeout", "run_timeout")
 SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # What accuracy depends on and how it is measured: each counts in a run's id (and the sweep's
 # configuration) only when set, so that the ids of runs without them stay as they were.
-ACCURACY_KEYS = ("eval_every_steps", "target_accuracy", "max_epochs", "optimizer", "learning_rate")
+ACCURACY_KEYS = ("eval_every_steps", "target_accuracy", "max_epochs", "optimizer", "learning_rate", "sync")
 # What defines a run: a resumed sweep skips a run only if this same run was recorded ok.
 RUN_KEYS = (
     "gpus",
@@ -59,7 +59,7 @@ def run_digest(run: Mapping[str, Any]) -> str:
     # Evaluation pauses training (images/sec includes it): a run with it is another run. Only when
     # set, as the workload, so that the ids of sweeps without it stay the same.
     for key in ACCURACY_KEYS:
-        if run.get(key):
+        if run.get(key) is not None:
             keys[key] = run[key]
     text = json.dumps(keys, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
@@ -253,6 +253,33 @@ def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) ->
             f"(it learns from the smaller ones); give gpus={','.join(map(str, sorted(gpus)))}"
         )
     return settings
+
+
+def _syncs(request: Mapping[str, Any], updates: list[str], notes: list[str]) -> list[bool | None]:
+    """sync: synchronous and/or asynchronous updates in the PS modes (a list: both, a sweep axis);
+    [None]: the workload's own (synchronous). All-reduce is always synchronous."""
+    values = as_list("sync", request.get("sync"))
+    if not values:
+        return [None]
+    out = []
+    for value in values:
+        text = str(value).strip().lower()
+        if text not in ("true", "false", "yes", "no", "1", "0", "on", "off"):
+            raise PlanError(
+                f"sync={value!r}: give true (synchronous updates), false (asynchronous) or both, true,false"
+            )
+        out.append(text in ("true", "yes", "1", "on"))
+    out = _fold("sync", out, notes)
+    if all(u == ALL_REDUCE for u in updates):
+        if False in out:
+            raise PlanError(
+                f"sync=false with variable_update={ALL_REDUCE}: all-reduce is always synchronous; use "
+                "variable_update=parameter_server or distributed_replicated for asynchronous updates"
+            )
+        return [None]
+    if ALL_REDUCE in updates:
+        notes.append(f"sync applies to the PS modes; {ALL_REDUCE} is always synchronous and runs once")
+    return out
 
 
 def _off(value: Any) -> bool:
@@ -476,6 +503,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             f"{', '.join(u for u in updates if u != ALL_REDUCE)}; {ALL_REDUCE} has no parameter "
             "servers and runs with num_ps 0"
         )
+    syncs = _syncs(request, updates, notes)
     for n_gpus, model, batch_size, update, data_kind in itertools.product(gpus, models, batch_sizes, updates, data):
         if n_gpus % devices_per_worker:
             raise PlanError(
@@ -517,7 +545,9 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                 ):
                     continue
                 raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
-            for repetition in range(1, repetitions + 1):
+            for sync, repetition in itertools.product(
+                syncs if update != ALL_REDUCE else [None], range(1, repetitions + 1)
+            ):
                 run = {
                     "gpus": n_gpus,
                     "model": model,
@@ -536,6 +566,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     "workload": workload.label,
                 }
                 run.update(accuracy)
+                if sync is not None:
+                    run["sync"] = sync
                 # The command line the launcher runs (the workload's contract): the roles run it as it is.
                 try:
                     run.update(
@@ -566,6 +598,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         ps_on_worker_nodes=ps_on_worker_nodes,
         workload=workload.label,
         **accuracy,
+        **({"sync": [s for s in syncs if s is not None]} if syncs != [None] else {}),
         **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
     )
     width = len(str(len(runs)))
@@ -632,6 +665,7 @@ ARGUMENT_SPEC = dict(
     max_epochs=dict(type="raw"),
     optimizer=dict(type="raw"),
     learning_rate=dict(type="raw"),
+    sync=dict(type="raw"),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
     submit=dict(type="bool", default=True),
     tf_modules=dict(type="list", elements="str", default=[]),

@@ -426,6 +426,8 @@ class Ours(Workload):
             args += ["--data_dir", str(data_dir)]
         if run.get("eval_every_steps"):
             args += ["--eval_during_training_every_n_steps", str(run["eval_every_steps"])]
+        if run.get("sync") is not None:
+            args += [f"--cross_replica_sync={'true' if run['sync'] else 'false'}"]
         if run.get("optimizer"):
             args += ["--optimizer", run["optimizer"]]
         if run.get("learning_rate"):
@@ -556,6 +558,8 @@ class TfCnnBenchmarks(Workload):
             "--variable_update",
             run["variable_update"],
         ]
+        if run.get("sync") is not None:  # tf_cnn_benchmarks' own flag, true by default
+            args += [f"--cross_replica_sync={'True' if run['sync'] else 'False'}"]
         if worker_device_type(layout, where) == "cpu":
             args += ["--device", "cpu", "--data_format", "NHWC", "--local_parameter_device", "cpu"]
         if run["data"] == "real":

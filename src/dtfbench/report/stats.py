@@ -66,6 +66,7 @@ CONFIG_KEYS = (
     "max_epochs",
     "optimizer",
     "learning_rate",
+    "sync",
 )
 # A configuration's held-out accuracy (eval_every_steps): mean top-1, its range, mean top-5, runs that measured it.
 ACCURACY = (

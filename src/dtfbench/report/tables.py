@@ -55,6 +55,9 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     # Held-out accuracy where a configuration measured it (eval_every_steps), mean over its ok runs.
     evaluated = any(s.get("eval_top1") is not None for s in summaries)
     timed = any(s.get("tta_runs") for s in summaries)
+    # What tells apart configurations that differ in a setting of their own (sync=true,false, ...).
+    settings = [k for k in SETTING_COLUMNS if any(s.get(k) is not None for s in summaries)]
+    header += tuple(settings)
     if evaluated:
         header += ("top-1", "top-5")
     if timed:
@@ -83,6 +86,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
                 _share(s.get("nic_share")),
                 str(s.get("bound") or "-"),
             )
+            + tuple(_setting(k, s.get(k)) for k in settings)
             + ((_f(s.get("eval_top1"), ".4f"), _f(s.get("eval_top5"), ".4f")) if evaluated else ())
             + ((_tta(s),) if timed else ())
         )
@@ -110,6 +114,19 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     if split:
         text += ["", "kept apart by their environment (the report's environments.md):"] + [f"  {s}" for s in split]
     return "\n".join(text)
+
+
+# Configuration keys a plan sets only when asked (dtfbench.plan.sweep.ACCURACY_KEYS): a column each in
+# the tables where some configuration has one, so that rows that differ only there can be told apart.
+SETTING_COLUMNS = ("sync", "optimizer", "learning_rate", "eval_every_steps", "target_accuracy", "max_epochs")
+
+
+def _setting(key: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if key == "sync":  # a boolean, stored as 0 or 1
+        return "true" if value else "false"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _tta(row: Mapping[str, Any]) -> str:
@@ -619,6 +636,8 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
         ]
         evaluated = any(r.get("eval_top1") is not None for r in group)
         timed = any(r.get("tta_runs") for r in group)
+        settings = [k for k in SETTING_COLUMNS if any(r.get(k) is not None for r in group)]
+        header += settings
         if evaluated:
             header += ["top-1", "top-5"]
         if timed:
@@ -652,6 +671,7 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
                 _f(r["efficiency"], ".4f"),
                 "★" if r["is_best"] else "",
             ]
+            line += [_setting(k, r.get(k)) for k in settings]
             if evaluated:
                 line += [_f(r.get("eval_top1"), ".4f"), _f(r.get("eval_top5"), ".4f")]
             if timed:

@@ -151,6 +151,7 @@ def _accuracy(run: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) 
         "max_epochs": run.get("max_epochs"),
         "optimizer": run.get("optimizer"),
         "learning_rate": run.get("learning_rate"),
+        "sync": run.get("sync"),
         "tta_status": accuracy.get("status"),
         "time_to_accuracy": accuracy.get("time_to_target"),
         "epochs_to_accuracy": accuracy.get("epochs_to_target"),

@@ -39,8 +39,8 @@ DEFAULT_DB = "results/results.sqlite"
 # gets the new columns and tables when it is opened (NULL in its old rows); every column added later
 # must be nullable for that. 8: nic, nic_busiest_host, nic_rx_gb_per_s, nic_tx_gb_per_s (the NIC
 # sampler's figures per run, docs/network.md). 9: eval_every_steps, eval_top1, eval_top5, eval_seconds,
-# target_accuracy, max_epochs, optimizer, learning_rate, tta_status, time_to_accuracy, epochs_to_accuracy
-# (held-out accuracy and time to accuracy, docs/accuracy.md).
+# target_accuracy, max_epochs, optimizer, learning_rate, sync, tta_status, time_to_accuracy,
+# epochs_to_accuracy (held-out accuracy, time to accuracy and what they depend on, docs/accuracy.md).
 SCHEMA_VERSION = 9
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
@@ -120,6 +120,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     # The optimizer and learning rate the plan gave (configuration keys; NULL: the workload's own).
     ("optimizer", "TEXT"),
     ("learning_rate", "REAL"),
+    # Synchronous (1) or asynchronous (0) updates as the plan asked (a configuration key: a sweep axis);
+    # NULL: not asked (the workload's own; cross_replica_sync says what the workers reported).
+    ("sync", "INTEGER"),
     ("tta_status", "TEXT"),
     ("time_to_accuracy", "REAL"),
     ("epochs_to_accuracy", "REAL"),
