@@ -87,6 +87,7 @@ def test_a_port_already_taken_stops_the_run_before_any_task_starts(tmp_path, liv
     assert "port 2230 on localhost (127.0.0.1), wanted by ps 0, is already in use" in run["reason"]
     assert "tf_cluster_ps_port_base" in run["reason"]
     assert f"sweep {sweep_id}: 1 of 1 runs failed ({run['run_id']})" in output, done.stdout[-3000:]
+    assert "\\n\\nsweep" not in done.stdout + done.stderr  # a blank line, not the two characters
     if fail_on_failed_runs:
         assert done.returncode == 0, done.stdout[-3000:]
     else:
