@@ -29,6 +29,19 @@ LEARN = [
 ]  # fmt: skip
 
 
+# Every mode, each with 2 workers: PS synchronous and asynchronous, distributed_replicated, all-reduce.
+EVERY_MODE = pytest.mark.parametrize(
+    "mode, num_ps, extra",
+    [
+        ("parameter_server", 1, []),
+        ("parameter_server", 1, ["--cross_replica_sync=false"]),
+        ("distributed_replicated", 1, []),
+        ("collective_all_reduce", 0, []),
+    ],
+    ids=["ps-sync", "ps-async", "distributed_replicated", "collective_all_reduce"],
+)
+
+
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
     out = tmp_path_factory.mktemp("digits")
@@ -105,16 +118,7 @@ def check_accuracy(result, every=60, last=120):
     return accuracy
 
 
-@pytest.mark.parametrize(
-    "mode, num_ps, extra",
-    [
-        ("parameter_server", 1, []),
-        ("parameter_server", 1, ["--cross_replica_sync=false"]),
-        ("distributed_replicated", 1, []),
-        ("collective_all_reduce", 0, []),
-    ],
-    ids=["ps-sync", "ps-async", "distributed_replicated", "collective_all_reduce"],
-)
+@EVERY_MODE
 def test_held_out_accuracy_during_training_in_every_mode(tasks, digits, mode, num_ps, extra):
     ps, workers = tasks.cluster(mode, num_ps, 2, extra=[*LEARN, "--data_dir", str(digits), *extra])
     for task in workers + ps:
@@ -177,16 +181,7 @@ def check_converged(result, target=0.6):
     return accuracy
 
 
-@pytest.mark.parametrize(
-    "mode, num_ps, extra",
-    [
-        ("parameter_server", 1, []),
-        ("parameter_server", 1, ["--cross_replica_sync=false"]),
-        ("distributed_replicated", 1, []),
-        ("collective_all_reduce", 0, []),
-    ],
-    ids=["ps-sync", "ps-async", "distributed_replicated", "collective_all_reduce"],
-)
+@EVERY_MODE
 def test_time_to_accuracy_stops_every_worker_at_the_target(tasks, digits, mode, num_ps, extra):
     ps, workers = tasks.cluster(mode, num_ps, 2, extra=[*TARGET, "--data_dir", str(digits), *extra])
     for task in workers + ps:

@@ -311,13 +311,19 @@ def _accuracy_settings(request: Mapping[str, Any], workload: workloads.Workload,
             f"target_accuracy={target}: give max_epochs, the most epochs a run trains before it gives up "
             "(not converged), e.g. max_epochs=30"
         )
-    try:
-        cap = float(str(epochs).strip())
-    except ValueError:
-        cap = float("nan")
-    if not 0 < cap < float("inf"):
-        raise PlanError(f"max_epochs={epochs!r}: give a number of epochs above 0, e.g. max_epochs=30")
+    cap = _above_zero("max_epochs", epochs, "a number of epochs", "30")
     return {**settings, "target_accuracy": number, "max_epochs": cap}
+
+
+def _above_zero(name: str, value: Any, what: str, example: str) -> float:
+    """`value` as a finite number above 0, or PlanError naming `name` and an example."""
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = float("nan")
+    if not 0 < number < float("inf"):
+        raise PlanError(f"{name}={value!r}: give {what} above 0, e.g. {name}={example}")
+    return number
 
 
 def _optimizer_settings(request: Mapping[str, Any], workload: workloads.Workload) -> dict[str, Any]:
@@ -336,13 +342,7 @@ def _optimizer_settings(request: Mapping[str, Any], workload: workloads.Workload
     if optimizer is not None:
         (settings["optimizer"],) = _choices("optimizer", [optimizer], choices)
     if rate is not None:
-        try:
-            number = float(str(rate).strip())
-        except ValueError:
-            number = float("nan")
-        if not 0 < number < float("inf"):
-            raise PlanError(f"learning_rate={rate!r}: give a number above 0, e.g. learning_rate=0.01")
-        settings["learning_rate"] = number
+        settings["learning_rate"] = _above_zero("learning_rate", rate, "a number", "0.01")
     return settings
 
 
