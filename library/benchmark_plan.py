@@ -61,6 +61,13 @@ options:
     description:
       - ">= 0. As O(stop_below_efficiency), for the best configuration's gain per doubling of the GPUs."
     type: raw
+  rank_by:
+    description:
+      - What O(num_ps=auto), O(stop_below_efficiency) and O(min_doubling_gain) rank configurations by -
+        V(images_per_sec) (omitted, the default) or V(time_to_accuracy) (needs O(target_accuracy)) - the
+        efficiency of the time to the target (its seconds times the GPUs, against the smallest count's), and the
+        PS counts predicted to reach it first.
+    type: raw
   image_size:
     description: Image size in pixels for every model; 0 for each model's default. Checked against each model's minimum.
     type: int
@@ -140,10 +147,24 @@ options:
     description: With O(target_accuracy), the most epochs a run trains before it gives up (not converged).
     type: raw
   optimizer:
-    description: The optimizer of every run (V(sgd) or V(momentum), workload V(ours)); omitted, the workload's own.
+    description:
+      - The optimizer of the runs (V(sgd) or V(momentum), workload V(ours)); a comma list or a list is a sweep axis.
+        Omitted, the workload's own.
     type: raw
   learning_rate:
-    description: The learning rate of every run (above 0, workload V(ours)); omitted, the workload's own.
+    description:
+      - The learning rate of the runs for one device's batch (above 0, workload V(ours)); a comma list or a list is a
+        sweep axis. Omitted, the workload's own.
+    type: raw
+  lr_scaling:
+    description:
+      - How the learning rate follows the images an update averages - V(none), or V(linear) (Goyal et al. 2017);
+        a comma list or a list is a sweep axis. Omitted, the workload's own (none).
+    type: raw
+  warmup_epochs:
+    description:
+      - With O(lr_scaling=linear), the epochs over which the rate rises from O(learning_rate) to the scaled one
+        (O(data=real)). Omitted, no warm-up.
     type: raw
   sync:
     description:

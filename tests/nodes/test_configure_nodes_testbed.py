@@ -38,7 +38,7 @@ def locked(project_root, name):
 
 
 def wheelhouse_for_nodes(project_root, python):
-    """The wheels of the lock's tensorflow-cpu, boto3, awscrt and isal for the nodes' python, downloaded here."""
+    """The wheels of the lock's tensorflow-cpu, boto3, awscrt, isal and mlperf-logging for the nodes' python, downloaded here."""
     tag = subprocess.run(
         [python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -49,6 +49,7 @@ def wheelhouse_for_nodes(project_root, python):
         f"boto3=={locked(project_root, 'boto3')}",
         f"awscrt=={locked(project_root, 'awscrt')}",
         f"isal=={locked(project_root, 'isal')}",
+        f"mlperf-logging=={locked(project_root, 'mlperf-logging')}",
     )
 
 

@@ -1,6 +1,8 @@
 """eval_every_steps from the plan to the store and the report: checked before anything starts,
 on the run's command line, a configuration key, and the chief's top-1/top-5 in the tables."""
 
+import re
+
 import pytest
 from store_harness import study_row
 
@@ -200,6 +202,58 @@ def test_the_optimizer_and_learning_rate_reach_the_command_line_and_name_the_run
         plan(**base, learning_rate="0")
     with pytest.raises(PlanError, match="learning_rate=0.1: workload=cscs2017 takes no optimizer settings"):
         plan(gpus=1, num_ps=1, model="trivial", workload="cscs2017", learning_rate=0.1)
+
+
+def test_optimizer_learning_rate_and_lr_scaling_are_sweep_axes():
+    """Each a comma list: every combination its own runs, in the sweep's configuration as lists."""
+    base = {"gpus": 2, "num_ps": 1, "model": "lenet", "data": "real", "data_dir": "/data/digits"}
+    result = plan(**base, optimizer="sgd,momentum", learning_rate="0.01,0.1", lr_scaling="none,linear", warmup_epochs=2)
+    runs = result["runs"]
+    settings = [(r["optimizer"], r["learning_rate"], r["lr_scaling"], r.get("warmup_epochs")) for r in runs]
+    assert settings == [
+        (o, lr, s, 2.0 if s == "linear" else None)
+        for o in ("sgd", "momentum")
+        for lr in (0.01, 0.1)
+        for s in ("none", "linear")
+    ]
+    assert len({r["run_id"] for r in runs}) == 8
+    config = result["sweep_config"]
+    assert (config["optimizer"], config["learning_rate"], config["lr_scaling"]) == (
+        ["momentum", "sgd"], [0.01, 0.1], ["linear", "none"],
+    )  # fmt: skip
+    assert config["warmup_epochs"] == 2.0
+    linear = runs[1]["launch"]["args"]
+    assert linear[linear.index("--lr_scaling") :][:4] == ["--lr_scaling", "linear", "--warmup_epochs", "2"]
+    assert "--warmup_epochs" not in runs[0]["launch"]["args"]
+
+
+@pytest.mark.parametrize(
+    "request_, message",
+    [
+        ({"lr_scaling": "sqrt"}, "lr_scaling='sqrt' is unknown; choose from none, linear"),
+        ({"warmup_epochs": 5}, "warmup_epochs=5: the warm-up rises from learning_rate to the rate lr_scaling=linear"),
+        ({"warmup_epochs": "-1", "lr_scaling": "linear"}, "warmup_epochs='-1': give a number of epochs above 0"),
+        (
+            {"warmup_epochs": 5, "lr_scaling": "linear", "data": "synthetic"},
+            "warmup_epochs=5 counts epochs of data_dir's training images, and synthetic data has none",
+        ),
+    ],
+)
+def test_a_bad_scaling_or_warm_up_is_refused_by_name(request_, message):
+    base = {"gpus": 2, "num_ps": 1, "model": "lenet", "data": "real", "data_dir": "/data/digits", **request_}
+    with pytest.raises(PlanError, match=re.escape(message)):
+        plan(**base)
+
+
+def test_lr_scaling_and_warm_up_are_stored_configuration_keys():
+    payload = {
+        "run": {"run_id": "s-1", "gpus": 2, "num_ps": 1, "variable_update": "parameter_server", "data": "real",
+                "repetition": 1, "lr_scaling": "linear", "warmup_epochs": 2.0},
+        "layout": {"num_workers": 2}, "sweep_id": "s", "system": "local", "hosts": {},
+    }  # fmt: skip
+    row = record.build_record(payload)
+    assert (row["lr_scaling"], row["warmup_epochs"]) == ("linear", 2.0)
+    assert {"lr_scaling", "warmup_epochs"} <= set(analysis.CONFIG_KEYS)
 
 
 def test_the_fastest_to_the_target_is_named_beside_the_fastest_images(tmp_path):

@@ -78,6 +78,7 @@ def test_the_plan_marks_an_adaptive_sweep_and_checks_its_counts_go_up():
         "num_ps_auto_keep": None,
         "stop_below_efficiency": 0.5,
         "min_doubling_gain": None,
+        "rank_by": None,
     }
     assert sorted({r["num_ps"] for r in plan["runs"] if r["gpus"] == 4}) == [1, 2, 3, 4]  # the full set, planned
     assert {r["worker_nodes"] for r in plan["runs"] if r["gpus"] == 4} == {4}
@@ -104,7 +105,7 @@ TRUTH = scaling_model.Fit(
 )
 
 
-def _record(db, sweep_id, run, rate):
+def _record(db, sweep_id, run, rate, **more):
     conn = store.connect(db)
     store.add_run(
         conn,
@@ -131,6 +132,7 @@ def _record(db, sweep_id, run, rate):
             "status": "ok",
             "images_per_sec": rate,
             "hosts": [f"n{i}" for i in range(run["worker_nodes"])],
+            **more,
         },
     )
     conn.close()
@@ -199,6 +201,76 @@ def test_a_sweep_stops_below_its_efficiency_and_says_why(tmp_path):
     text = report_sweep.markdown(store.runs(store.connect(db)), str(db))
     assert f"{stop['gpus']} GPUs, stopped: stopped before {stop['gpus']} GPUs" in text
     assert "predicted for the skipped counts" in text and "| made-up | made-up | inception3 | 2 |" in text
+
+
+# Time to accuracy on the made-up system: more PSs, more images/sec but more epochs to the target
+# (the Summitdev study's Fig. 9b: accuracy falls with the PSs).
+EPOCH_IMAGES = 20_000
+TTA_SETTINGS = dict(
+    data="real",
+    data_dir="/data",
+    eval_every_steps="50",
+    target_accuracy="0.9",
+    max_epochs="30",
+    rank_by="time_to_accuracy",
+)
+
+
+def epochs_needed(num_ps):
+    return 2.0 * (1 + 0.6 * (num_ps - 1))
+
+
+def _sweep_to_target(tmp_path, **settings):
+    db, sweep_id = tmp_path / "results.sqlite", "made-up"
+    plan = _plan(db, sweep_id, gpus="1,2,4,8", **TTA_SETTINGS, **settings)
+    ran = {}
+    for gpus in (1, 2, 4, 8):
+        answer = adaptive_sweep.step(dict(plan["adaptive"], sweep_id=sweep_id, gpus=gpus, runs=plan["runs"]), str(db))
+        ran[gpus] = sorted(r["num_ps"] for r in answer["runs"])
+        for run in answer["runs"]:
+            rate = TRUTH.images_per_sec(scaling_model.Config(run["gpus"], 1, run["num_ps"], run["variable_update"]))
+            epochs = epochs_needed(run["num_ps"])
+            _record(
+                db, sweep_id, run, rate, target_accuracy=0.9, max_epochs=30.0, eval_every_steps=50,
+                tta_status="converged", epochs_to_accuracy=epochs, time_to_accuracy=epochs * EPOCH_IMAGES / rate,
+            )  # fmt: skip
+        if answer["stopped"]:
+            break
+    return db, sweep_id, ran
+
+
+def test_rank_by_time_to_accuracy_keeps_the_ps_counts_first_to_the_target(tmp_path):
+    db, sweep_id, ran = _sweep_to_target(tmp_path)
+    truth = {p: TRUTH.images_per_sec(scaling_model.Config(8, 1, p, "parameter_server")) for p in range(1, 9)}
+    fastest_images = max(truth, key=truth.get)
+    first_to_target = min(truth, key=lambda p: epochs_needed(p) / truth[p])
+    assert first_to_target < fastest_images  # the made-up system's own answer: the two rankings differ
+    assert first_to_target in ran[8] and fastest_images not in ran[8]
+    steps = sweep_steps.read(db, sweep_id)
+    assert "parameter_server by predicted time to the target" in steps[3]["reason"]
+    # Ranked by images/sec, the same sweep keeps the fastest by images/sec instead.
+    _, _, by_images = _sweep(tmp_path / "images")
+    assert fastest_images in by_images[8]
+
+
+def test_rank_by_time_to_accuracy_stops_on_the_efficiency_of_the_time(tmp_path):
+    db, sweep_id, ran = _sweep_to_target(tmp_path, stop_below_efficiency="0.8")
+    (stop,) = [s for s in sweep_steps.read(db, sweep_id) if s["action"] == "stopped"]
+    assert "the fastest configuration to the target at" in stop["reason"] and "s to the target" in stop["reason"]
+    assert "against 1 GPU' time times its GPUs" in stop["reason"]
+    best = adaptive_sweep.best_by_count(store.runs(store.connect(db)), "time_to_accuracy")
+    low = min(best, key=lambda g: best[g] / g / best[1])
+    assert best[low] / low / best[1] < 0.8 and ran[8] == [] and stop["gpus"] == 8
+
+
+def test_rank_by_is_checked_by_the_plan(tmp_path):
+    request = dict(gpus="1,2", model="trivial", num_ps="auto", rank_by="time_to_accuracy")
+    with pytest.raises(PlanError, match="rank_by=time_to_accuracy ranks by the time to a target; give target_accuracy"):
+        build_plan(request, HOSTS)
+    with pytest.raises(PlanError, match="rank_by='speed' is unknown; choose from images_per_sec, time_to_accuracy"):
+        build_plan(dict(request, rank_by="speed"), HOSTS)
+    with pytest.raises(PlanError, match="rank_by=images_per_sec: it ranks the configurations that num_ps=auto keeps"):
+        build_plan(dict(gpus="1,2", model="trivial", num_ps="1", rank_by="images_per_sec"), HOSTS)
 
 
 def test_predicted_beside_measured_is_calibrated_on_the_smaller_counts_only(tmp_path):

@@ -170,6 +170,43 @@ def test_a_target_needs_evaluation_and_a_cap(digits, args, message):
         flags.parse(["--variable_update", "independent", "--data_dir", str(digits), *args], environ={})
 
 
+def mlperf_events(result, tmp_path):
+    """The run's MLPerf log as mlperf-logging's own parser reads it from a file: {key: [LogLine]},
+    and the time to train its result summarizer scores (run_stop - run_start), in seconds."""
+    from mlperf_logging.compliance_checker.mlp_parser import parse_file
+    from mlperf_logging.result_summarizer.result_summarizer import _query_mlperf_strong_scaling_score
+
+    log = tmp_path / "mlperf.log"
+    log.write_text("\n".join(result["mlperf_log"]) + "\n")
+    lines, failed = parse_file(str(log), ruleset="6.1.0")
+    assert lines and not failed, failed
+    events = collections.defaultdict(list)
+    for line in lines:
+        events[line.key].append(line)
+    return events, _query_mlperf_strong_scaling_score(lines) * 60
+
+
+def check_mlperf_log(result, tmp_path, status):
+    """Goal A4: the log parses, states what the run trained with, and times the run as the result does."""
+    events, seconds = mlperf_events(result, tmp_path)
+    accuracy = result["accuracy"]
+    config = result["config"]
+    assert [e.value["metadata"]["status"] for e in events["run_stop"]] == [status]
+    assert events["global_batch_size"][0].value["value"] == config["batch_size"] * result["num_workers"]
+    assert events["seed"][0].value["value"] == config["tf_random_seed"] == 1234
+    assert events["opt_name"][0].value["value"] == config["optimizer"]
+    assert events["train_samples"][0].value["value"] == 1433 and events["eval_samples"][0].value["value"] == 364
+    # One eval_accuracy per point of the curve, with its epoch; epochs start and stop in turn.
+    evals = events["eval_accuracy"]
+    assert [e.value["value"] for e in evals] == [p["top1"] for p in accuracy["curve"]]
+    assert [e.value["metadata"]["epoch_num"] for e in evals] == [p["epoch"] for p in accuracy["curve"]]
+    starts = [e.value["metadata"]["epoch_num"] for e in events["epoch_start"]]
+    assert starts == list(range(len(starts))) == [e.value["metadata"]["epoch_num"] for e in events["epoch_stop"]]
+    if status == "success":  # what the summarizer scores is the stored time to accuracy, within 1 ms
+        assert seconds == pytest.approx(accuracy["time_to_target"], abs=1e-3)
+    return events
+
+
 def check_converged(result, target=0.6):
     accuracy = result["accuracy"]
     assert accuracy["status"] == "converged" and accuracy["target_top1"] == target, accuracy["curve"]
@@ -182,12 +219,14 @@ def check_converged(result, target=0.6):
 
 
 @EVERY_MODE
-def test_time_to_accuracy_stops_every_worker_at_the_target(tasks, digits, mode, num_ps, extra):
+def test_time_to_accuracy_stops_every_worker_at_the_target(tasks, digits, tmp_path, mode, num_ps, extra):
     ps, workers = tasks.cluster(mode, num_ps, 2, extra=[*TARGET, "--data_dir", str(digits), *extra])
     for task in workers + ps:
         assert task.wait(RUN_TIMEOUT) == 0, f"{task.name}: {task.stderr[-3000:]}"
     chief = workers[0].result()
     accuracy = check_converged(chief)
+    check_mlperf_log(chief, tmp_path, "success")
+    assert ":::MLLOG " in workers[0].stderr and workers[1].result()["mlperf_log"] is None  # worker 0 logs
     cap = -(-8 * 1433 // (16 * 2)) - 2  # 8 epochs of 2 workers' 16 images, less the warm-up
     assert chief["measured_steps"] == accuracy["steps_to_target"] < cap
     assert "target top-1 0.6 reached after" in workers[0].stderr
@@ -203,7 +242,7 @@ def test_time_to_accuracy_stops_every_worker_at_the_target(tasks, digits, mode, 
         assert "stopping after step" in workers[1].stderr
 
 
-def test_a_target_not_reached_within_the_cap_is_not_converged(tasks, digits):
+def test_a_target_not_reached_within_the_cap_is_not_converged(tasks, digits, tmp_path):
     solo = tasks.start(
         "solo",
         ["--variable_update", "independent", *TARGET[:-4], "--data_dir", str(digits),
@@ -213,6 +252,60 @@ def test_a_target_not_reached_within_the_cap_is_not_converged(tasks, digits):
     result = solo.result()
     accuracy = result["accuracy"]
     assert result["status"] == "ok" and accuracy["status"] == "not_converged"
+    check_mlperf_log(result, tmp_path, "aborted")
     assert accuracy["time_to_target"] is None and accuracy["steps_to_target"] is None
     # Half an epoch of one worker's 16 images, less the warm-up: the cap, run to its end and evaluated there.
     assert result["measured_steps"] == -(-716 // 16) - 2 == accuracy["curve"][-1]["step"]
+
+
+# Linear scaling (Goyal et al.): 2 synchronous workers' update averages 32 images, twice one worker's
+# 16, so the rate doubles, reached over one epoch (1433 / 32 = 44.8 updates); an asynchronous worker's
+# update averages its own 16 images: no scaling, no warm-up.
+@pytest.mark.parametrize(
+    "mode, num_ps, extra, peak",
+    [
+        ("parameter_server", 1, [], 0.02),
+        ("parameter_server", 1, ["--cross_replica_sync=false"], 0.01),
+        ("collective_all_reduce", 0, [], 0.02),
+    ],
+    ids=["ps-sync", "ps-async", "collective_all_reduce"],
+)
+def test_linear_scaling_warms_the_rate_up_to_the_global_batchs(tasks, digits, tmp_path, mode, num_ps, extra, peak):
+    args = [*LEARN[:-2], "--eval_during_training_every_n_steps", "20", "--num_batches", "80", "--data_dir", str(digits)]
+    args += ["--lr_scaling", "linear", "--warmup_epochs", "1", *extra]
+    ps, workers = tasks.cluster(mode, num_ps, 2, extra=args)
+    for task in workers + ps:
+        assert task.wait(RUN_TIMEOUT) == 0, f"{task.name}: {task.stderr[-3000:]}"
+    chief = workers[0].result()
+    # The rate each evaluation read from the worker's graph (or its variable): rising to the peak, then there.
+    rates = [p["learning_rate"] for p in chief["accuracy"]["curve"]]
+    if peak == 0.01:
+        assert rates == [0.01] * 4
+        assert "learning rate" not in workers[0].stderr
+    else:
+        assert 0.01 < rates[0] < rates[1] < 0.02 and rates[2:] == pytest.approx([0.02, 0.02]), rates
+        # The first evaluation, after 2 warm-up and 20 measured updates (the sync chief's may lag one).
+        assert rates[0] == pytest.approx(0.01 * (1 + 22 / (1433 / 32)), abs=0.0003)
+        assert "learning rate 0.02 = 0.01 x 2 (32 images an update, --lr_scaling linear), reached over 1 epochs" in (
+            workers[0].stderr
+        )
+    assert chief["accuracy"]["top1"] > 0.5, chief["accuracy"]["curve"]
+    events, _ = mlperf_events(chief, tmp_path)
+    assert events["opt_base_learning_rate"][0].value["value"] == pytest.approx(peak)
+    assert events["opt_learning_rate_warmup_epochs"][0].value["value"] == 1
+    assert events["opt_learning_rate_scaling"][0].value["value"] == "linear"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--warmup_epochs", "2"], "--warmup_epochs 2: the warm-up rises from --learning_rate to the rate"),
+        (
+            ["--lr_scaling", "linear", "--warmup_epochs", "2"],
+            "--warmup_epochs 2: an epoch of synthetic data has no size",
+        ),
+    ],
+)
+def test_a_warm_up_needs_linear_scaling_and_an_epoch(args, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        flags.parse(["--variable_update", "independent", *args], environ={})

@@ -229,5 +229,9 @@ def test_a_loss_that_stops_being_finite_fails_the_run_as_diverged(tasks, mode, n
     assert result["reason"].startswith("diverged: the loss became "), result["reason"]
     assert re.search(r"became (nan|inf|-inf) at (warm-up )?step \d+;", result["reason"]), result["reason"]
     assert "dtfbench train: error: worker 0: diverged" in workers[0].stderr
+    # Its MLPerf log ends the run aborted, with the reason.
+    stop = json.loads(result["mlperf_log"][-1].split(" ", 1)[1])
+    assert (stop["key"], stop["metadata"]["status"]) == ("run_stop", "aborted")
+    assert stop["metadata"]["reason"] == result["reason"]
     for task in ps:  # the PS does not wait for a worker that is gone
         assert task.wait(RUN_TIMEOUT) is not None

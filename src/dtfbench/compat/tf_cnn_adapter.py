@@ -372,6 +372,7 @@ def build_result(
         # tf_cnn_benchmarks cannot evaluate held-out data in a cluster (docs/accuracy.md); its
         # training top-1/top-5, where it prints them, are not held-out accuracy.
         "accuracy": None,
+        "mlperf_log": None,  # their program writes none
         # The step header to the total line, as this adapter saw them come (docs/network.md).
         "measured_window": (
             {"start": parser.measured_start, "end": parser.measured_end, "clock": "epoch", "source": "step lines"}

@@ -17,6 +17,13 @@ this module, before each count, which of that count's planned runs to do:
   against the per-GPU rate of the sweep's smallest count, the 1-GPU rate when the sweep has
   one) and its gain per doubling of the GPUs over the count before it. Below either, the
   sweep stops: this count and every larger one are skipped.
+- ``rank_by=time_to_accuracy`` (a sweep with ``target_accuracy``): both rules rank by the time to
+  the target instead of images/sec. The best configuration at a count is the one with the
+  shortest time to accuracy (MLPerf's score of its repetitions); its efficiency is the smallest
+  count's time times its GPUs over this count's time times its GPUs. ``num_ps=auto`` ranks the PS
+  counts by their predicted time to the target: the epochs each needed at the counts below (a PS
+  count not measured there: the line through its variable update's measured ones), over the
+  model's images/sec; with no epochs measured yet, by images/sec, and the decision says so.
 
 Every decision is recorded in the store (``dtfbench.results.sweep_steps``) with its reason, the
 configurations kept and skipped, and the model's predictions, and printed.
@@ -27,7 +34,7 @@ Command (run-benchmark's count step; JSON request on stdin, JSON answer on stdou
 
 request: ``sweep_id``, ``gpus`` (the count about to run), ``runs`` (the plan's runs),
 ``num_ps_auto`` (bool), ``num_ps_auto_keep``, ``stop_below_efficiency``, ``min_doubling_gain``
-(null: off). answer: ``runs`` (this count's runs to do, not done yet), ``stopped`` (every group
+(null: off), ``rank_by`` (null: images_per_sec). answer: ``runs`` (this count's runs to do, not done yet), ``stopped`` (every group
 stopped), ``messages``.
 """
 
@@ -49,6 +56,7 @@ from . import scaling_model
 GROUP_KEYS = ("model", "batch_size", "image_size", "data", "workload", "devices_per_worker", "ps_on_worker_nodes")
 MODELLED_UPDATES = ("parameter_server", "distributed_replicated")
 DEFAULT_KEEP = 1
+IMAGES_PER_SEC, TIME_TO_ACCURACY = "images_per_sec", "time_to_accuracy"
 
 
 class AdaptiveError(ValueError):
@@ -61,6 +69,7 @@ class Settings:
     keep: int = DEFAULT_KEEP
     stop_below_efficiency: float | None = None
     min_doubling_gain: float | None = None
+    rank_by: str = IMAGES_PER_SEC
 
     @property
     def stops(self) -> bool:
@@ -72,6 +81,7 @@ def check_settings(
     stop_below_efficiency: Any = None,
     min_doubling_gain: Any = None,
     num_ps_auto: bool = False,
+    rank_by: Any = None,
 ) -> Settings:
     """One clear error per bad value (the plan calls this before anything starts)."""
 
@@ -102,11 +112,15 @@ def check_settings(
             f"num_ps_auto_keep={num_ps_auto_keep!r}: give a whole number >= 1 (the best PS counts "
             "kept at each GPU count, each with its neighbours), e.g. num_ps_auto_keep=1"
         )
+    rank = IMAGES_PER_SEC if rank_by in (None, "") else str(rank_by)
+    if rank not in (IMAGES_PER_SEC, TIME_TO_ACCURACY):
+        raise AdaptiveError(f"rank_by={rank_by!r}: give {IMAGES_PER_SEC} or {TIME_TO_ACCURACY}, or leave it out")
     return Settings(
         num_ps_auto,
         keep,
         number("stop_below_efficiency", stop_below_efficiency, 0.0, 1.0, "0.5"),
         number("min_doubling_gain", min_doubling_gain, 0.0, None, "0.1"),
+        rank,
     )
 
 
@@ -138,7 +152,8 @@ def narrowed_ps_counts(
 def stop_reason(best_by_count: Mapping[int, float], settings: Settings) -> str | None:
     """Why the sweep should not go past its largest measured count (None: go on).
 
-    `best_by_count`: the best measured images/sec at each count measured so far.
+    `best_by_count`: the best measured figure at each count measured so far, higher better: images/sec,
+    or with rank_by=time_to_accuracy the reciprocal of the shortest time to accuracy (targets a second).
     """
     counts = sorted(best_by_count)
     if len(counts) < 2 or not settings.stops:
@@ -146,18 +161,27 @@ def stop_reason(best_by_count: Mapping[int, float], settings: Settings) -> str |
     first, last, before = counts[0], counts[-1], counts[-2]
     rate = best_by_count[last]
     efficiency = rate / last / (best_by_count[first] / first)
-    against = "the 1-GPU rate" if first == 1 else f"the per-GPU rate at {first} GPUs, the sweep's smallest count"
+    by_time = settings.rank_by == TIME_TO_ACCURACY
+
+    def shown(value: float) -> str:
+        return f"{1.0 / value:.1f} s to the target" if by_time else f"{value:.1f} images/sec"
+
+    if by_time:
+        against = f"{first} GPU{'s' if first > 1 else ''}' time times its GPUs"
+    else:
+        against = "the 1-GPU rate" if first == 1 else f"the per-GPU rate at {first} GPUs, the sweep's smallest count"
+    best = "the fastest configuration to the target" if by_time else "the best configuration"
     if settings.stop_below_efficiency is not None and efficiency < settings.stop_below_efficiency:
         return (
-            f"the best configuration at {last} GPUs measured {rate:.1f} images/sec, {efficiency:.0%} "
+            f"{best} at {last} GPUs measured {shown(rate)}, {efficiency:.0%} "
             f"efficiency (against {against}), below stop_below_efficiency={settings.stop_below_efficiency:g}"
         )
     if settings.min_doubling_gain is not None:
         gain = (rate / best_by_count[before]) ** (1.0 / math.log2(last / before)) - 1.0
         if gain < settings.min_doubling_gain:
             return (
-                f"from {before} to {last} GPUs the best configuration went from {best_by_count[before]:.1f} to "
-                f"{rate:.1f} images/sec, {gain:+.0%} per doubling of the GPUs, below "
+                f"from {before} to {last} GPUs {best} went from {shown(best_by_count[before])} to "
+                f"{shown(rate)}, {gain:+.0%} per doubling of the GPUs, below "
                 f"min_doubling_gain={settings.min_doubling_gain:g}"
             )
     return None
@@ -218,13 +242,46 @@ def observations_of(rows: Sequence[Mapping[str, Any]]):
     return scaling_model.observations_from_rows(summaries)
 
 
-def best_by_count(rows: Iterable[Mapping[str, Any]]) -> dict[int, float]:
-    """The best configuration's mean images/sec at each GPU count (ok runs only)."""
+def best_by_count(rows: Iterable[Mapping[str, Any]], rank_by: str = IMAGES_PER_SEC) -> dict[int, float]:
+    """The best configuration's figure at each GPU count (ok runs only), higher better: its mean
+    images/sec, or 1 / its time to accuracy (MLPerf's score: a configuration that did not
+    converge has none, and a count where none did is not judged)."""
     best: dict[int, float] = {}
     for s in stats.summarise([r for r in rows if r.get("status") == "ok"]):
-        if s["status"] == "ok" and s.get("images_per_sec") is not None:
-            best[int(s["gpus"])] = max(best.get(int(s["gpus"]), 0.0), float(s["images_per_sec"]))
+        if s["status"] != "ok":
+            continue
+        if rank_by == TIME_TO_ACCURACY:
+            value = 1.0 / float(s["time_to_accuracy"]) if s.get("time_to_accuracy") else None
+        else:
+            value = float(s["images_per_sec"]) if s.get("images_per_sec") is not None else None
+        if value is not None:
+            best[int(s["gpus"])] = max(best.get(int(s["gpus"]), 0.0), value)
     return best
+
+
+def epochs_to_target(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, float]]:
+    """The mean epochs to the target of converged runs: {variable_update: {num_ps: epochs}}."""
+    seen: dict[str, dict[int, list[float]]] = {}
+    for r in rows:
+        if r.get("status") == "ok" and r.get("tta_status") == "converged" and r.get("epochs_to_accuracy"):
+            seen.setdefault(r["variable_update"], {}).setdefault(int(r["num_ps"]), []).append(
+                float(r["epochs_to_accuracy"])
+            )
+    return {update: {p: sum(v) / len(v) for p, v in counts.items()} for update, counts in seen.items()}
+
+
+def epochs_at(measured: Mapping[int, float], num_ps: int) -> float:
+    """The epochs to the target at `num_ps`: measured, else on the least-squares line through the
+    measured PS counts (more PSs, staler updates: the epochs move with them), never below the
+    fewest measured; the one measured value where there is one."""
+    if num_ps in measured:
+        return measured[num_ps]
+    if len(measured) < 2:
+        return next(iter(measured.values()))
+    import numpy
+
+    slope, intercept = numpy.polyfit(list(measured), list(measured.values()), 1)
+    return max(min(measured.values()), float(intercept + slope * num_ps))
 
 
 def planned_config(fit, run: Mapping[str, Any], num_ps: int | None = None):
@@ -278,7 +335,7 @@ def decide(
 
     # A resumed sweep does not judge again a count it has started (some of its runs are done).
     started = any(r.get("done") for r in here)
-    why = stop_reason(best_by_count(ok_below), settings) if settings.stops and not started else None
+    why = stop_reason(best_by_count(ok_below, settings.rank_by), settings) if settings.stops and not started else None
     if why:
         later = sorted({int(r["gpus"]) for r in planned if int(r["gpus"]) >= gpus})
         decision.update(
@@ -327,6 +384,8 @@ def decide(
         )
         return decision
     kept, skipped, predicted = [], [], {}
+    epochs = epochs_to_target(ok_below) if settings.rank_by == TIME_TO_ACCURACY else {}
+    ranked_by = []
     for update in sorted({r["variable_update"] for r in here}):
         runs = [r for r in here if r["variable_update"] == update]
         counts = sorted({int(r["num_ps"]) for r in runs})
@@ -336,7 +395,14 @@ def decide(
         first = {int(r["num_ps"]): r for r in runs}
         rates = {p: fit.images_per_sec(planned_config(fit, first[p])) for p in counts}
         moved = {p: scaling_model.node_bytes(planned_config(fit, first[p]), fit.variables) for p in counts}
-        chosen = narrowed_ps_counts(counts, rates, settings.keep, moved)
+        ranks = rates
+        if update in epochs:
+            # The predicted time to the target, inverted (higher better): images/sec over the epochs it needs.
+            ranks = {p: rates[p] / epochs_at(epochs[update], p) for p in counts}
+            ranked_by.append(f"{update} by predicted time to the target")
+        elif settings.rank_by == TIME_TO_ACCURACY:
+            ranked_by.append(f"{update} by images/sec (no run below {gpus} GPUs reached the target yet)")
+        chosen = narrowed_ps_counts(counts, ranks, settings.keep, moved)
         kept += [(update, p) for p in chosen]
         skipped += [(update, p) for p in counts if p not in chosen]
         predicted.update({f"{update}/{p}": rates[p] for p in counts})
@@ -347,7 +413,9 @@ def decide(
             f"{gpus} GPUs: {len(kept)} of {len(configs)} configurations (num_ps=auto: the model fitted to "
             f"the sweep's runs below {gpus} GPUs ranks "
             + "; ".join(f"{u} {', '.join(str(p) for v, p in kept if v == u)} PS" for u in sorted({u for u, _ in kept}))
-            + " best, with neighbours)"
+            + " best, with neighbours"
+            + (f"; {'; '.join(ranked_by)}" if ranked_by else "")
+            + ")"
         ),
         run_ids=[r["run_id"] for r in here if (r["variable_update"], int(r["num_ps"])) in keep_set],
         kept=sorted(kept),
@@ -371,6 +439,7 @@ def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:
         request.get("stop_below_efficiency"),
         request.get("min_doubling_gain"),
         bool(request.get("num_ps_auto")),
+        request.get("rank_by"),
     )
     try:
         sweep_id, gpus, planned = str(request["sweep_id"]), int(request["gpus"]), list(request["runs"])

@@ -32,7 +32,20 @@ TIMEOUTS = ("step_timeout", "startup_timeout", "ready_timeout", "run_timeout")
 SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # What accuracy depends on and how it is measured: each counts in a run's id (and the sweep's
 # configuration) only when set, so that the ids of runs without them stay as they were.
-ACCURACY_KEYS = ("eval_every_steps", "target_accuracy", "max_epochs", "optimizer", "learning_rate", "sync")
+ACCURACY_KEYS = (
+    "eval_every_steps",
+    "target_accuracy",
+    "max_epochs",
+    "optimizer",
+    "learning_rate",
+    "sync",
+    "lr_scaling",
+    "warmup_epochs",
+)
+# How the learning rate follows the global batch (dtfbench.workload.learning_rate).
+LR_SCALINGS = ("none", "linear")
+# What an adaptive sweep ranks configurations by (dtfbench.forecast.adaptive); images/sec unless given.
+RANK_BY = ("images_per_sec", "time_to_accuracy")
 # What defines a run: a resumed sweep skips a run only if this same run was recorded ok.
 RUN_KEYS = (
     "gpus",
@@ -238,7 +251,16 @@ def _adaptive(request: Mapping[str, Any], num_ps: list[Any], gpus: list[int]) ->
         "num_ps_auto_keep": None,
         "stop_below_efficiency": number("stop_below_efficiency", 1.0, "0.5"),
         "min_doubling_gain": number("min_doubling_gain", None, "0.1"),
+        "rank_by": None,
     }
+    rank = request.get("rank_by")
+    if rank not in (None, ""):
+        (settings["rank_by"],) = _choices("rank_by", [rank], RANK_BY)
+        if not _is_adaptive(settings):
+            raise PlanError(
+                f"rank_by={rank}: it ranks the configurations that num_ps=auto keeps and stop_below_efficiency or "
+                "min_doubling_gain judge; give one of them, or leave rank_by out"
+            )
     keep = request.get("num_ps_auto_keep")
     if keep not in (None, ""):
         if not auto:
@@ -287,11 +309,9 @@ def _off(value: Any) -> bool:
 
 
 def _accuracy_settings(request: Mapping[str, Any], workload: workloads.Workload, data: list[str]) -> dict[str, Any]:
-    """eval_every_steps, target_accuracy and max_epochs, optimizer and learning_rate, checked; only
-    those set (docs/accuracy.md)."""
+    """eval_every_steps, target_accuracy and max_epochs, checked; only those set (docs/accuracy.md)."""
     every = _eval_every(request, workload, data)
     settings: dict[str, Any] = {"eval_every_steps": every} if every else {}
-    settings.update(_optimizer_settings(request, workload))
     target, epochs = request.get("target_accuracy"), request.get("max_epochs")
     if _off(target):
         if not _off(epochs):
@@ -326,24 +346,60 @@ def _above_zero(name: str, value: Any, what: str, example: str) -> float:
     return number
 
 
-def _optimizer_settings(request: Mapping[str, Any], workload: workloads.Workload) -> dict[str, Any]:
-    """optimizer and learning_rate, where given: what the workload trains with (its defaults otherwise)."""
-    settings: dict[str, Any] = {}
-    optimizer, rate = request.get("optimizer"), request.get("learning_rate")
-    optimizer = None if optimizer in (None, "") else optimizer
-    rate = None if rate in (None, "") else rate  # 0 is a value, refused below
+TRAINING_AXES = ("optimizer", "learning_rate", "lr_scaling")
+
+
+def _training_settings(
+    request: Mapping[str, Any], workload: workloads.Workload, data: list[str], notes: list[str]
+) -> tuple[dict[str, list[Any]], dict[str, Any]]:
+    """What the workload trains with, where given (its defaults otherwise): the axes optimizer,
+    learning_rate and lr_scaling (lists: each value its own runs), and warmup_epochs (one value).
+    Returns ({axis: values given}, {warmup_epochs: value} or {})."""
+    given = {name: as_list(name, request.get(name)) for name in TRAINING_AXES}
+    warmup = request.get("warmup_epochs")
+    warmup = None if _off(warmup) else warmup
     choices = workload.capabilities.optimizers
-    for name, value in (("optimizer", optimizer), ("learning_rate", rate)):
-        if value is not None and not choices:
+    for name, values in [*given.items(), ("warmup_epochs", [warmup] if warmup is not None else [])]:
+        if values and not choices:
             raise PlanError(
-                f"{name}={value}: workload={workload.label} takes no optimizer settings from the plan; use workload=ours, "
-                "or leave it out"
+                f"{name}={','.join(map(str, values))}: workload={workload.label} takes no optimizer settings from the "
+                "plan; use workload=ours, or leave it out"
             )
-    if optimizer is not None:
-        (settings["optimizer"],) = _choices("optimizer", [optimizer], choices)
-    if rate is not None:
-        settings["learning_rate"] = _above_zero("learning_rate", rate, "a number", "0.01")
-    return settings
+    axes: dict[str, list[Any]] = {}
+    if given["optimizer"]:
+        axes["optimizer"] = _fold("optimizer", _choices("optimizer", given["optimizer"], choices), notes)
+    if given["learning_rate"]:
+        rates = [_above_zero("learning_rate", v, "a number", "0.01") for v in given["learning_rate"]]
+        axes["learning_rate"] = _fold("learning_rate", rates, notes)
+    if given["lr_scaling"]:
+        axes["lr_scaling"] = _fold("lr_scaling", _choices("lr_scaling", given["lr_scaling"], LR_SCALINGS), notes)
+    if warmup is None:
+        return axes, {}
+    epochs = _above_zero("warmup_epochs", warmup, "a number of epochs", "5")
+    if "linear" not in axes.get("lr_scaling", []):
+        raise PlanError(
+            f"warmup_epochs={warmup}: the warm-up rises from learning_rate to the rate lr_scaling=linear scales it "
+            "to; add lr_scaling=linear, or leave warmup_epochs out"
+        )
+    if "synthetic" in data:
+        raise PlanError(
+            f"warmup_epochs={warmup} counts epochs of data_dir's training images, and synthetic data has none; "
+            "set data=real (with data_dir), or leave warmup_epochs out"
+        )
+    return axes, {"warmup_epochs": epochs}
+
+
+def _trainings(axes: Mapping[str, list[Any]], warmup: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of the training axes given, as the keys a run gets ([{}]: none given).
+    The warm-up goes with lr_scaling=linear only (with none there is nothing to rise to)."""
+    names = list(axes)
+    out = []
+    for values in itertools.product(*(axes[name] for name in names)):
+        setting = dict(zip(names, values))
+        if setting.get("lr_scaling") == "linear":
+            setting.update(warmup)
+        out.append(setting)
+    return out
 
 
 def _fraction(name: str, value: Any) -> float:
@@ -487,6 +543,13 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             "(up to 64, starting with a letter or digit)"
         )
     accuracy = _accuracy_settings(request, workload, data)
+    if adaptive["rank_by"] == "time_to_accuracy" and not accuracy.get("target_accuracy"):
+        raise PlanError(
+            "rank_by=time_to_accuracy ranks by the time to a target; give target_accuracy (with eval_every_steps "
+            "and max_epochs), or rank_by=images_per_sec"
+        )
+    training_axes, warmup = _training_settings(request, workload, data, notes)
+    trainings = _trainings(training_axes, warmup)
     if "real" in data and not request.get("data_dir"):
         raise PlanError(
             "data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
@@ -545,8 +608,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                 ):
                     continue
                 raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
-            for sync, repetition in itertools.product(
-                syncs if update != ALL_REDUCE else [None], range(1, repetitions + 1)
+            for sync, training, repetition in itertools.product(
+                syncs if update != ALL_REDUCE else [None], trainings, range(1, repetitions + 1)
             ):
                 run = {
                     "gpus": n_gpus,
@@ -566,6 +629,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     "workload": workload.label,
                 }
                 run.update(accuracy)
+                run.update(training)
                 if sync is not None:
                     run["sync"] = sync
                 # The command line the launcher runs (the workload's contract): the roles run it as it is.
@@ -598,6 +662,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         ps_on_worker_nodes=ps_on_worker_nodes,
         workload=workload.label,
         **accuracy,
+        **training_axes,
+        **warmup,
         **({"sync": [s for s in syncs if s is not None]} if syncs != [None] else {}),
         **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
     )
@@ -647,6 +713,7 @@ ARGUMENT_SPEC = dict(
     num_ps_auto_keep=dict(type="raw"),
     stop_below_efficiency=dict(type="raw"),
     min_doubling_gain=dict(type="raw"),
+    rank_by=dict(type="raw"),
     image_size=dict(type="int", default=0),
     data=dict(type="raw", default="synthetic"),
     data_dir=dict(type="str"),
@@ -665,6 +732,8 @@ ARGUMENT_SPEC = dict(
     max_epochs=dict(type="raw"),
     optimizer=dict(type="raw"),
     learning_rate=dict(type="raw"),
+    lr_scaling=dict(type="raw"),
+    warmup_epochs=dict(type="raw"),
     sync=dict(type="raw"),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
     submit=dict(type="bool", default=True),

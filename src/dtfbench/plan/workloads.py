@@ -432,6 +432,10 @@ class Ours(Workload):
             args += ["--optimizer", run["optimizer"]]
         if run.get("learning_rate"):
             args += ["--learning_rate", f"{run['learning_rate']:g}"]
+        if run.get("lr_scaling"):
+            args += ["--lr_scaling", run["lr_scaling"]]
+        if run.get("warmup_epochs"):
+            args += ["--warmup_epochs", f"{run['warmup_epochs']:g}"]
         if run.get("target_accuracy"):
             args += [
                 "--stop_at_top_1_accuracy",

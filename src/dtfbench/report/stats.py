@@ -66,6 +66,8 @@ CONFIG_KEYS = (
     "max_epochs",
     "optimizer",
     "learning_rate",
+    "lr_scaling",
+    "warmup_epochs",
     "sync",
 )
 # A configuration's held-out accuracy (eval_every_steps): mean top-1, its range, mean top-5, runs that measured it.

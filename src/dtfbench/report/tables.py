@@ -118,7 +118,16 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
 
 # Configuration keys a plan sets only when asked (dtfbench.plan.sweep.ACCURACY_KEYS): a column each in
 # the tables where some configuration has one, so that rows that differ only there can be told apart.
-SETTING_COLUMNS = ("sync", "optimizer", "learning_rate", "eval_every_steps", "target_accuracy", "max_epochs")
+SETTING_COLUMNS = (
+    "sync",
+    "optimizer",
+    "learning_rate",
+    "lr_scaling",
+    "warmup_epochs",
+    "eval_every_steps",
+    "target_accuracy",
+    "max_epochs",
+)
 
 
 def _setting(key: str, value: Any) -> str:

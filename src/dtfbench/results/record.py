@@ -151,6 +151,8 @@ def _accuracy(run: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) 
         "max_epochs": run.get("max_epochs"),
         "optimizer": run.get("optimizer"),
         "learning_rate": run.get("learning_rate"),
+        "lr_scaling": run.get("lr_scaling"),
+        "warmup_epochs": run.get("warmup_epochs"),
         "sync": run.get("sync"),
         "tta_status": accuracy.get("status"),
         "time_to_accuracy": accuracy.get("time_to_target"),

@@ -143,6 +143,7 @@ def build_result(
     environment=None,
     measured_window=None,
     accuracy=None,
+    mlperf_log=None,
 ):
     """The result dict of docs/design.md (schema 1) plus ``samples``, ``reason``, ``final_loss``.
 
@@ -159,6 +160,7 @@ def build_result(
     host's clock): the span over which every host's NIC bytes are taken (docs/network.md).
     accuracy is the held-out evaluation where this worker evaluated (dtfbench.workload.evaluation:
     top1, top5, examples, step, eval_seconds, curve), None otherwise.
+    mlperf_log is worker 0's ``:::MLLOG`` lines (dtfbench.workload.mlperf_log), None on the others.
     """
     measured = len(step_times)
     rate = None
@@ -192,6 +194,7 @@ def build_result(
         "gpu_utilization": gpu_utilization,
         "environment": environment,
         "accuracy": accuracy,
+        "mlperf_log": mlperf_log,
         "measured_window": (
             {"start": measured_window[0], "end": measured_window[1], "clock": "epoch"} if measured_window else None
         ),

@@ -17,7 +17,7 @@ import os
 import time
 
 from . import benchmark_output as out
-from . import data, evaluation
+from . import data, evaluation, learning_rate
 from .cnn_models import build_network, weight_decay_loss
 from .errors import RunFailure
 from .flags import tfrecord_files
@@ -143,10 +143,15 @@ def run(tf, config, cluster, report, watchdog):
     replicas = strategy.num_replicas_in_sync
     global_batch = config.batch_size * replicas
 
+    schedule = learning_rate.Schedule(config, cluster.num_workers)
+    tf.random.set_seed(config.tf_random_seed)  # the same initial variables on every worker, run after run
     with strategy.scope():
         network = network_template(tf, config)
         variables = build_variables(tf, config, network)
-        optimizer = make_optimizer(tf, config)
+        # A warm-up's rate changes with the steps: a variable the loop sets before each one (the
+        # same on every worker: the same steps).
+        rate = tf.Variable(schedule.base, trainable=False, name="learning_rate") if schedule.warms_up else None
+        optimizer = make_optimizer(tf, config, rate if rate is not None else schedule.peak)
     params = [v for v in variables if v.trainable]
     # What the ring reduces a step (the planner's variable bytes; no PS reports them here).
     report.variable_bytes = sum(v.shape.num_elements() * v.dtype.size for v in params)
@@ -174,21 +179,34 @@ def run(tf, config, cluster, report, watchdog):
         report.emit(line)
     report.wall_time["session_ready"] = time.monotonic() - started
 
+    updates = []  # the steps run so far (each one update)
+
     def step(what):
         watchdog.arm(watchdog_bound(config.step_timeout), what)
         try:
+            if rate is not None:
+                rate.assign(schedule.rate(len(updates)))
+            updates.append(None)
             return float(train_step(next_batch()))  # float() waits for the step to finish
         except (tf.errors.OpError, StopIteration) as exc:
             raise RunFailure(describe_tf_error(exc, cluster, what)) from None
 
     evaluate = _evaluator(tf, config, cluster, report, watchdog, network)
     stop = None
+    examples_per_epoch = None
+    if config.stop_at_top_1_accuracy or schedule.warms_up:
+        files = tfrecord_files(config.data_dir)
+        examples_per_epoch = evaluation.epoch_size(config, lambda: evaluation.record_count(tf, files))
+    report.examples_per_epoch, report.schedule = examples_per_epoch, schedule
+    if schedule.warms_up:
+        schedule.set_epoch(examples_per_epoch)
+    if report.evaluations is not None:
+        report.evaluations.rate = (lambda: float(rate.numpy())) if rate is not None else (lambda: schedule.peak)
+    if schedule.line():
+        report.log(schedule.line())
     if config.stop_at_top_1_accuracy:
         # Every worker evaluates the same variables at the same steps, so each stops at the same one.
-        files = tfrecord_files(config.data_dir)
-        report.set_epochs(
-            evaluation.epoch_size(config, lambda: evaluation.record_count(tf, files)), cluster.num_workers
-        )
+        report.set_epochs(examples_per_epoch, cluster.num_workers)
 
         def stop():
             return report.evaluations.reached

@@ -124,6 +124,7 @@ class Evaluations:
         self.curve = []
         self.seconds = 0.0
         self.started = None
+        self.rate = None  # () -> the learning rate the next update applies (the worker's)
 
     @property
     def enabled(self):
@@ -136,23 +137,27 @@ class Evaluations:
     def due(self, step):
         return self.enabled and (step % self.every == 0 or step == self.last_step)
 
-    def start(self):
+    def start(self, now=None):
         """The clock of the curve and of time to accuracy: the first training step's start (the
-        warm-up steps train too)."""
-        self.started = time.monotonic()
+        warm-up steps train too), a time.monotonic() reading."""
+        self.started = time.monotonic() if now is None else now
 
-    def record(self, step, top1_hits, topk_hits, examples, seconds):
+    def record(self, step, top1_hits, topk_hits, examples, seconds, loss=None, now=None):
+        """One evaluation's point; `now`: when it ended (time.monotonic(), the time to accuracy's end)."""
+        now = time.monotonic() if now is None else now
         self.seconds += seconds
         images = (self.warmup + step) * self.images_per_step
         point = {
             "step": step,
             "images": images,
             "epoch": images / self.examples_per_epoch if self.examples_per_epoch else None,
-            "wall_seconds": time.monotonic() - self.started if self.started is not None else None,
+            "wall_seconds": now - self.started if self.started is not None else None,
             "top1": top1_hits / examples if examples else None,
             "top5": topk_hits / examples if examples else None,
             "examples": examples,
             "eval_seconds": seconds,
+            "loss": loss,  # the training loss of the step just before
+            "learning_rate": self.rate() if self.rate is not None else None,
         }
         self.curve.append(point)
         if self.target and self.reached_at is None and point["top1"] is not None and point["top1"] >= self.target:
@@ -224,7 +229,7 @@ def record_count(tf, files):
 
 
 def epoch_size(config, count):
-    """An epoch's training images for a time-to-accuracy run: --num_examples_per_epoch, ImageNet's
+    """An epoch's training images (time to accuracy, a warm-up): --num_examples_per_epoch, ImageNet's
     count, or `count()` of a small training split; RunFailure naming the flag otherwise."""
     files = tfrecord_files(config.data_dir)
     known = epoch_examples(files, config.num_examples_per_epoch)
@@ -232,7 +237,7 @@ def epoch_size(config, count):
         return known
     if sum(os.path.getsize(f) for f in files) > COUNT_TRAIN_BYTES:
         raise RunFailure(
-            f"--num_epochs {config.num_epochs:g}: the training images of --data_dir {config.data_dir} are too many to "
+            f"an epoch's size (for --num_epochs or --warmup_epochs): the training images of --data_dir {config.data_dir} are too many to "
             f"count at every start ({len(files)} train-* shards, over {COUNT_TRAIN_BYTES >> 20} MB); give "
             "--num_examples_per_epoch"
         )

@@ -88,6 +88,18 @@ def build_parser():
     add("--learning_rate", type=float, default=0.005)
     add("--momentum", type=float, default=0.9, help="momentum of --optimizer momentum")
     add(
+        "--lr_scaling",
+        default="none",
+        choices=("none", "linear"),
+        help="linear: --learning_rate times the images an update averages over --batch_size (Goyal et al.)",
+    )
+    add(
+        "--warmup_epochs",
+        type=float,
+        default=0.0,
+        help="with --lr_scaling linear: rise from --learning_rate to the scaled rate over this many epochs",
+    )
+    add(
         "--weight_decay",
         type=float,
         default=4e-5,
@@ -118,6 +130,12 @@ def build_parser():
         type=int,
         default=0,
         help="training images an epoch (0: counted in train-* up to 256 MB of shards; ImageNet's 1,281,167 in its 1024)",
+    )
+    add(
+        "--tf_random_seed",
+        type=int,
+        default=1234,
+        help="the graph's seed: initial variables and shuffles repeat from run to run (tf_cnn_benchmarks')",
     )
     add("--num_intra_threads", type=int, default=0, help="intra-op threads (0: TF chooses)")
     add("--num_inter_threads", type=int, default=0, help="inter-op threads (0: TF chooses)")
@@ -173,6 +191,8 @@ class Config:
     optimizer: str
     learning_rate: float
     momentum: float
+    lr_scaling: str
+    warmup_epochs: float
     weight_decay: float
     num_warmup_batches: int
     num_batches: int
@@ -182,6 +202,7 @@ class Config:
     stop_at_top_1_accuracy: float
     num_epochs: float
     num_examples_per_epoch: int
+    tf_random_seed: int
     num_intra_threads: int
     num_inter_threads: int
     result_file: str
@@ -213,6 +234,7 @@ def parse(argv=None, environ=None):
     if args.eval_during_training_every_n_steps:
         check_eval_data(args.data_dir)
     _check_target(args)
+    _check_warmup(args)
     device = args.device
     if device == "auto" and cluster.job_name != "ps" and environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
         device = "cpu"  # known without TF: the launcher hid every GPU from this process
@@ -258,6 +280,7 @@ def _check_numbers(args):
         "--num_eval_batches": args.num_eval_batches,
         "--num_epochs": args.num_epochs,
         "--num_examples_per_epoch": args.num_examples_per_epoch,
+        "--warmup_epochs": args.warmup_epochs,
     }
     for flag, value in non_negative.items():
         if value < 0:
@@ -351,6 +374,22 @@ def _check_target(args):
         raise UsageError(
             f"--stop_at_top_1_accuracy {target:g}: give --num_epochs, the most epochs to train before the run "
             "gives up (not converged)"
+        )
+
+
+def _check_warmup(args):
+    """A warm-up ramps towards the scaled rate, and counts its length in epochs of the training set."""
+    if not args.warmup_epochs:
+        return
+    if args.lr_scaling != "linear":
+        raise UsageError(
+            f"--warmup_epochs {args.warmup_epochs:g}: the warm-up rises from --learning_rate to the rate "
+            "--lr_scaling linear scales it to; give --lr_scaling linear, or leave --warmup_epochs out"
+        )
+    if not args.data_dir and not args.num_examples_per_epoch:
+        raise UsageError(
+            f"--warmup_epochs {args.warmup_epochs:g}: an epoch of synthetic data has no size; give "
+            "--num_examples_per_epoch, or --data_dir with the train-* shards"
         )
 
 

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import benchmark_output as out
-from . import data, evaluation, variable_update
+from . import data, evaluation, learning_rate, variable_update
 from .cnn_models import build_network
 from .coordination import Coordination, ps_cpu, wait_for_count
 from .errors import RunFailure
@@ -40,7 +40,11 @@ class WorkerGraph:
     coordination: object = None
     ps_bytes: list = field(default_factory=list)
     evaluation: object = None  # EvalOps where this worker evaluates
-    train_count: object = None  # time to accuracy: the training split's records, where they are counted
+    train_count: object = None  # an epoch's size (time to accuracy, warm-up): the training split's records
+    schedule: object = None  # dtfbench.workload.learning_rate.Schedule
+    # Its warm-up's length in updates: a variable, set (op, value placeholder) once the epoch's size is known.
+    warmup_set: tuple = None
+    rate: object = None  # the learning rate the next update applies (a tensor during a warm-up, else a number)
 
 
 @dataclass
@@ -149,17 +153,31 @@ def _variable_bytes(variable):
 def build_worker_graph(tf, config, cluster):
     graph = tf.Graph()
     with graph.as_default():
+        # Every op's seed derives from it (the initial variables, the shuffles): a run repeats.
+        tf.compat.v1.set_random_seed(config.tf_random_seed)
         devices = tower_devices(config, cluster)
         cpu_device = f"{task_prefix(cluster)}/device:CPU:0"
         towers_inputs, input_initializers = _tower_inputs(tf, config, cluster, devices, cpu_device)
         coordination = None
+        schedule = learning_rate.Schedule(config, cluster.num_workers)
+        warmup_updates = warmup_set = None
+        if schedule.warms_up:
+            with tf.device(cpu_device):
+                warmup_updates = tf.compat.v1.Variable(
+                    1.0, trainable=False, name="warmup_updates", collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES]
+                )
+                value = tf.compat.v1.placeholder(tf.float32, [], name="warmup_updates_value")
+                warmup_set = (warmup_updates.assign(value), value)
         if config.variable_update == "independent":
             with tf.device(cpu_device):
                 global_step = tf.compat.v1.train.get_or_create_global_step()
-            train = variable_update.build_independent(tf, config, towers_inputs, global_step)
+                rate = schedule.tensor(tf, global_step, warmup_updates)
+            train = variable_update.build_independent(tf, config, towers_inputs, global_step, rate)
         else:
             with tf.device(ps_cpu(0)):
                 global_step = tf.compat.v1.train.get_or_create_global_step()
+            with tf.device(cpu_device):
+                rate = schedule.tensor(tf, global_step, warmup_updates)
             coordination = Coordination(
                 tf,
                 cluster.num_ps,
@@ -180,7 +198,7 @@ def build_worker_graph(tf, config, cluster):
 
             if config.variable_update == "parameter_server":
                 train = variable_update.build_parameter_server(
-                    tf, config, setter, towers_inputs, global_step, cluster.num_workers
+                    tf, config, setter, towers_inputs, global_step, cluster.num_workers, rate
                 )
             else:
                 train = variable_update.build_distributed_replicated(
@@ -191,6 +209,7 @@ def build_worker_graph(tf, config, cluster):
                     global_step,
                     cluster.num_workers,
                     local_parameter_device(config, cluster),
+                    rate,
                 )
 
         everything = {id(v): v for v in tf.compat.v1.global_variables() + tf.compat.v1.local_variables()}
@@ -215,12 +234,25 @@ def build_worker_graph(tf, config, cluster):
         evaluates = config.eval_during_training_every_n_steps and (cluster.is_chief or not cluster.is_distributed)
         eval_ops = _eval_ops(tf, config, cpu_device, devices[0]) if evaluates else None
         train_count = None
-        if config.stop_at_top_1_accuracy:
+        if (config.stop_at_top_1_accuracy or schedule.warms_up) and config.data_dir:
             with tf.device(cpu_device):
                 train_count = evaluation.record_count(tf, tfrecord_files(config.data_dir))
         graph.finalize()  # no op may be added by accident inside the step loop
     return WorkerGraph(
-        graph, train, devices, shared, local_init_op, init_op, ready_op, coordination, ps_bytes, eval_ops, train_count
+        graph,
+        train,
+        devices,
+        shared,
+        local_init_op,
+        init_op,
+        ready_op,
+        coordination,
+        ps_bytes,
+        eval_ops,
+        train_count,
+        schedule,
+        warmup_set,
+        rate,
     )
 
 
@@ -344,18 +376,29 @@ class GraphWorker:
         evaluate = stop = None
         if built.evaluation is not None:
             report.evaluations = evaluation.Evaluations(self.config, report.images_per_step, self.cluster.num_workers)
+            if built.schedule.warms_up:
+                report.evaluations.rate = lambda: float(self._run(sess, built.rate, "reading the learning rate"))
+            else:
+                report.evaluations.rate = lambda: built.schedule.peak
 
             def evaluate(what):
                 return self._evaluate(sess, built.evaluation, what)
 
         fetches = [built.train.train_op, built.train.loss]
-        if self.config.stop_at_top_1_accuracy:
-            report.set_epochs(
-                evaluation.epoch_size(
-                    self.config, lambda: self._run(sess, built.train_count, "counting the training images")
-                ),
-                self.cluster.num_workers,
+        examples_per_epoch = None
+        if self.config.stop_at_top_1_accuracy or built.schedule.warms_up:
+            examples_per_epoch = evaluation.epoch_size(
+                self.config, lambda: self._run(sess, built.train_count, "counting the training images")
             )
+        report.examples_per_epoch, report.schedule = examples_per_epoch, built.schedule
+        if built.schedule.warms_up:
+            built.schedule.set_epoch(examples_per_epoch)
+            op, value = built.warmup_set
+            sess.run(op, {value: built.schedule.warmup_updates}, options=self.step_options)
+        if built.schedule.line():
+            report.log(built.schedule.line())
+        if self.config.stop_at_top_1_accuracy:
+            report.set_epochs(examples_per_epoch, self.cluster.num_workers)
             flag = []  # the stop flag as the last step read it (PS modes)
             if coordination is not None:
                 fetches.append(coordination.read_stop)

@@ -51,6 +51,15 @@ class RunReport:
         self.gpu_utilization = None
         self.environment = None  # dtfbench.compat.environment's document of this node
         self.evaluations = None  # dtfbench.workload.evaluation.Evaluations where this worker evaluates
+        # An epoch's training images, where known (time to accuracy, a learning-rate warm-up).
+        self.examples_per_epoch = None
+        self.schedule = None  # dtfbench.workload.learning_rate.Schedule, set by the worker
+        self.created = time.monotonic()
+        self.mlperf = None  # worker 0's MLPerf log (dtfbench.workload.mlperf_log.RunLog)
+        if self.is_worker and cluster.task_index == 0:
+            from .mlperf_log import RunLog
+
+            self.mlperf = RunLog(lambda line: say(line, sys.stderr))
         # The last measured step: --num_batches, or a time-to-accuracy run's cap (--num_epochs).
         self.last_step = config.num_batches
         self._gpu_sampler = None
@@ -109,11 +118,18 @@ class RunReport:
         time-to-accuracy run whose target was reached, here or (the chief's) on another worker.
         """
         config = self.config
+        started = time.monotonic()
         if self.evaluations is not None:
-            self.evaluations.start()
+            self.evaluations.start(started)
+        cluster_images_per_step = self.images_per_step * self.cluster.num_workers
+        if self.mlperf is not None:
+            self._mlperf_settings(cluster_images_per_step, started)
+            self.mlperf.run_start(started)
+            self.mlperf.epochs(0, self.examples_per_epoch, started)
         for n in range(config.num_warmup_batches):
             what = f"warm-up step {n + 1}"
             self._finite(step(what), what)
+            self._mlperf_epochs((n + 1) * cluster_images_per_step)
         self.emit(out.step_header())
         self.start_gpu_sampling()
         window_start = time.time()
@@ -124,6 +140,7 @@ class RunReport:
             loss = step(f"step {n}")
             self.step_times.append(time.perf_counter() - began)
             self.final_loss = self._finite(loss, f"step {n}")
+            self._mlperf_epochs((config.num_warmup_batches + n) * cluster_images_per_step)
             if out.should_display(n, config.display_every):
                 self.emit(out.step_line(n, self.images_per_step, self.step_times, self.final_loss))
             if evaluate is not None and self.evaluations.due(n):
@@ -131,10 +148,30 @@ class RunReport:
             if stop is not None and stop():
                 self.log(f"stopping after step {n}: the target accuracy was reached")
                 break
+        if self.mlperf is not None:
+            self.mlperf.run_stop(self._mlperf_status())
         self.measured_seconds = time.perf_counter() - measured_start
         self.measured_window = (window_start, time.time())
         self.measured_cpu_seconds = time.process_time() - cpu_start
         self.stop_gpu_sampling()
+
+    def _mlperf_settings(self, cluster_images_per_step, at):
+        config = self.config
+        peak = self.schedule.peak if self.schedule is not None else config.learning_rate
+        self.mlperf.settings(config, cluster_images_per_step, peak, self.created, at, self.examples_per_epoch)
+
+    def _mlperf_epochs(self, images):
+        if self.mlperf is not None and self.examples_per_epoch:
+            self.mlperf.epochs(images, self.examples_per_epoch, time.monotonic())
+
+    def _mlperf_status(self):
+        """success: the target reached, or a run without one finished; aborted: a target not reached."""
+        from .mlperf_log import ABORTED, SUCCESS
+
+        evaluations = self.evaluations
+        if evaluations is not None and evaluations.target and not evaluations.reached:
+            return ABORTED
+        return SUCCESS
 
     def set_epochs(self, examples_per_epoch, num_workers):
         """A time-to-accuracy run: its cap, --num_epochs of `examples_per_epoch` images, in this
@@ -154,10 +191,17 @@ class RunReport:
         )
 
     def _evaluate(self, n, evaluate):
-        began = time.perf_counter()
+        began = time.monotonic()
         top1, topk, examples = evaluate(f"the evaluation after step {n}")
-        point = self.evaluations.record(n, top1, topk, examples, time.perf_counter() - began)
+        ended = time.monotonic()
+        point = self.evaluations.record(n, top1, topk, examples, ended - began, self.final_loss, ended)
         self.log(self.evaluations.line(point))
+        if self.mlperf is not None:
+            self.mlperf.evaluation(point, began, ended)
+            if self.evaluations.reached_at is point:  # MLPerf's run ends at the evaluation that reached the target
+                from .mlperf_log import SUCCESS
+
+                self.mlperf.run_stop(SUCCESS, monotonic=ended)
 
     @staticmethod
     def _finite(loss, what):
@@ -187,6 +231,7 @@ class RunReport:
             environment=self.environment,
             measured_window=self.measured_window,
             accuracy=self.evaluations.summary() if self.evaluations is not None else None,
+            mlperf_log=list(self.mlperf.lines) if self.mlperf is not None else None,
         )
 
     def succeed(self):
@@ -211,6 +256,10 @@ class RunReport:
             self._finished = True
             self.stop_gpu_sampling(wait=False)
             say(error_line(f"{self.label}: {reason}"), sys.stderr)
+            if self.mlperf is not None:
+                from .mlperf_log import ABORTED
+
+                self.mlperf.run_stop(ABORTED, reason=reason)
             if self.is_worker:
                 try:
                     self._publish(self.result(status="failed", reason=reason))

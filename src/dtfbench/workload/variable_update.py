@@ -39,10 +39,11 @@ class TrainGraph:
     release_tokens_op: object = None  # sync: unblocks workers waiting for a token at shutdown
 
 
-def make_optimizer(tf, config):
+def make_optimizer(tf, config, rate):
+    """--optimizer at `rate` (a number, a tensor or a variable: dtfbench.workload.learning_rate)."""
     if config.optimizer == "momentum":
-        return tf.compat.v1.train.MomentumOptimizer(config.learning_rate, config.momentum)
-    return tf.compat.v1.train.GradientDescentOptimizer(config.learning_rate)
+        return tf.compat.v1.train.MomentumOptimizer(rate, config.momentum)
+    return tf.compat.v1.train.GradientDescentOptimizer(rate)
 
 
 def _trainable_under(tf, scope):
@@ -99,7 +100,7 @@ def _finish(tf, train_op, towers, sync, num_workers, extra_local_init=()):
     return TrainGraph(train_op, loss, sync, list(extra_local_init), release)
 
 
-def build_parameter_server(tf, config, device_setter, towers_inputs, global_step, num_workers):
+def build_parameter_server(tf, config, device_setter, towers_inputs, global_step, num_workers, rate):
     """parameter_server: variables on the PSs, gradients summed next to the variables.
 
     ``device_setter(tower_device)`` places variables on the PSs and the other ops on the tower.
@@ -115,13 +116,13 @@ def build_parameter_server(tf, config, device_setter, towers_inputs, global_step
     for i, param in enumerate(params):
         with tf.device(param.device):  # the PS holding the variable
             aggregated.append(_average(tf, [t.grads[i] for t in towers]))
-    optimizer, sync = _wrap_sync(tf, make_optimizer(tf, config), config, num_workers)
+    optimizer, sync = _wrap_sync(tf, make_optimizer(tf, config, rate), config, num_workers)
     apply = optimizer.apply_gradients(list(zip(aggregated, params)), global_step=global_step)
     return _finish(tf, apply, towers, sync, num_workers)
 
 
 def build_distributed_replicated(
-    tf, config, device_setter, towers_inputs, global_step, num_workers, local_parameter_device
+    tf, config, device_setter, towers_inputs, global_step, num_workers, local_parameter_device, rate
 ):
     """distributed_replicated: local copies per tower, one aggregated update per worker."""
     towers = []
@@ -137,7 +138,7 @@ def build_distributed_replicated(
     with tf.device(local_parameter_device), tf.name_scope("aggregate_towers"):
         for i in range(len(global_params)):
             aggregated.append(_average(tf, [t.grads[i] for t in towers]))
-    optimizer, sync = _wrap_sync(tf, make_optimizer(tf, config), config, num_workers)
+    optimizer, sync = _wrap_sync(tf, make_optimizer(tf, config, rate), config, num_workers)
     apply = optimizer.apply_gradients(list(zip(aggregated, global_params)), global_step=global_step)
     refresh = _refresh_local_copies(tf, global_params, towers, local_parameter_device, after=[apply])
     # At start the towers copy the initial global values (once the chief initialised them).
@@ -158,7 +159,7 @@ def _refresh_local_copies(tf, global_params, towers, local_parameter_device, aft
     return tf.group(*assigns)
 
 
-def build_independent(tf, config, towers_inputs, global_step):
+def build_independent(tf, config, towers_inputs, global_step, rate):
     """independent: each tower trains its own copy; nothing is shared (local baseline).
 
     The weight decay is on the last tower only, times the towers, as tf_cnn_benchmarks builds
@@ -173,6 +174,6 @@ def build_independent(tf, config, towers_inputs, global_step):
         with tf.device(device):
             step = global_step if k == 0 else None
             applies.append(
-                make_optimizer(tf, config).apply_gradients(list(zip(tower.grads, tower.params)), global_step=step)
+                make_optimizer(tf, config, rate).apply_gradients(list(zip(tower.grads, tower.params)), global_step=step)
             )
     return _finish(tf, tf.group(*applies), towers, None, 1)
