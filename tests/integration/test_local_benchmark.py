@@ -3,7 +3,7 @@
 import uuid
 
 import pytest
-from playbook_harness import extra_vars, run_playbook, small_run
+from playbook_harness import ROOT, extra_vars, run_playbook, small_run
 
 from dtfbench.results import store
 
@@ -96,18 +96,40 @@ def test_a_sweep_with_evaluation_records_held_out_accuracy(tmp_path, live_proces
     assert "top-1" in done.stdout and "top-5" in done.stdout
     assert live_processes(sweep_id) == []
     # Time to accuracy: the same runs until top-1 0.5, 6 epochs at most; every run stops at the target.
+    # No data_dir: the local system makes the digits once under results/datasets/ and trains LeNet on them.
+    # The learning rate scaled with the global batch, reached over one epoch.
     tta_db = tmp_path / "tta.sqlite"
     timed = run_playbook(
         "run-benchmark.yml",
         *extra_vars(
             gpus="1,2", sweep_id=f"{sweep_id}-tta", results_db=tta_db, dtfbench_run_root=tmp_path / "runs",
-            data="real", data_dir=digits, eval_every_steps=20, target_accuracy=0.5, max_epochs=6,
-            optimizer="momentum", learning_rate=0.01,
+            eval_every_steps=20, target_accuracy=0.5, max_epochs=6, optimizer="momentum", learning_rate=0.01,
+            lr_scaling="linear", warmup_epochs=1,
         ),
-        *small_run(model="lenet", steps=40),
+        *small_run(model=None, image_size=None, steps=40),
     )  # fmt: skip
     assert timed.returncode == 0, timed.stdout[-4000:] + timed.stderr[-2000:]
+    made = ROOT / "results" / "datasets" / "digits"
+    assert f"No data_dir: training on digits ({made}" in timed.stdout and "model=lenet image_size=32" in timed.stdout
     runs = store.runs(store.connect(tta_db))
+    assert {(r["data"], r["model"], r["lr_scaling"], r["warmup_epochs"]) for r in runs} == {
+        ("real", "lenet", "linear", 1.0)
+    }
+    assert runs[0]["worker_results"][0]["config"]["data_dir"] == str(made)
+    # Each run's MLPerf log, as the report writes it, read by mlperf-logging: the stored time to accuracy (A4).
+    from mlperf_logging.compliance_checker.mlp_parser import parse_file
+    from mlperf_logging.result_summarizer.result_summarizer import _query_mlperf_strong_scaling_score
+
+    from dtfbench.report import analysis, build
+
+    build.build(analysis.load_rows(tta_db), tmp_path / "report", formats=(), db=str(tta_db))
+    for run in runs:
+        lines, failed = parse_file(str(tmp_path / "report" / "mlperf" / f"{run['run_id']}.log"), ruleset="6.1.0")
+        assert not failed and _query_mlperf_strong_scaling_score(lines) * 60 == pytest.approx(
+            run["time_to_accuracy"], abs=1e-3
+        )
+        rate = {line.key: line.value["value"] for line in lines}["opt_base_learning_rate"]
+        assert rate == pytest.approx(0.01 * run["gpus"])  # 2 synchronous workers: twice the one-device rate
     assert [(r["gpus"], r["tta_status"], r["target_accuracy"], r["max_epochs"]) for r in runs] == [
         (1, "converged", 0.5, 6.0),
         (2, "converged", 0.5, 6.0),
@@ -115,8 +137,10 @@ def test_a_sweep_with_evaluation_records_held_out_accuracy(tmp_path, live_proces
     assert all(r["time_to_accuracy"] > 0 and 0 < r["epochs_to_accuracy"] <= 6 for r in runs)
     assert "to target s" in timed.stdout
     assert live_processes(f"{sweep_id}-tta") == []
-    # Evaluation without a held-out split is refused before anything starts, naming the fix.
+    # Evaluation without a held-out split (synthetic data, asked for) is refused before anything starts.
     refused = run_playbook(
-        "run-benchmark.yml", *extra_vars(results_db=tmp_path / "other.sqlite", eval_every_steps=20), timeout=120
+        "run-benchmark.yml",
+        *extra_vars(results_db=tmp_path / "other.sqlite", eval_every_steps=20, data="synthetic"),
+        timeout=120,
     )
     assert refused.returncode != 0 and "eval_every_steps=20 needs data=real" in refused.output

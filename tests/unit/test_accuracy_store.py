@@ -7,7 +7,7 @@ import pytest
 from store_harness import study_row
 
 from dtfbench.plan.sweep import PlanError, run_digest
-from dtfbench.report import analysis, build, tables
+from dtfbench.report import analysis, build, plotspec, tables
 from dtfbench.results import record, store
 from dtfbench.results.sweep_resume import plan_sweep
 
@@ -322,3 +322,55 @@ def test_configurations_that_differ_only_in_a_setting_are_told_apart_in_the_tabl
     out = tmp_path / "report"
     build.build(rows, out, formats=(), db=str(db))
     assert "| sync | eval_every_steps |" in (out / "configurations.md").read_text()
+
+
+def _curve(top1s, seconds_per_point=2.0, epoch_per_point=0.5):
+    return [
+        {"step": 20 * (i + 1), "top1": t, "top5": 1.0, "wall_seconds": seconds_per_point * (i + 1),
+         "epoch": epoch_per_point * (i + 1), "examples": 364}
+        for i, t in enumerate(top1s)
+    ]  # fmt: skip
+
+
+def test_the_report_draws_the_accuracy_and_writes_each_runs_mlperf_log(tmp_path):
+    """Curves averaged over the repetitions, time to accuracy against GPUs, top-1 against the
+    workers (the Summitdev study's Fig. 8b), and every run's MLPerf log as mlperf/<run id>.log."""
+    db = tmp_path / "r.sqlite"
+    conn = store.connect(db)
+    curves = {1: ([0.3, 0.6, 0.8], [0.5, 0.7, 0.9]), 2: ([0.2, 0.5, 0.7], [0.4, 0.6, 0.8])}
+    n = 0
+    for gpus, reps in curves.items():
+        for rep, top1s in enumerate(reps, start=1):
+            n += 1
+            row = study_row(f"s-{n}-abc", "s", "local", gpus, 1, "parameter_server", "real", rep, 100.0 * gpus,
+                            model="lenet", batch_size=16, num_workers=gpus, eval_every_steps=20)  # fmt: skip
+            lines = [f':::MLLOG {{"key": "run_start", "run": {n}}}', f':::MLLOG {{"key": "run_stop", "run": {n}}}']
+            row.update(
+                eval_top1=top1s[-1], eval_top5=1.0, target_accuracy=0.75, max_epochs=5.0, tta_status="converged",
+                time_to_accuracy=5.0 * gpus + rep,
+                worker_results=[{"task_index": 0, "accuracy": {"curve": _curve(top1s)}, "mlperf_log": lines},
+                                {"task_index": 1, "accuracy": None, "mlperf_log": None}],
+            )  # fmt: skip
+            store.add_run(conn, row)
+    conn.close()
+    out = tmp_path / "report"
+    result = build.build(analysis.load_rows(db), out, formats=(), db=str(db))
+    specs = dict(plotspec.plot_specs(result.analysis))
+    curve = specs["accuracy_time-local-lenet"]
+    target, one_gpu, two_gpus = curve["series"]
+    assert target["label"] == "target 0.75" and [p["y"] for p in target["points"]] == [0.75, 0.75]
+    assert one_gpu["label"] == "1 GPU, PS x1 (2 runs)"
+    assert [(p["x"], p["y"], p["low"], p["high"]) for p in one_gpu["points"]] == [
+        (2.0, 0.4, 0.3, 0.5), (4.0, 0.6499999999999999, 0.6, 0.7), (6.0, 0.8500000000000001, 0.8, 0.9),
+    ]  # fmt: skip
+    assert [p["x"] for p in specs["accuracy_epochs-local-lenet"]["series"][1]["points"]] == [0.5, 1.0, 1.5]
+    (tta,) = specs["time_to_accuracy-local-lenet"]["series"]
+    assert [(p["x"], p["y"]) for p in tta["points"]] == [(1, 6.5), (2, 11.5)]  # 2 runs each: their mean
+    (workers,) = specs["accuracy_vs_workers-local-lenet"]["series"]
+    assert [(p["x"], p["y"]) for p in workers["points"]] == [(1, pytest.approx(0.85)), (2, pytest.approx(0.75))]
+    logs = sorted(p.name for p in (out / "mlperf").iterdir())
+    assert logs == [f"s-{n}-abc.log" for n in range(1, 5)]
+    assert (out / "mlperf" / "s-3-abc.log").read_text() == (
+        ':::MLLOG {"key": "run_start", "run": 3}\n:::MLLOG {"key": "run_stop", "run": 3}\n'
+    )
+    assert "[mlperf/](mlperf/): each run's MLPerf log (4," in (out / "index.md").read_text()

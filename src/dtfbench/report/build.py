@@ -8,7 +8,8 @@ speedup, efficiency, and the I/O overhead), ``io_overhead.csv``, ``configuration
 configuration: ``dtfbench.report.environment``), ``failures.{md,csv}``
 (every failed run and its reason), ``plots/`` (images/sec bars, speedup and efficiency
 against the ideal on a log2 GPU axis, I/O overhead; PNG and SVG, each with a JSON sidecar of
-its series), ``manifest.json`` and, last, ``index.md``, which lists all of it. With
+its series), ``mlperf/<run id>.log`` (each run's MLPerf log), ``manifest.json`` and, last,
+``index.md``, which lists all of it. With
 ``--reference published`` every table and plot puts the published numbers
 (``dtfbench.report.reference``) beside ours where our system maps to a published one
 (``--system-map``; default ``dtfbench.report.reference.DEFAULT_SYSTEM_MAP``) and the GPU count
@@ -23,6 +24,7 @@ manifest and this one no longer makes are removed; nothing else in the folder is
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,6 +324,16 @@ def build(
         ("failures.md", "every failed run and its reason"),
         ("failures.csv", "the same, every column"),
     ]
+    logs = mlperf_logs(analysis.rows)
+    outputs.update(logs)
+    if logs:
+        tables.append(
+            (
+                MLPERF_DIR + "/",
+                f"each run's MLPerf log ({len(logs)}, `<run id>.log`): `:::MLLOG` lines as mlperf-logging's parser reads "
+                "them (docs/accuracy.md)",
+            )
+        )
     plots_written: list[tuple[str, dict[str, Any], list[str]]] = []
     if render is not None:
         for name, spec in plot_specs(analysis):
@@ -366,6 +378,22 @@ def build(
             target.unlink()
             removed.append(rel)
     return BuildResult(output=output, files=sorted(outputs), changed=changed, removed=removed, analysis=analysis)
+
+
+MLPERF_DIR = "mlperf"
+
+
+def mlperf_logs(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """{mlperf/<run id>.log: its text} for every run whose worker 0 wrote an MLPerf log (ours)."""
+    logs = {}
+    # A run id is a plain name (dtfbench.plan.sweep); an ok row's log wins over its failed attempts'.
+    for row in sorted(rows, key=lambda r: r.get("status") == "ok"):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", str(row.get("run_id"))):
+            continue
+        for result in row.get("worker_results") or []:
+            if isinstance(result, Mapping) and result.get("mlperf_log"):
+                logs[f"{MLPERF_DIR}/{row['run_id']}.log"] = "\n".join(result["mlperf_log"]) + "\n"
+    return logs
 
 
 def _previous_files(output: Path) -> set[str]:

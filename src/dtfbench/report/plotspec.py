@@ -215,7 +215,7 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
                 },
             )
         )
-    return specs
+    return specs + accuracy_specs(analysis)
 
 
 SPLIT_PARTS = (
@@ -301,4 +301,234 @@ def step_split_specs(group: list[Mapping[str, Any]], slug: str, title: str) -> l
                 },
             )
         )
+    return specs
+
+
+# ---------------------------------------------------------------------------------------
+# Accuracy (docs/accuracy.md): the curves, time to accuracy against GPUs, and the Summitdev
+# study's shapes (top-1 after the same epochs against workers, PSs and batch size, its Figs. 8b,
+# 9b and 13).
+# ---------------------------------------------------------------------------------------
+
+# What tells two configurations of one plot group apart, beside the GPU count.
+SETTING_KEYS = (
+    "variable_update",
+    "num_ps",
+    "sync",
+    "optimizer",
+    "learning_rate",
+    "lr_scaling",
+    "warmup_epochs",
+    "eval_every_steps",
+    "target_accuracy",
+    "max_epochs",
+)
+MODE_SHORT = {
+    "parameter_server": "PS",
+    "distributed_replicated": "replicated",
+    "collective_all_reduce": "all-reduce",
+    "independent": "independent",
+}
+
+
+def setting_label(row: Mapping[str, Any], *, gpus: bool = True, num_ps: bool = True, batch: bool = False) -> str:
+    """A configuration in a few words: '4 GPUs, PS x2, async, lr 0.01 linear'."""
+    parts = [f"{row['gpus']} GPU{'s' if row['gpus'] != 1 else ''}"] if gpus else []
+    mode = MODE_SHORT.get(row["variable_update"], row["variable_update"])
+    if num_ps and row.get("num_ps"):
+        mode += f" x{row['num_ps']}"
+    parts.append(mode)
+    if row.get("sync") is not None:
+        parts.append("sync" if row["sync"] else "async")
+    if batch:
+        parts.append(f"bs {row['batch_size']}")
+    if row.get("learning_rate") is not None:
+        parts.append(f"lr {row['learning_rate']:g}" + (f" {row['lr_scaling']}" if row.get("lr_scaling") else ""))
+    return ", ".join(parts)
+
+
+def _curve_of(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Worker 0's accuracy curve of a stored run (it evaluates in every mode); [] without."""
+    results = row.get("worker_results") or []
+    chief = next((r for r in results if isinstance(r, Mapping) and r.get("task_index") == 0), None)
+    accuracy = (chief or {}).get("accuracy") or {}
+    return [p for p in accuracy.get("curve") or [] if p.get("top1") is not None]
+
+
+def mean_curve(rows: Iterable[Mapping[str, Any]], x: str) -> list[dict[str, Any]]:
+    """The repetitions' curves averaged point by point (the same measured steps), x one of
+    'wall_seconds' or 'epoch', with the lowest and highest top-1 at each point."""
+    by_step: dict[int, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        for point in _curve_of(row):
+            if point.get(x) is not None:
+                by_step.setdefault(int(point["step"]), []).append(point)
+    out = []
+    for step in sorted(by_step):
+        points = by_step[step]
+        tops = [float(p["top1"]) for p in points]
+        out.append(
+            {
+                "x": sum(float(p[x]) for p in points) / len(points),
+                "y": sum(tops) / len(tops),
+                "low": min(tops),
+                "high": max(tops),
+                "step": step,
+                "runs": len(points),
+            }
+        )
+    return out
+
+
+def accuracy_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
+    """Per plot group with held-out accuracy: top-1 against wall time and epochs per configuration,
+    time to accuracy against GPUs, and top-1 against workers, PSs and batch size."""
+    specs: list[tuple[str, dict[str, Any]]] = []
+    ok_rows = [r for r in analysis.rows if r.get("status") == "ok" and r.get("eval_top1") is not None]
+    groups = list(dict.fromkeys((r["system"], stats.workload_label(r), r.get("model")) for r in ok_rows))
+    for system, workload, model in groups:
+        rows = [
+            r for r in ok_rows if (r["system"], stats.workload_label(r), r.get("model")) == (system, workload, model)
+        ]
+        slug = _slug(system, *([] if stats.is_ours(workload) else [workload]), model)
+        title = f"{system}, {model}{_workload_suffix(workload)}"
+        configs: dict[tuple, list[Mapping[str, Any]]] = {}
+        for r in rows:
+            configs.setdefault(tuple(r.get(k) for k in ("gpus", "batch_size", *SETTING_KEYS)), []).append(r)
+        batches = {r.get("batch_size") for r in rows}
+        targets = sorted({r["target_accuracy"] for r in rows if r.get("target_accuracy")})
+        target_line = [_series(f"target {t:g}", "ideal", [], 0, target=t) for t in targets]
+        for x, label, name in (("wall_seconds", "seconds from the first step", "time"), ("epoch", "epochs", "epochs")):
+            series = []
+            for k, (_key, members) in enumerate(configs.items()):
+                points = mean_curve(members, x)
+                if points:
+                    label_of = setting_label(members[0], batch=len(batches) > 1)
+                    series.append(_series(f"{label_of} ({len(members)} runs)", "ours", points, k))
+            if not series:
+                continue
+            xs = [p["x"] for s in series for p in s["points"]]
+            lines = [
+                dict(s, points=[{"x": min(xs), "y": s["target"]}, {"x": max(xs), "y": s["target"]}])
+                for s in target_line
+            ]
+            specs.append(
+                (
+                    f"accuracy_{name}-{slug}",
+                    {
+                        "plot": f"accuracy_{name}",
+                        "kind": "line",
+                        "x_scale": "linear",
+                        "title": f"Held-out top-1 against {label.split(' ')[0]}: {title}",
+                        "x_label": label,
+                        "y_label": "held-out top-1 (mean of the runs; bars: lowest and highest)",
+                        "legend_title": "Configuration",
+                        "legend_loc": "lower right",
+                        "series": lines + series,
+                    },
+                )
+            )
+        specs += _time_to_accuracy_spec(
+            [s for s in analysis.summaries if _same_group(s, system, workload, model)], slug, title
+        )
+        specs += _summitdev_specs(
+            [s for s in analysis.summaries if _same_group(s, system, workload, model)], slug, title
+        )
+    return specs
+
+
+def _same_group(row: Mapping[str, Any], system: Any, workload: Any, model: Any) -> bool:
+    return (row.get("system"), row.get("workload"), row.get("model")) == (system, workload, model)
+
+
+def _time_to_accuracy_spec(
+    summaries: list[Mapping[str, Any]], slug: str, title: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """Time to accuracy (MLPerf's score of the repetitions; bars: the mean's 95% CI) against GPUs,
+    one series per setting."""
+    timed = [s for s in summaries if s.get("status") == "ok" and s.get("time_to_accuracy") is not None]
+    if not timed:
+        return []
+    by_setting: dict[tuple, list[Mapping[str, Any]]] = {}
+    for s in timed:
+        by_setting.setdefault(tuple(s.get(k) for k in ("batch_size", *SETTING_KEYS) if k != "num_ps"), []).append(s)
+    series = []
+    for k, members in enumerate(by_setting.values()):
+        best: dict[int, Mapping[str, Any]] = {}
+        for s in members:  # per GPU count, the PS count first to the target
+            if s["gpus"] not in best or s["time_to_accuracy"] < best[s["gpus"]]["time_to_accuracy"]:
+                best[s["gpus"]] = s
+        points = [
+            {"x": g, "y": best[g]["time_to_accuracy"], "low": best[g].get("tta_ci_low"), "high": best[g].get("tta_ci_high"),
+             "num_ps": best[g].get("num_ps")}
+            for g in sorted(best)
+        ]  # fmt: skip
+        series.append(_series(setting_label(members[0], gpus=False, num_ps=False, batch=True), "ours", points, k))
+    return [
+        (
+            f"time_to_accuracy-{slug}",
+            {
+                "plot": "time_to_accuracy",
+                "kind": "line",
+                "x_scale": "log2",
+                "title": f"Time to accuracy: {title}",
+                "x_label": "Number of GPUs",
+                "y_label": "seconds to the target (MLPerf score; bars: 95% CI of the mean)",
+                "legend_title": "Setting (fastest PS count)",
+                "legend_loc": "upper right",
+                "series": series,
+            },
+        )
+    ]
+
+
+# The Summitdev study's accuracy figures: top-1 after the same epochs against one parameter, the
+# others fixed (Fig. 8b: workers, 9b: PSs, 13: batch size).
+SUMMITDEV_AXES = (
+    ("num_workers", "workers", "workers", "Number of workers", "log2"),
+    ("num_ps", "parameter_servers", "parameter servers", "Number of parameter servers", "linear"),
+    ("batch_size", "batch_size", "batch size", "Batch size per device", "log2"),
+)
+
+
+def _summitdev_specs(summaries: list[Mapping[str, Any]], slug: str, title: str) -> list[tuple[str, dict[str, Any]]]:
+    measured = [s for s in summaries if s.get("status") == "ok" and s.get("eval_top1") is not None]
+    specs = []
+    for axis, name, noun, x_label, scale in SUMMITDEV_AXES:
+        others = [k for k in ("num_workers", "gpus", "batch_size", *SETTING_KEYS) if k != axis]
+        if axis == "num_workers":
+            others.remove("gpus")
+        lines: dict[tuple, list[Mapping[str, Any]]] = {}
+        for s in measured:
+            lines.setdefault(tuple(s.get(k) for k in others), []).append(s)
+        series = []
+        for members in lines.values():
+            if len({s.get(axis) for s in members}) < 2:
+                continue
+            points = [
+                {"x": s[axis], "y": s["eval_top1"], "low": s.get("eval_top1_min"), "high": s.get("eval_top1_max")}
+                for s in sorted(members, key=lambda s: s[axis])
+            ]
+            first = members[0]
+            label = setting_label(
+                first, gpus=axis != "num_workers", num_ps=axis != "num_ps", batch=axis != "batch_size"
+            )
+            series.append(_series(label, "ours", points, len(series)))
+        if series:
+            specs.append(
+                (
+                    f"accuracy_vs_{name}-{slug}",
+                    {
+                        "plot": f"accuracy_vs_{name}",
+                        "kind": "line",
+                        "x_scale": scale,
+                        "title": f"Held-out top-1 after the same training against the {noun}: {title}",
+                        "x_label": x_label,
+                        "y_label": "held-out top-1 (mean; bars: lowest and highest run)",
+                        "legend_title": "Configuration",
+                        "legend_loc": "lower left",
+                        "series": series,
+                    },
+                )
+            )
     return specs

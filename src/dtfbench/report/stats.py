@@ -83,6 +83,7 @@ ACCURACY = (
     "tta_ci_high",
     "tta_converged",
     "tta_runs",
+    "tta_cv",
 )
 # A configuration's figures: the mean images/sec over its ok repetitions, its confidence
 # interval, spread and range (summarise); a best row and the tables carry them as they are.
@@ -288,6 +289,8 @@ def _accuracy(ok: list[Mapping[str, Any]]) -> dict[str, Any]:
         "tta_ci_high": ci["high"],
         "tta_converged": len(times),
         "tta_runs": len(tta),
+        # The repetitions' spread: the sample standard deviation over the mean (goal: stated over 5).
+        "tta_cv": statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else None,
     }
 
 

@@ -650,7 +650,7 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
         if evaluated:
             header += ["top-1", "top-5"]
         if timed:
-            header += ["time to target s (MLPerf)", "converged"]
+            header += ["time to target s (MLPerf)", "CV", "converged"]
         if matched:
             header += ["published img/s (best config)", "Δ img/s"]
         header += ["failures"]
@@ -684,7 +684,7 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
             if evaluated:
                 line += [_f(r.get("eval_top1"), ".4f"), _f(r.get("eval_top5"), ".4f")]
             if timed:
-                line += [_tta(r), f"{r.get('tta_converged') or 0}/{r.get('tta_runs') or 0}"]
+                line += [_tta(r), _share(r.get("tta_cv")), f"{r.get('tta_converged') or 0}/{r.get('tta_runs') or 0}"]
             if matched:
                 line += [_f(r.get("ref_images_per_sec")), _pct(r.get("diff_images_per_sec_pct"))]
             line += ["; ".join(f"{n}× {reason}" for reason, n in _reason_counts(r["failures"])) or ""]
