@@ -124,13 +124,24 @@ def test_a_time_to_accuracy_sweep_puts_its_target_and_cap_on_the_command_line():
     assert other["run_id"] != run["run_id"]
 
 
+def test_max_epochs_alone_is_a_run_of_that_many_epochs():
+    """The Summitdev study's accuracy after the same training: every run trains the same epochs."""
+    run = plan(gpus=2, num_ps=1, model="lenet", data="real", data_dir="/d", eval_every_steps=50, max_epochs=3)["runs"][
+        0
+    ]
+    assert run["max_epochs"] == 3.0 and "target_accuracy" not in run
+    assert run["launch"]["args"][-4:] == ["--eval_during_training_every_n_steps", "50", "--num_epochs", "3"]
+    with pytest.raises(PlanError, match="max_epochs=3 counts epochs of data_dir's training images"):
+        plan(gpus=2, num_ps=1, model="lenet", max_epochs=3)
+
+
 @pytest.mark.parametrize(
     "request_, message",
     [
         ({"target_accuracy": 0.9, "max_epochs": 3}, "target_accuracy=0.9: the target is checked at each evaluation"),
         ({"eval_every_steps": 5, "target_accuracy": 0.9}, "target_accuracy=0.9: give max_epochs"),
         ({"eval_every_steps": 5, "target_accuracy": 90, "max_epochs": 3}, "target_accuracy=90: a top-1 fraction"),
-        ({"eval_every_steps": 5, "max_epochs": 3}, "max_epochs=3: the cap of a time-to-accuracy run"),
+        ({"eval_every_steps": 5, "max_epochs": "lots"}, "max_epochs='lots': give a number of epochs above 0"),
         ({"eval_every_steps": 5, "target_accuracy": 0.9, "max_epochs": "-1"}, "max_epochs='-1': give a number"),
     ],
 )

@@ -314,11 +314,13 @@ def _accuracy_settings(request: Mapping[str, Any], workload: workloads.Workload,
     settings: dict[str, Any] = {"eval_every_steps": every} if every else {}
     target, epochs = request.get("target_accuracy"), request.get("max_epochs")
     if _off(target):
-        if not _off(epochs):
-            raise PlanError(
-                f"max_epochs={epochs}: the cap of a time-to-accuracy run; give target_accuracy (held-out top-1, "
-                "e.g. 0.9) too, or leave max_epochs out"
-            )
+        if not _off(epochs):  # a run of that many epochs (the Summitdev study's accuracy after the same training)
+            if "synthetic" in data:
+                raise PlanError(
+                    f"max_epochs={epochs} counts epochs of data_dir's training images, and synthetic data has none; "
+                    "set data=real (with data_dir), or give steps for a run of a fixed length"
+                )
+            settings["max_epochs"] = _above_zero("max_epochs", epochs, "a number of epochs", "30")
         return settings
     number = _fraction("target_accuracy", target)
     if not every:

@@ -437,12 +437,9 @@ class Ours(Workload):
         if run.get("warmup_epochs"):
             args += ["--warmup_epochs", f"{run['warmup_epochs']:g}"]
         if run.get("target_accuracy"):
-            args += [
-                "--stop_at_top_1_accuracy",
-                f"{run['target_accuracy']:g}",
-                "--num_epochs",
-                f"{run['max_epochs']:g}",
-            ]
+            args += ["--stop_at_top_1_accuracy", f"{run['target_accuracy']:g}"]
+        if run.get("max_epochs"):
+            args += ["--num_epochs", f"{run['max_epochs']:g}"]
         return args
 
 

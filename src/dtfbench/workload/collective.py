@@ -194,7 +194,7 @@ def run(tf, config, cluster, report, watchdog):
     evaluate = _evaluator(tf, config, cluster, report, watchdog, network)
     stop = None
     examples_per_epoch = None
-    if config.stop_at_top_1_accuracy or schedule.warms_up:
+    if config.num_epochs or schedule.warms_up:
         files = tfrecord_files(config.data_dir)
         examples_per_epoch = evaluation.epoch_size(config, lambda: evaluation.record_count(tf, files))
     report.examples_per_epoch, report.schedule = examples_per_epoch, schedule
@@ -204,9 +204,10 @@ def run(tf, config, cluster, report, watchdog):
         report.evaluations.rate = (lambda: float(rate.numpy())) if rate is not None else (lambda: schedule.peak)
     if schedule.line():
         report.log(schedule.line())
+    if config.num_epochs:
+        report.set_epochs(examples_per_epoch, cluster.num_workers)
     if config.stop_at_top_1_accuracy:
         # Every worker evaluates the same variables at the same steps, so each stops at the same one.
-        report.set_epochs(examples_per_epoch, cluster.num_workers)
 
         def stop():
             return report.evaluations.reached

@@ -124,7 +124,12 @@ def build_parser():
         default=0.0,
         help="stop once an evaluation's top-1 reaches this (0 < x <= 1; needs evaluation and --num_epochs); 0: off",
     )
-    add("--num_epochs", type=float, default=0.0, help="with --stop_at_top_1_accuracy: the most epochs to train")
+    add(
+        "--num_epochs",
+        type=float,
+        default=0.0,
+        help="train this many epochs instead of --num_batches (with --stop_at_top_1_accuracy: at most); 0: off",
+    )
     add(
         "--num_examples_per_epoch",
         type=int,
@@ -356,12 +361,12 @@ def check_data_dir(data_dir):
 def _check_target(args):
     """A target needs evaluation and a cap on the epochs; the cap means nothing without a target."""
     target = args.stop_at_top_1_accuracy
+    if args.num_epochs and not args.data_dir and not args.num_examples_per_epoch:
+        raise UsageError(
+            f"--num_epochs {args.num_epochs:g}: an epoch of synthetic data has no size; give --data_dir with the "
+            "train-* shards, or --num_examples_per_epoch, or --num_batches for a run of a fixed length"
+        )
     if not target:
-        if args.num_epochs:
-            raise UsageError(
-                f"--num_epochs {args.num_epochs:g}: the cap of a time-to-accuracy run; give --stop_at_top_1_accuracy "
-                "too, or --num_batches for a run of a fixed length"
-            )
         return
     if not 0 < target <= 1:
         raise UsageError(f"--stop_at_top_1_accuracy {target:g}: a top-1 fraction above 0 and at most 1, e.g. 0.9")

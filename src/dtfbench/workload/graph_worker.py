@@ -234,7 +234,7 @@ def build_worker_graph(tf, config, cluster):
         evaluates = config.eval_during_training_every_n_steps and (cluster.is_chief or not cluster.is_distributed)
         eval_ops = _eval_ops(tf, config, cpu_device, devices[0]) if evaluates else None
         train_count = None
-        if (config.stop_at_top_1_accuracy or schedule.warms_up) and config.data_dir:
+        if (config.num_epochs or schedule.warms_up) and config.data_dir:
             with tf.device(cpu_device):
                 train_count = evaluation.record_count(tf, tfrecord_files(config.data_dir))
         graph.finalize()  # no op may be added by accident inside the step loop
@@ -386,7 +386,7 @@ class GraphWorker:
 
         fetches = [built.train.train_op, built.train.loss]
         examples_per_epoch = None
-        if self.config.stop_at_top_1_accuracy or built.schedule.warms_up:
+        if self.config.num_epochs or built.schedule.warms_up:
             examples_per_epoch = evaluation.epoch_size(
                 self.config, lambda: self._run(sess, built.train_count, "counting the training images")
             )
@@ -397,8 +397,9 @@ class GraphWorker:
             sess.run(op, {value: built.schedule.warmup_updates}, options=self.step_options)
         if built.schedule.line():
             report.log(built.schedule.line())
-        if self.config.stop_at_top_1_accuracy:
+        if self.config.num_epochs:
             report.set_epochs(examples_per_epoch, self.cluster.num_workers)
+        if self.config.stop_at_top_1_accuracy:
             flag = []  # the stop flag as the last step read it (PS modes)
             if coordination is not None:
                 fetches.append(coordination.read_stop)

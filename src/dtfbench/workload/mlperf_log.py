@@ -72,7 +72,9 @@ class RunLog:
         if config.optimizer == "momentum":
             values.append(("opt_momentum", config.momentum))
         if config.stop_at_top_1_accuracy:
-            values += [("target_accuracy", config.stop_at_top_1_accuracy), ("max_epochs", config.num_epochs)]
+            values.append(("target_accuracy", config.stop_at_top_1_accuracy))
+        if config.num_epochs:
+            values.append(("max_epochs", config.num_epochs))
         if train_samples:
             values.append((keys.TRAIN_SAMPLES, int(train_samples)))
         for key, value in values:

@@ -60,7 +60,7 @@ class RunReport:
             from .mlperf_log import RunLog
 
             self.mlperf = RunLog(lambda line: say(line, sys.stderr))
-        # The last measured step: --num_batches, or a time-to-accuracy run's cap (--num_epochs).
+        # The last measured step: --num_batches, or --num_epochs' (a run of epochs, or a time-to-accuracy run's cap).
         self.last_step = config.num_batches
         self._gpu_sampler = None
         self._lock = threading.Lock()
@@ -174,8 +174,8 @@ class RunReport:
         return SUCCESS
 
     def set_epochs(self, examples_per_epoch, num_workers):
-        """A time-to-accuracy run: its cap, --num_epochs of `examples_per_epoch` images, in this
-        worker's measured steps (every worker computes the same)."""
+        """A run of --num_epochs epochs of `examples_per_epoch` images (with a target, its cap), in
+        this worker's measured steps (every worker computes the same)."""
         from .evaluation import training_steps
 
         config = self.config
@@ -185,10 +185,14 @@ class RunReport:
         if self.evaluations is not None:
             self.evaluations.examples_per_epoch = examples_per_epoch
             self.evaluations.last_step = self.last_step
-        self.log(
-            f"time to accuracy: top-1 {config.stop_at_top_1_accuracy:g} within {config.num_epochs:g} epochs of "
-            f"{examples_per_epoch} images ({self.last_step} measured steps at most)"
-        )
+        epochs = f"{config.num_epochs:g} epochs of {examples_per_epoch} images"
+        if config.stop_at_top_1_accuracy:
+            self.log(
+                f"time to accuracy: top-1 {config.stop_at_top_1_accuracy:g} within {epochs} "
+                f"({self.last_step} measured steps at most)"
+            )
+        else:
+            self.log(f"training {epochs}: {self.last_step} measured steps")
 
     def _evaluate(self, n, evaluate):
         began = time.monotonic()
