@@ -67,7 +67,10 @@ for name in "${selected[@]}"; do
     # Issue #53's A1 and A2: held-out top-1 after the same epochs, and time to a target, against Keras
     # model.fit on the digits (same network, pipelines, optimizer), 4 rounds; ~6 min.
     accuracy-keras) python benchmarks/accuracy_vs_keras.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
-    *) echo "unknown benchmark $name: choose from p1 p1-study timeline timeline-profile p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost eval-cost accuracy-keras" >&2; exit 2 ;;
+    # Issue #53: the Summitdev study's accuracy experiments on 4 test-bed hosts (workers, PSs, batch
+    # size, and the race to a target), LeNet on the digits, ~35 min on 2 cores.
+    summitdev-accuracy) python benchmarks/summitdev_accuracy.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
+    *) echo "unknown benchmark $name: choose from p1 p1-study timeline timeline-profile p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost eval-cost accuracy-keras summitdev-accuracy" >&2; exit 2 ;;
   esac
 done
 echo "=== summary"

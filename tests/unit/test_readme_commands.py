@@ -46,8 +46,8 @@ BINDINGS: dict[str, str | tuple[str, ...]] = {
     "ansible-playbook run-benchmark.yml -e gpus=4 -e num_ps=auto -e stop_below_efficiency=0.5": (
         "tests/integration/test_adaptive_sweep.py::test_num_ps_auto_narrows_then_stop_below_efficiency_stops_and_says_why",
     ),
-    "ansible-playbook run-benchmark.yml -e gpus=1,2 -e model=lenet -e data=real -e data_dir=/tmp/digits "
-    "-e eval_every_steps=20 -e target_accuracy=0.5 -e max_epochs=6 -e optimizer=momentum -e learning_rate=0.01": (
+    "ansible-playbook run-benchmark.yml -e gpus=1,2 -e eval_every_steps=20 -e target_accuracy=0.5 -e max_epochs=6 "
+    "-e optimizer=momentum -e learning_rate=0.01 -e lr_scaling=linear -e warmup_epochs=1": (
         "tests/integration/test_local_benchmark.py::test_a_sweep_with_evaluation_records_held_out_accuracy",
     ),
     "ansible-playbook launch.yml -e script=examples/mnist_distributed.py -e gpus=2": (

@@ -156,3 +156,15 @@ def test_an_export_read_by_head_ends_quietly(tmp_path, fmt):
         shell=True, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert len(piped.stdout) == 100 and piped.stderr == ""
+
+
+def test_a_run_to_a_target_gives_its_time_and_what_it_trained_with():
+    record = {"run_id": "s-1", "time_to_accuracy": 12.5, "epochs_to_accuracy": 3.25, "eval_top1": 0.81,
+              "target_accuracy": 0.8, "tta_status": "converged", "lr_scaling": "linear", "warmup_epochs": 1.0,
+              "learning_rate": 0.01, "sync": 1}  # fmt: skip
+    samples = {s["metric"]: s for s in workloads.parse_workload("ours").samples(record)}
+    assert (samples["time_to_accuracy"]["value"], samples["time_to_accuracy"]["unit"]) == (12.5, "s")
+    assert (samples["epochs_to_accuracy"]["value"], samples["epochs_to_accuracy"]["unit"]) == (3.25, "epochs")
+    metadata = samples["eval_top1"]["metadata"]
+    assert (metadata["target_accuracy"], metadata["tta_status"], metadata["lr_scaling"]) == (0.8, "converged", "linear")
+    assert (metadata["warmup_epochs"], metadata["learning_rate"], metadata["sync"]) == (1.0, 0.01, 1)

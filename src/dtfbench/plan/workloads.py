@@ -325,6 +325,14 @@ SAMPLE_METADATA = (
     "tf_version",
     "environment_key",
     "eval_every_steps",
+    "target_accuracy",
+    "max_epochs",
+    "optimizer",
+    "learning_rate",
+    "lr_scaling",
+    "warmup_epochs",
+    "sync",
+    "tta_status",
     "finished_at",
 )
 # A run's own figures (the store's columns), in the order a reader wants them.
@@ -342,6 +350,8 @@ RUN_METRICS = (
     ("eval_top1", "fraction"),
     ("eval_top5", "fraction"),
     ("eval_seconds", "s"),
+    ("time_to_accuracy", "s"),
+    ("epochs_to_accuracy", "epochs"),
 )
 
 
