@@ -14,6 +14,7 @@ from playbook_harness import extra_vars, run_playbook, small_run, strict_invento
 from slurm_testcluster import missing_prerequisites, slurm_env  # noqa: F401
 from testbed_fixtures import testbed_factory  # noqa: F401
 
+from dtfbench.linux import procfs
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
@@ -83,6 +84,11 @@ def test_every_mode_reaches_its_target_across_test_bed_hosts(testbed_factory, di
     for run in runs:
         assert run["hosts"] == ["node01", "node02"]
         check_reached(run, tmp_path)
+        # Where the nodes read the digits from (the file system every host shares here), a configuration key.
+        assert run["storage"] == procfs.mount_of(str(digits))["fs_type"]
+        assert {h: d["filesystem"]["fs_type"] for h, d in run["data_read"].items()} == dict.fromkeys(
+            run["hosts"], run["storage"]
+        )
     assert "to target s" in done.stdout
     assert live_processes(sweep_id) == []
 

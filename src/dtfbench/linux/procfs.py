@@ -211,3 +211,40 @@ def listening_pids(port):
         except OSError:
             continue
     return found
+
+
+# File systems whose data lives on another machine: their source names the server and export.
+NETWORK_FILESYSTEMS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "gpfs", "beegfs", "ceph", "glusterfs", "9p")
+
+
+def mount_of(path, mountinfo="/proc/self/mountinfo"):
+    """The file system `path` lives on, as this process sees it (its mount namespace):
+    {"fs_type", "source", "mount_point", "network"}, from the deepest mount above the path's real
+    location (the last of several at one point: the one on top). None when unreadable."""
+    text = read(mountinfo)
+    if text is None:
+        return None
+    real = os.path.realpath(path)
+    best = None
+    for line in text.splitlines():
+        fields = line.split()
+        if "-" not in fields or len(fields) < 5:
+            continue
+        tail = fields[fields.index("-") + 1 :]
+        if len(tail) < 2:
+            continue
+        point = _unescape(fields[4])
+        if real == point or real.startswith(point.rstrip("/") + "/"):
+            if best is None or len(point) >= len(best[0]):
+                best = (point, tail[0], _unescape(tail[1]))
+    if best is None:
+        return None
+    point, fs_type, source = best
+    return {"fs_type": fs_type, "source": source, "mount_point": point, "network": fs_type in NETWORK_FILESYSTEMS}
+
+
+def _unescape(field):
+    """mountinfo's octal escapes (a space is \\040) back to characters."""
+    import re
+
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)

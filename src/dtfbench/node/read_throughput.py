@@ -8,7 +8,9 @@ can read its dataset before TensorFlow's input pipeline is involved. The shards 
 with O_DIRECT where the filesystem allows it (the device, not the page cache); elsewhere
 (tmpfs, overlay) the file's cached pages are dropped first with posix_fadvise(DONTNEED)
 and the read is buffered, and ``direct: false`` says so. Prints one JSON object:
-{"mb_per_s", "bytes", "seconds", "files", "direct", "data_dir"}. Standard library only, and
+{"mb_per_s", "bytes", "seconds", "files", "direct", "data_dir", "filesystem"}; ``filesystem`` is
+the file system under data_dir (dtfbench.linux.procfs.mount_of: type, source, mount point),
+where the run's storage is recorded from (docs/storage.md). Standard library only, and
 the nodes' oldest Python: tf_host_run's check (launch/host_run.py) measures it before a run.
 """
 
@@ -94,11 +96,16 @@ def measure(data_dir, pattern="train-*", files=4, max_bytes=512 << 20):
 
 def measured(data_dir, pattern="train-*", files=4, max_bytes=512 << 20):
     """measure()'s figures, or {data_dir, error} where the read failed (no shards, no access):
-    the answer of the command and of tf_host_run's check, which never fail for it."""
+    the answer of the command and of tf_host_run's check, which never fail for it. Both say
+    which file system data_dir is on."""
+    from ..linux.procfs import mount_of
+
     try:
-        return measure(data_dir, pattern, files, max_bytes)
+        result = measure(data_dir, pattern, files, max_bytes)
     except OSError as err:
-        return {"data_dir": str(data_dir), "error": str(err)}
+        result = {"data_dir": str(data_dir), "error": str(err)}
+    result["filesystem"] = mount_of(data_dir)
+    return result
 
 
 def main(argv=None):

@@ -69,6 +69,9 @@ CONFIG_KEYS = (
     "lr_scaling",
     "warmup_epochs",
     "sync",
+    # Where real data was read from (the nodes' file system under data_dir): a shared and a local
+    # copy are never one configuration. Measured before the run starts; NULL for synthetic data.
+    "storage",
 )
 # A configuration's held-out accuracy (eval_every_steps): mean top-1, its range, mean top-5, runs that measured it.
 ACCURACY = (

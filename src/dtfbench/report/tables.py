@@ -119,6 +119,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
 # Configuration keys a plan sets only when asked (dtfbench.plan.sweep.ACCURACY_KEYS): a column each in
 # the tables where some configuration has one, so that rows that differ only there can be told apart.
 SETTING_COLUMNS = (
+    "storage",
     "sync",
     "optimizer",
     "learning_rate",

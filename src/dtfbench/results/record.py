@@ -113,15 +113,33 @@ def _gpu_utilisation(results: list[Mapping[str, Any]]) -> tuple[float | None, fl
 
 
 def _data_read(measured: Any) -> dict[str, Any]:
-    """The slowest node's raw read rate (it bounds a real-data run) and every node's result."""
+    """The slowest node's raw read rate (it bounds a real-data run), every node's result, and the
+    storage the nodes read data_dir from (storage_of)."""
     if not isinstance(measured, Mapping) or not measured:
-        return {"data_read_mb_per_s": None, "data_read": None}
+        return {"data_read_mb_per_s": None, "data_read": None, "storage": None}
     rates = [
         float(m["mb_per_s"])
         for m in measured.values()
         if isinstance(m, Mapping) and isinstance(m.get("mb_per_s"), (int, float))
     ]
-    return {"data_read_mb_per_s": min(rates) if rates else None, "data_read": dict(measured)}
+    return {
+        "data_read_mb_per_s": min(rates) if rates else None,
+        "data_read": dict(measured),
+        "storage": storage_of(measured),
+    }
+
+
+def storage_of(measured: Mapping[str, Any]) -> str | None:
+    """Where the nodes read data_dir from, as one configuration value: the file system type, and for
+    a network file system its source (server and export: one shared copy), e.g. 'ext4',
+    'nfs4 10.0.0.1:/srv/imagenet'; nodes on different ones, each kind once, sorted ('ext4, nfs4 ...').
+    None where no node said."""
+    kinds = set()
+    for m in measured.values():
+        fs = m.get("filesystem") if isinstance(m, Mapping) else None
+        if isinstance(fs, Mapping) and fs.get("fs_type"):
+            kinds.add(f"{fs['fs_type']} {fs['source']}" if fs.get("network") else str(fs["fs_type"]))
+    return ", ".join(sorted(kinds)) or None
 
 
 def _workload(payload: Mapping[str, Any]) -> dict[str, Any]:

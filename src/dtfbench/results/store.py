@@ -41,7 +41,8 @@ DEFAULT_DB = "results/results.sqlite"
 # sampler's figures per run, docs/network.md). 9: eval_every_steps, eval_top1, eval_top5, eval_seconds,
 # target_accuracy, max_epochs, optimizer, learning_rate, sync, tta_status, time_to_accuracy,
 # epochs_to_accuracy (held-out accuracy, time to accuracy and what they depend on, docs/accuracy.md).
-# 10: lr_scaling, warmup_epochs (the learning rate scaled with the global batch, and its warm-up).
+# 10: lr_scaling, warmup_epochs (the learning rate scaled with the global batch, and its warm-up), storage
+# (the file system the nodes read data_dir from, docs/storage.md).
 SCHEMA_VERSION = 10
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
@@ -131,6 +132,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     # warm-up, as the plan asked (configuration keys; NULL: not asked, the workload's own: none). NULL before 10.
     ("lr_scaling", "TEXT"),
     ("warmup_epochs", "REAL"),
+    # Real data: the file system the nodes read data_dir from, as each node's read test found it
+    # (dtfbench.results.record.storage_of: 'ext4', 'nfs4 server:/export'); a configuration key, so runs
+    # from a shared and a local copy are never averaged. NULL: synthetic data, or not measured.
+    ("storage", "TEXT"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data", "repetition", "status")
