@@ -155,8 +155,9 @@ def _plan(db, sweep_id, **settings):
     )
 
 
-def _sweep(tmp_path, **settings):
-    """Run a sweep through adaptive_sweep.step as roles/benchmark does, recording each run from TRUTH."""
+def _sweep(tmp_path, outcome=lambda run, rate: {}, **settings):
+    """Run a sweep through adaptive_sweep.step as roles/benchmark does, recording each run from TRUTH
+    (and `outcome(run, rate)`'s further columns)."""
     db, sweep_id = tmp_path / "results.sqlite", "made-up"
     plan = _plan(db, sweep_id, gpus="1,2,4,8", **settings)
     ran = {}
@@ -164,8 +165,8 @@ def _sweep(tmp_path, **settings):
         answer = adaptive_sweep.step(dict(plan["adaptive"], sweep_id=sweep_id, gpus=gpus, runs=plan["runs"]), str(db))
         ran[gpus] = sorted(r["num_ps"] for r in answer["runs"])
         for run in answer["runs"]:
-            config = scaling_model.Config(run["gpus"], 1, run["num_ps"], run["variable_update"])
-            _record(db, sweep_id, run, TRUTH.images_per_sec(config))
+            rate = TRUTH.images_per_sec(scaling_model.Config(run["gpus"], 1, run["num_ps"], run["variable_update"]))
+            _record(db, sweep_id, run, rate, **outcome(run, rate))
         if answer["stopped"]:
             break
     return db, sweep_id, ran
@@ -220,23 +221,15 @@ def epochs_needed(num_ps):
     return 2.0 * (1 + 0.6 * (num_ps - 1))
 
 
+def _reached(run, rate):
+    """Each run converged, after the epochs its PS count needs, at the model's images/sec."""
+    epochs = epochs_needed(run["num_ps"])
+    return dict(target_accuracy=0.9, max_epochs=30.0, eval_every_steps=50, tta_status="converged",
+                epochs_to_accuracy=epochs, time_to_accuracy=epochs * EPOCH_IMAGES / rate)  # fmt: skip
+
+
 def _sweep_to_target(tmp_path, **settings):
-    db, sweep_id = tmp_path / "results.sqlite", "made-up"
-    plan = _plan(db, sweep_id, gpus="1,2,4,8", **TTA_SETTINGS, **settings)
-    ran = {}
-    for gpus in (1, 2, 4, 8):
-        answer = adaptive_sweep.step(dict(plan["adaptive"], sweep_id=sweep_id, gpus=gpus, runs=plan["runs"]), str(db))
-        ran[gpus] = sorted(r["num_ps"] for r in answer["runs"])
-        for run in answer["runs"]:
-            rate = TRUTH.images_per_sec(scaling_model.Config(run["gpus"], 1, run["num_ps"], run["variable_update"]))
-            epochs = epochs_needed(run["num_ps"])
-            _record(
-                db, sweep_id, run, rate, target_accuracy=0.9, max_epochs=30.0, eval_every_steps=50,
-                tta_status="converged", epochs_to_accuracy=epochs, time_to_accuracy=epochs * EPOCH_IMAGES / rate,
-            )  # fmt: skip
-        if answer["stopped"]:
-            break
-    return db, sweep_id, ran
+    return _sweep(tmp_path, _reached, **TTA_SETTINGS, **settings)
 
 
 def test_rank_by_time_to_accuracy_keeps_the_ps_counts_first_to_the_target(tmp_path):

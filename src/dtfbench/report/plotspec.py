@@ -10,7 +10,7 @@ from typing import Any
 from . import reference as reference_data
 from . import stats
 from .analysis import Analysis, _group_of
-from .tables import _group_title, _workload_suffix
+from .tables import SETTING_COLUMNS, _group_title, _workload_suffix
 
 # ---------------------------------------------------------------------------------------
 # Plot specs (rendered by dtfbench.report.plots; written beside each plot as its JSON sidecar).
@@ -310,19 +310,9 @@ def step_split_specs(group: list[Mapping[str, Any]], slug: str, title: str) -> l
 # 9b and 13).
 # ---------------------------------------------------------------------------------------
 
-# What tells two configurations of one plot group apart, beside the GPU count.
-SETTING_KEYS = (
-    "variable_update",
-    "num_ps",
-    "sync",
-    "optimizer",
-    "learning_rate",
-    "lr_scaling",
-    "warmup_epochs",
-    "eval_every_steps",
-    "target_accuracy",
-    "max_epochs",
-)
+# What tells two configurations of one plot group apart, beside the GPU count: the mode, the PSs, and
+# the settings the tables show a column for.
+SETTING_KEYS = ("variable_update", "num_ps", *SETTING_COLUMNS)
 MODE_SHORT = {
     "parameter_server": "PS",
     "distributed_replicated": "replicated",
