@@ -178,6 +178,12 @@ options:
         C([--num_intra_threads, "1"]). A list of strings or numbers; anything else is refused by name.
     type: raw
     default: []
+  check_only:
+    description:
+      - Look at O(results_db) without writing (ansible-playbook C(--check)) - a store that does not exist yet is
+        checked by the permissions of its nearest existing folder, and no folder or probe is made.
+    type: bool
+    default: false
   launcher:
     description: How the runs will be started (C(ssh) or C(slurm)).
     type: str

@@ -144,3 +144,19 @@ def test_a_sweep_with_evaluation_records_held_out_accuracy(tmp_path, live_proces
         timeout=120,
     )
     assert refused.returncode != 0 and "eval_every_steps=20 needs data=real" in refused.output
+
+
+def test_check_mode_plans_the_sweep_and_writes_nothing(tmp_path):
+    """--check (issue #56, case 7): the planned runs are shown, nothing starts, no store is made."""
+    db = tmp_path / "store" / "results.sqlite"
+    done = run_playbook(
+        "run-benchmark.yml", "--check", *extra_vars(gpus="1,2", results_db=db, sweep_id="checked"), *small_run(),
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.output[-3000:]
+    assert "check mode: sweep checked would run 2 of 2 runs on localhost" in done.stdout
+    assert "checked-1-" in done.stdout and "Nothing was started or written" in done.stdout
+    assert not db.parent.exists()
+    # A bad setting is still refused by name, as without --check.
+    refused = run_playbook("run-benchmark.yml", "--check", *extra_vars(gpus=0, results_db=db), timeout=120)
+    assert refused.returncode != 0 and "gpus=0" in refused.output and not db.parent.exists()

@@ -40,6 +40,7 @@ SWEEP_NAMES = {
     "benchmark_network_skip",
     "benchmark_network_probe_required",
     "benchmark_network_record",
+    "ansible_check_mode",
 }
 # Exactly this text: Ansible renders "{{ ... }} " (a space after it) as the string 'False ',
 # which is true.

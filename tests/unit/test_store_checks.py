@@ -346,3 +346,15 @@ def test_the_plan_checks_the_store_first(tmp_path):
     db.write_text("id,gpus\n")
     with pytest.raises(planner.PlanError, match=f"results_db={db}: not an SQLite database"):
         plan_sweep({"gpus": 1, "num_ps": 1, "sweep_id": "s", "results_db": str(db)}, HOSTS)
+
+
+def test_a_check_only_look_at_a_new_store_makes_nothing(tmp_path):
+    """ansible-playbook --check: the plan looks at the store without making its folder or a probe."""
+    db = tmp_path / "new" / "deeper" / "results.sqlite"
+    store.check_writable(db, create=False)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(store.StoreError, match="a folder, not a results store"):
+        store.check_writable(tmp_path, create=False)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(store.StoreError, match="cannot create it under .*file .not a folder you can write"):
+        store.check_writable(tmp_path / "file" / "results.sqlite", create=False)

@@ -726,6 +726,7 @@ ARGUMENT_SPEC = dict(
     ps_on_worker_nodes=dict(type="bool", default=True),
     sweep_id=dict(type="str", required=True),
     results_db=dict(type="path"),
+    check_only=dict(type="bool", default=False),
     sweep_extend=dict(type="bool", default=False),
     workload=dict(type="str", default="ours"),
     extra_args=dict(type="raw", default=[]),

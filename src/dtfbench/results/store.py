@@ -279,15 +279,31 @@ def open_readonly(db_path: str | Path, where: str | None = None) -> sqlite3.Conn
     return conn
 
 
-def check_writable(db_path: str | Path, where: str | None = None, need: int = MIN_FREE_BYTES) -> None:
+def check_writable(
+    db_path: str | Path, where: str | None = None, need: int = MIN_FREE_BYTES, create: bool = True
+) -> None:
     """Check, before a sweep starts, that runs can be recorded in `db_path`: an existing store
     is SQLite of our schema, passes PRAGMA quick_check and takes a write (one meta row, rolled
     back: the store is left as it was); a new one can be created (a probe database beside it, written and removed);
-    the file system has `need` bytes free. StoreError naming `where` and the problem."""
+    the file system has `need` bytes free. StoreError naming `where` and the problem.
+
+    `create=False` (ansible-playbook --check) makes nothing: a store that does not exist yet is
+    checked by the permissions of its nearest existing folder, without making its folder or a probe."""
     path = Path(db_path).expanduser()
     where = where or f"results_db={path}"
     if path.is_dir():
         raise StoreError(f"{where}: a folder, not a results store; give the store's file, e.g. {path}/results.sqlite")
+    if not create and not (path.exists() and path.stat().st_size):
+        folder = next(p for p in path.absolute().parents if p.exists())
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise StoreError(
+                f"{where}: cannot create it under {folder} (not a folder you can write); use a path in a folder "
+                "you can write"
+            )
+        room = _room_problem(path, need)
+        if room:
+            raise StoreError(f"{where}: {room}")
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:

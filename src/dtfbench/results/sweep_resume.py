@@ -34,7 +34,7 @@ def plan_sweep(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     if not db:
         return plan
     try:
-        store.check_writable(db)
+        store.check_writable(db, create=not request.get("check_only"))
     except store.StoreError as err:
         raise PlanError(str(err)) from None
     return resume(plan, recorded(db, plan["sweep_id"]), extend=bool(request.get("sweep_extend")))
