@@ -178,6 +178,13 @@ options:
         C([--num_intra_threads, "1"]). A list of strings or numbers; anything else is refused by name.
     type: raw
     default: []
+  left_out:
+    description:
+      - The group's hosts that ansible-playbook's C(--limit) took out of the play (not in O(hosts)); an error
+        about too few hosts names them.
+    type: list
+    elements: str
+    default: []
   check_only:
     description:
       - Look at O(results_db) without writing (ansible-playbook C(--check)) - a store that does not exist yet is

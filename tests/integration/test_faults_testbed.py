@@ -385,6 +385,24 @@ def test_host_that_goes_away_fails_the_runs_that_need_it_and_leaves_no_task(bed2
 
 
 # Last in this module: it leaves node02 without sshd (as the test before it does).
+def test_limit_keeps_the_sweep_on_the_hosts_it_leaves(bed2, tmp_path, live_processes):
+    """--limit (issue #56, case 6): a sweep that needs a host the limit took out is refused before
+    anything starts, naming it; one that fits runs on the hosts the limit keeps."""
+    sweep_id = f"limit-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "results.sqlite"
+    refused = sweep_to_its_end(bed2, sweep_id, db, "--limit", "node01", *extra_vars(gpus=2, num_ps=1, repetitions=1))
+    out = " ".join(refused.output.split())
+    assert refused.returncode != 0 and "--limit left out node02: the sweep may use only the hosts it keeps" in out
+    assert "runs to do on" not in out and not db.exists()
+    kept = sweep_to_its_end(
+        bed2, sweep_id, db, "--limit", "node02", *extra_vars(gpus=1, num_ps=1, repetitions=1, steps=5)
+    )
+    assert kept.returncode == 0, kept.output[-4000:]
+    (run,) = store.runs(store.connect(db))
+    assert run["status"] == "ok" and run["hosts"] == ["node02"], (run["hosts"], run["reason"])
+    assert live_processes(sweep_id) == []
+
+
 def test_a_host_unreachable_before_the_sweep_is_one_error_and_nothing_starts(bed2, tmp_path):
     node02 = next(n for n in bed2.nodes if n["name"] == "node02")
     kill_sshd(node02)

@@ -433,6 +433,17 @@ def _eval_every(request: Mapping[str, Any], workload: workloads.Workload, data: 
     return every
 
 
+def _left_out(request: Mapping[str, Any]) -> str:
+    """Why the hosts may be too few: the ones ansible-playbook's --limit took out of the sweep."""
+    left = [str(h) for h in request.get("left_out") or []]
+    if not left:
+        return ""
+    return (
+        f" (--limit left out {', '.join(left[:5])}{' ...' if len(left) > 5 else ''}: the sweep may use only the "
+        "hosts it keeps; widen --limit, or ask for fewer gpus)"
+    )
+
+
 def _is_adaptive(adaptive: Mapping[str, Any]) -> bool:
     """Whether a sweep learns from its smaller GPU counts (any of _adaptive's settings on)."""
     return bool(adaptive["num_ps_auto"]) or any(
@@ -558,7 +569,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             "(train-*), or use data=synthetic"
         )
     if not hosts:
-        raise PlanError("the inventory has no TF nodes; add hosts to the tf_nodes group")
+        raise PlanError(f"the inventory has no TF nodes; add hosts to the tf_nodes group{_left_out(request)}")
 
     runs: list[dict[str, Any]] = []
     mixed_modes = ALL_REDUCE in updates and len(updates) > 1
@@ -609,7 +620,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     and _fits(hosts, n_gpus, 1, devices_per_worker, ps_on_worker_nodes)
                 ):
                     continue
-                raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}") from None
+                raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}{_left_out(request)}") from None
             for sync, training, repetition in itertools.product(
                 syncs if update != ALL_REDUCE else [None], trainings, range(1, repetitions + 1)
             ):
@@ -727,6 +738,7 @@ ARGUMENT_SPEC = dict(
     sweep_id=dict(type="str", required=True),
     results_db=dict(type="path"),
     check_only=dict(type="bool", default=False),
+    left_out=dict(type="list", elements="str", default=[]),
     sweep_extend=dict(type="bool", default=False),
     workload=dict(type="str", default="ours"),
     extra_args=dict(type="raw", default=[]),
