@@ -240,6 +240,7 @@ def test_submit_false_only_writes_the_scripts(slurm_env, slurm_test_cluster, tmp
     (directory,) = (Path(slurm_test_cluster["dir"]) / "work" / "runs").glob(f"{sweep_id}-1-*")
     script = (directory / "job.sbatch").read_text()
     assert "#SBATCH --nodes=2" in script and "#SBATCH --partition=debug" in script
+    assert "#SBATCH --no-requeue" in script  # a failed node ends the job; the sweep records it and goes on
     assert '--nodelist "$SLURM_JOB_NODELIST"' in script and "--account" not in script
     assert (directory / "node.sh").exists() and not (directory / "job.json").exists()
     root = Path(slurm_test_cluster["dir"]) / "work"
