@@ -39,6 +39,12 @@ options:
   results_db:
     description: The results store; C(results/results.sqlite) when omitted.
     type: str
+  store_expected:
+    description:
+      - The store must exist (the sweep had it at its start, or recorded runs in it) - a store that is gone is
+        not made again (which would hide the runs lost with it) - the run is kept as JSON and the task fails.
+    type: bool
+    default: false
   git_revision:
     description: The project's revision that ran it.
     type: str

@@ -273,6 +273,21 @@ def test_a_run_the_full_store_refuses_is_kept_beside_it(small_tmpfs):
     assert [r["run_id"] for r in store.runs(store.connect(db))] == ["full-1-cafecafe"]
 
 
+def test_a_store_gone_mid_sweep_is_not_made_again(tmp_path):
+    """Issue #56, case 4: the store's folder removed during a sweep. Made again empty, it would hide
+    the runs that went with it; the record fails instead, keeping the run, and says what happened."""
+    db = tmp_path / "store" / "results.sqlite"
+    payload = dict(record_payload(db), store_expected=True)
+    done = cli("record", stdin=json.dumps(payload))
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    line = " ".join(done.stderr.split())
+    assert f"results_db={db}: the store is gone: it was there when the sweep started" in line
+    assert "restore it from a copy, or give results_db a new path" in line and "resume it with -e sweep_id=full" in line
+    assert not db.exists() and (db.parent / "results.sqlite.unrecorded-full-1-cafecafe.json").is_file()
+    # A sweep's first record makes its store, as before.
+    assert cli("record", stdin=json.dumps(record_payload(db))).returncode == 0 and db.is_file()
+
+
 # --- item 6: sweeps mean what they say (the plan; the playbook in tests/integration) --------
 
 

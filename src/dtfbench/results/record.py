@@ -284,6 +284,7 @@ ARGUMENT_SPEC = {
     "instance_types": {"type": "dict", "default": {}},
     "data_read": {"type": "dict", "default": {}},
     "interrupted": {"type": "str"},
+    "store_expected": {"type": "bool", "default": False},
 }
 
 
@@ -308,6 +309,15 @@ def record_run(payload: Mapping[str, Any]) -> dict[str, Any]:
     # The run's record goes to a file first, while the disk may still have room, and is
     # removed once the store holds it: a store that refuses it (a full disk) loses nothing.
     kept = store.save_unrecorded(record, db)
+    if payload.get("store_expected") and not Path(db).expanduser().exists():
+        # A store the sweep had (it was there at its start, or took its earlier runs) is gone: made
+        # again here, it would hide that every run recorded before went with it.
+        gone = (
+            f"results_db={db}: the store is gone: it was there when the sweep started or took its earlier runs, "
+            "and its file or folder was removed or unmounted during the sweep (the runs recorded in it went with "
+            "it); restore it from a copy, or give results_db a new path"
+        )
+        raise RecordError(_unrecorded(record, db, payload.get("sweep_id"), None, kept, problem=gone), 3)
     conn = None
     try:
         conn = store.connect(db)
@@ -332,10 +342,17 @@ def record_run(payload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _unrecorded(record: Mapping[str, Any], db: str, sweep_id: str | None, err: BaseException, kept: Path | None) -> str:
-    """The store refused a finished run (disk full, file gone bad mid-sweep): the run stays in
-    the JSON file written before (never throw a result away); the one line that says so."""
-    problem = store.describe_error(f"results_db={db}", Path(db), err)
+def _unrecorded(
+    record: Mapping[str, Any],
+    db: str,
+    sweep_id: str | None,
+    err: BaseException | None,
+    kept: Path | None,
+    problem: str | None = None,
+) -> str:
+    """The store refused a finished run (disk full, file gone bad or gone mid-sweep): the run stays
+    in the JSON file written before (never throw a result away); the one line that says so."""
+    problem = problem or store.describe_error(f"results_db={db}", Path(db), err)
     if kept is None:  # not even a file: the record goes to the log, whole
         where = f"its record follows (no file could be written): {json.dumps(record, sort_keys=True)}"
     else:
