@@ -118,6 +118,8 @@ def summarise(raw: Mapping[str, Any]) -> dict[str, Any]:
         pairs=pairs,
         incast=incast,
         slow_hosts=network.slow_hosts(hosts),
+        # Hosts that never reached the conductor's private address: TF's traffic cannot reach them either.
+        unreached={h: why for h, why in (raw.get("missing") or {}).items() if h not in (raw.get("joined") or [])},
     )
     return document
 

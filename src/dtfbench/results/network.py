@@ -29,7 +29,8 @@ The document (``document`` column; ``dtfbench.results.netprobe.summarise`` write
                       "why": str | None}},
      "pairs": [{"round": int, "sender": host, "receiver": host, "gb_s": float | None, "why": ...}],
      "incast": {"receiver": host, "senders": [host, ...], "gb_s": float | None, "why": ...} | None,
-     "slow_hosts": [{"host": host, "gb_s": float, "median_gb_s": float}]}
+     "slow_hosts": [{"host": host, "gb_s": float, "median_gb_s": float}],
+     "unreached": {host: why}: hosts that never joined the probe over the private network}
 
 Standard library only (sqlite3), like ``dtfbench.results.store``.
 """
