@@ -373,3 +373,19 @@ def test_a_check_only_look_at_a_new_store_makes_nothing(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(store.StoreError, match="cannot create it under .*file .not a folder you can write"):
         store.check_writable(tmp_path / "file" / "results.sqlite", create=False)
+
+
+def test_a_store_on_a_read_only_file_system_is_read(small_tmpfs):
+    """Issue #56, case 9: a store copied to read-only media, without its -shm file, is read."""
+    disk = small_tmpfs("4m")
+    db = disk / "results.sqlite"
+    conn = store.connect(db)
+    store.add_run(conn, measured_row("ro-1"))
+    conn.close()
+    assert sorted(p.name for p in disk.iterdir()) == ["results.sqlite"]  # no -shm, no -wal left
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    assert [r["run_id"] for r in store.runs(store.open_readonly(db))] == ["ro-1"]
+    assert store.completed_run_ids(db, "s") == {"ro-1"}  # a resume's look at it too
+    done = cli("store", "export", "--db", str(db), "--format", "csv")
+    assert done.returncode == 0 and "ro-1" in done.stdout, done.stderr
+    assert sorted(p.name for p in disk.iterdir()) == ["results.sqlite"]

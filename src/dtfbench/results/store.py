@@ -215,6 +215,12 @@ def describe_error(where: str, path: Path, err: BaseException) -> str:
         )
     if "readonly" in lowered or "read-only" in lowered or "permission" in lowered:
         return f"{where}: cannot be written ({text}); use a path you can write"
+    if "unable to open" in lowered and path.is_file() and not os.access(path.absolute().parent, os.W_OK):
+        return (
+            f"{where}: cannot be read here ({text}): SQLite reads a store written in WAL mode through a "
+            f"{path.name}-shm file beside it, and {path.absolute().parent} cannot be written; copy the store "
+            "(with its -wal file, if any) to a folder you can write and read the copy"
+        )
     if "unable to open" in lowered or isinstance(err, OSError):
         reason = getattr(err, "strerror", None) or text
         return f"{where}: cannot be opened or created ({reason}); use a path in a folder you can write"
@@ -223,8 +229,17 @@ def describe_error(where: str, path: Path, err: BaseException) -> str:
 
 def _ro_uri(path: Path) -> str:
     """A read-only SQLite URI for `path`: quoted, so '#', '?', '%', spaces and non-ASCII
-    characters are part of the path and not of the URI."""
-    return "file:" + urllib.parse.quote(str(path.absolute()), safe="/") + "?mode=ro"
+    characters are part of the path and not of the URI.
+
+    On a read-only file system (a CD, a read-only mount of an archive) the store is opened
+    immutable: a WAL-mode store is otherwise read through its -shm file, which SQLite must be able
+    to create beside it, and nothing can change a store there while it is read."""
+    uri = "file:" + urllib.parse.quote(str(path.absolute()), safe="/") + "?mode=ro"
+    try:
+        read_only = bool(os.statvfs(path.absolute().parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return uri + "&immutable=1" if read_only else uri
 
 
 def _check_schema(conn: sqlite3.Connection, where: str, path: Path, *, empty_ok: bool) -> None:
