@@ -217,9 +217,9 @@ def describe_error(where: str, path: Path, err: BaseException) -> str:
         return f"{where}: cannot be written ({text}); use a path you can write"
     if "unable to open" in lowered and path.is_file() and not os.access(path.absolute().parent, os.W_OK):
         return (
-            f"{where}: cannot be read here ({text}): SQLite reads a store written in WAL mode through a "
-            f"{path.name}-shm file beside it, and {path.absolute().parent} cannot be written; copy the store "
-            "(with its -wal file, if any) to a folder you can write and read the copy"
+            f"{where}: cannot be opened here ({text}): its folder {path.absolute().parent} cannot be written, and "
+            f"SQLite creates {path.name}-shm beside a store in WAL mode to read it, and a journal to write it; use a "
+            "path in a folder you can write (to read it, a copy there, with its -wal file if any)"
         )
     if "unable to open" in lowered or isinstance(err, OSError):
         reason = getattr(err, "strerror", None) or text
