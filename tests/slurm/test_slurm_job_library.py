@@ -71,3 +71,43 @@ def test_a_running_job_is_cancelled(on_the_cluster, tmp_path):
     assert json.loads((run_dir / sj.STATE_FILE).read_text())["state"] == "CANCELLED"
     # Ended: a second cancel finds nothing to do.
     assert sj.slurm_job(params(run_dir, state="cancelled"))["changed"] is False
+
+
+def test_a_node_set_down_ends_the_job_and_is_named(on_the_cluster, tmp_path):
+    """Issue #56, case 5: a node set DOWN mid-run. The job (--no-requeue, as the role writes it) ends
+    at once instead of being requeued, and the failure names the node and Slurm's reason."""
+    import os
+    import subprocess
+    import time
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "job.sbatch").write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --no-requeue\n#SBATCH --job-name=dtfbench-library-down\n"
+        f"#SBATCH --output={run_dir}/job-%j.out\nsrun sleep 300\n"
+    )
+    started = sj.slurm_job(params(run_dir, wait=False))
+    job_id = started["job_id"]
+    scontrol = [sj.shutil.which("scontrol")]
+    deadline = time.monotonic() + 60
+    while "JobState=RUNNING" not in subprocess.run([*scontrol, "show", "job", job_id], capture_output=True,
+                                                   text=True, env=os.environ).stdout:  # fmt: skip
+        assert time.monotonic() < deadline, "the job never started"
+        time.sleep(0.5)
+    node = sj.parse_show_job(subprocess.run([*scontrol, "--oneliner", "show", "job", job_id], capture_output=True,
+                                            text=True).stdout)["NodeList"]  # fmt: skip
+    second = subprocess.run(
+        [sj.shutil.which("scontrol"), "show", "hostnames", node], capture_output=True, text=True
+    ).stdout.split()[-1]
+    subprocess.run([*scontrol, "update", f"nodename={second}", "state=down", "reason=pulled for the test"], check=True)
+    try:
+        began = time.monotonic()
+        ended = sj.slurm_job(params(run_dir))
+        took = time.monotonic() - began
+    finally:
+        subprocess.run([*scontrol, "update", f"nodename={second}", "state=resume"], check=False)
+    assert ended["state"] in ("NODE_FAIL", "FAILED", "CANCELLED"), ended
+    # Named: by Slurm's state and reason while it is still down, else by srun's "Node failure on" line
+    # (the test cluster's slurmd answers again at once, and Slurm takes it back).
+    assert f"failed node: {second} " in ended["failure"], ended["failure"]
+    assert took < 60  # not requeued: no second run of the job

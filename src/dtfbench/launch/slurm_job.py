@@ -177,6 +177,28 @@ class SlurmJob:
         self.last_error = "scontrol show job %s (exit %d): %s" % (job_id, rc, text)
         return {}
 
+    def failed_nodes(self, nodelist, output=None):
+        """The job's nodes that failed, as 'node2 down (Not responding)': those Slurm has down, drained
+        or not responding now, with its reason (sinfo), and, for a NODE_FAIL, those srun named in the
+        job's `output` ("Node failure on node2"), which may be back by now. "" where none is known."""
+        bad = {}
+        try:
+            argv = [self.command("sinfo"), "--Node", "--noheader", "--nodes=%s" % nodelist, "--format=%N|%T|%E"]
+            rc, out, _ = self.run_command(argv)
+        except JobError:
+            rc, out = 1, ""
+        for line in out.splitlines() if rc == 0 else []:
+            parts = line.strip().split("|", 2)
+            if len(parts) == 3 and any(w in parts[1].lower() for w in ("down", "drain", "fail", "not_responding")):
+                reason = parts[2].strip()
+                shown = " (%s)" % reason if reason not in ("", "none") else ""
+                bad[parts[0]] = "%s %s%s" % (parts[0], parts[1].lower(), shown)
+        if output and os.path.isfile(output):
+            with open(output, errors="replace") as handle:
+                for name in re.findall(r"Node failure on (\S+)", handle.read()):
+                    bad.setdefault(name, "%s (srun: node failure)" % name)
+        return ", ".join(bad[name] for name in sorted(bad))
+
     def cancel(self, job_id):
         self.run_command([self.command("scancel"), job_id])
 
@@ -335,6 +357,9 @@ class SlurmJob:
             text += ", exit code %s" % fields["ExitCode"]
         if fields.get("NodeList") and fields["NodeList"] != "(null)":
             text += " on %s" % fields["NodeList"]
+            down = self.failed_nodes(fields["NodeList"], output if state == "NODE_FAIL" else None)
+            if down:
+                text += "; failed node: %s" % down
         end = tail(output, self.params["output_lines"]) if output else None
         if end:
             text += "; end of %s:\n%s" % (output, end)
