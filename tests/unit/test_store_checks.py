@@ -389,3 +389,10 @@ def test_a_store_on_a_read_only_file_system_is_read(small_tmpfs):
     done = cli("store", "export", "--db", str(db), "--format", "csv")
     assert done.returncode == 0 and "ro-1" in done.stdout, done.stderr
     assert sorted(p.name for p in disk.iterdir()) == ["results.sqlite"]
+
+
+def test_a_value_with_a_space_is_named_whole():
+    """Issue #56, case 10: `-e model="resnet 50"` was refused as model='resnet'."""
+    with pytest.raises(planner.PlanError, match=r"model='resnet 50' is unknown; choose from inception3, resnet50"):
+        planner.build_plan({"gpus": 1, "model": "resnet 50", "sweep_id": "s"}, HOSTS)
+    assert planner.as_list("gpus", "1, 2,4") == ["1", "2", "4"] and planner.as_list("gpus", "[1, 2]") == ["1", "2"]

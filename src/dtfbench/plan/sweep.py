@@ -85,7 +85,9 @@ def as_list(name: str, value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         items = list(value)
     elif isinstance(value, str):
-        items = [part.strip() for part in re.split(r"[,\s]+", value.strip("[] ")) if part.strip()]
+        # Commas separate the values; a value with a space in it stays whole, so that an error names it
+        # as given ('resnet 50', not 'resnet').
+        items = [part.strip().strip("'\"") for part in value.strip("[] ").split(",") if part.strip()]
     else:
         items = [value]
     if not items:
