@@ -228,18 +228,27 @@ def describe_error(where: str, path: Path, err: BaseException) -> str:
 
 
 def _ro_uri(path: Path) -> str:
-    """A read-only SQLite URI for `path`: quoted, so '#', '?', '%', spaces and non-ASCII
-    characters are part of the path and not of the URI.
+    """The SQLite URI a reader opens `path` with (quoted, so '#', '?', '%', spaces and non-ASCII
+    characters are part of the path and not of the URI). It never creates a database (the file
+    exists: the callers check), and the reader only reads; what differs is what SQLite leaves:
 
-    On a read-only file system (a CD, a read-only mount of an archive) the store is opened
-    immutable: a WAL-mode store is otherwise read through its -shm file, which SQLite must be able
-    to create beside it, and nothing can change a store there while it is read."""
-    uri = "file:" + urllib.parse.quote(str(path.absolute()), safe="/") + "?mode=ro"
+    - on a read-only file system (a CD, a read-only mount of an archive): immutable, since a store
+      in WAL mode is otherwise read through a -shm file SQLite must create beside it, and nothing
+      can change a store there while it is read;
+    - where the store and its folder can be written: read-write, so that the last connection to
+      close removes the -wal and -shm files it made (a read-only one leaves them behind);
+    - elsewhere: read-only."""
+    uri = "file:" + urllib.parse.quote(str(path.absolute()), safe="/")
+    folder = path.absolute().parent
     try:
-        read_only = bool(os.statvfs(path.absolute().parent).f_flag & os.ST_RDONLY)
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:
         read_only = False
-    return uri + "&immutable=1" if read_only else uri
+    if read_only:
+        return uri + "?mode=ro&immutable=1"
+    if os.access(path, os.W_OK) and os.access(folder, os.W_OK | os.X_OK):
+        return uri + "?mode=rw"
+    return uri + "?mode=ro"
 
 
 def _check_schema(conn: sqlite3.Connection, where: str, path: Path, *, empty_ok: bool) -> None:
