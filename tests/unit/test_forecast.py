@@ -37,6 +37,20 @@ def test_published_p2_xlarge_plan(capsys):
     assert sweep["cost_usd"] == pytest.approx(128 * sweep["hours"] * 0.9)
 
 
+def test_a_count_far_past_the_data_is_cautioned_not_called_unsaturated(capsys):
+    """Issue #56, case 10: --gpus 1000000 said "no saturation" at 0% efficiency, with a $674 billion sweep."""
+    code, out, err = run(capsys, "--system", "aws-p2.xlarge", "--gpus", "1000000")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "no saturation" not in text and "one count asked, nothing to judge a step up against" in text
+    assert "Caution: 1000000 GPUs is over 8x the largest count the model was fitted on (128)" in text
+    assert "Caution: at 1000000 GPUs the efficiency is under 10% (0.0% at 1000000)" in text
+    assert "Caution: the sweep would cost $674," in text and "--max-cost-usd refuses" in text
+    # Within the data, none.
+    code, out, _ = run(capsys, "--system", "aws-p2.xlarge", "--gpus", "1,2,4,8,16,32,64,128")
+    assert code == 0 and "Caution:" not in out
+
+
 def test_text_output_names_best_runner_up_and_cost(capsys):
     code, out, _ = run(capsys, "--system", "aws-p2.8xlarge", "--gpus", "8,16,32")
     assert code == 0

@@ -298,10 +298,44 @@ def saturation(rows: Sequence[dict[str, Any]], gain_threshold: float = DEFAULT_G
                 + ("; the network sets the step there" if row["network_bound"] else "")
             )
     last = rows[-1]
+    if len(rows) == 1:
+        return (
+            f"one count asked, nothing to judge a step up against (efficiency at {last['gpus']} GPUs: "
+            f"{last['efficiency']:.0%}); give several, e.g. --gpus 1,2,4,8,{last['gpus']}"
+        )
     return (
         f"no saturation up to {last['gpus']} GPUs: each step up adds at least {gain_threshold:.0%} of "
         f"one GPU's rate per GPU (efficiency at {last['gpus']}: {last['efficiency']:.0%})"
     )
+
+
+# A prediction this many times past the largest count the fit saw is the model's shape, not a
+# measurement: the forecast says so.
+FAR_BEYOND = 8
+# Below this efficiency a count is mostly idle GPUs, whatever the model's shape.
+IDLE_EFFICIENCY = 0.10
+
+
+def cautions(rows: Sequence[dict[str, Any]], fitted_gpus: int, cost_usd: float | None) -> list[str]:
+    """What a reader should know before trusting or paying for the forecast."""
+    out = []
+    far = [r["gpus"] for r in rows if r["gpus"] > FAR_BEYOND * fitted_gpus]
+    if far:
+        out.append(
+            f"{', '.join(map(str, far))} GPUs {'is' if len(far) == 1 else 'are'} over {FAR_BEYOND}x the largest count "
+            f"the model was fitted on ({fitted_gpus}): there it extrapolates its shape, nothing measured says it holds; "
+            f"measure up to a count within reach of those first"
+        )
+    idle = [r for r in rows if r["efficiency"] < IDLE_EFFICIENCY]
+    if idle:
+        worst = min(idle, key=lambda r: r["efficiency"])
+        out.append(
+            f"at {', '.join(str(r['gpus']) for r in idle)} GPUs the efficiency is under {IDLE_EFFICIENCY:.0%} "
+            f"({worst['efficiency']:.1%} at {worst['gpus']}): nearly every GPU would wait; fewer give the same images/sec"
+        )
+    if cost_usd is not None and cost_usd > 1e6:
+        out.append(f"the sweep would cost ${cost_usd:,.0f}; --max-cost-usd refuses a sweep above a bound")
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -513,6 +547,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "ps_or_all_reduce": crossover(counts, fit.all_reduce_fitted),
         "all_reduce_note": all_reduce_note,
         "sweep": estimate.as_dict(),
+        "cautions": cautions(counts, max(o.config.gpus for o in rows), estimate.cost_usd),
     }
     if args.max_cost_usd is not None:
         pricing.check_max_cost(estimate.cost_usd, args.max_cost_usd)
@@ -565,6 +600,7 @@ def render(result: dict[str, Any]) -> str:
         *([f"Note: {result['all_reduce_note']}."] if result.get("all_reduce_note") else []),
         f"Sweep: {s['runs']} runs, {s['run_hours']:.1f} h of runs + setup = {s['hours']:.1f} h on "
         f"{s['instances']} node(s) ({s['instances'] * s['hours']:.1f} node-hours): {cost}.",
+        *[f"Caution: {c}." for c in result.get("cautions") or []],
     ]
     return "\n".join(lines)
 
