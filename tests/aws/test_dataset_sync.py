@@ -400,6 +400,22 @@ def test_bad_source_and_workers_are_refused(s3, tmp_path):
         s3sync.sync(s3, SOURCE, str(tmp_path), workers=0)
 
 
+def test_every_bad_key_is_named_at_once_and_nothing_is_downloaded(s3, tmp_path):
+    """Issue #56, case 10: six bad keys took six runs to find, and a key that is both a file and a
+    folder ('x' and 'x/y') gave a raw [Errno 21] and a false "a re-run resumes"."""
+    bad = [f"sub/../escape{i}" for i in range(3)] + ["a//b", "./dot", "c/./d"]
+    put_objects(s3, {**shard_set(2, 100), **{k: b"x" for k in bad}, "x": b"file", "x/y": b"below"})
+    dest = tmp_path / "data"
+    with pytest.raises(s3sync.SyncError) as refused:
+        s3sync.sync(s3, SOURCE, str(dest))
+    text = str(refused.value)
+    assert "6 object key(s) cannot be a local file name" in text
+    assert all(repr(f"imagenet/{k}") in text for k in bad), text
+    assert "1 key(s) are both a file and the folder of other keys" in text and "'imagenet/x'" in text
+    assert "nothing was downloaded" in text and "re-run resumes" not in text
+    assert not dest.exists() or not any(p.name.startswith("train-") for p in dest.iterdir())
+
+
 def run_cli(moto, *args, **kwargs):
     env = dict(os.environ, **moto.env)
     return subprocess.Popen(

@@ -121,30 +121,63 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     return bucket, (prefix + "/") if prefix else ""
 
 
+class BadKey(SyncError):
+    """An object key that cannot be a local file name under the destination."""
+
+
 def _relative_name(key: str, prefix: str) -> str | None:
     name = key[len(prefix) :]
     if not name or name.endswith("/"):
         return None  # the prefix itself or a "directory" marker object
     parts = name.split("/")
     if any(part in ("", ".", "..") for part in parts) or parts[-1].endswith(PARTIAL_SUFFIX):
-        raise SyncError(f"object key {key!r} cannot be a local file name under the destination")
+        raise BadKey(f"object key {key!r} cannot be a local file name under the destination")
     return name
 
 
 def list_remote(client, bucket: str, prefix: str, include: list[str] | None = None) -> dict[str, RemoteObject]:
-    """Every object under the prefix whose base name matches one of `include` (all when empty)."""
+    """Every object under the prefix whose base name matches one of `include` (all when empty).
+    SyncError, before anything is downloaded, naming every key that cannot be a local file: those
+    with an empty, '.' or '..' part, and a file that is also a folder of another key ('x' and 'x/y')."""
     found = {}
+    bad = []
     paginator = client.get_paginator("list_objects_v2")
     # 1,000 keys per page is S3's maximum (and its default, said here for servers that differ):
     # ImageNet's 1,152 shards are two requests.
     for page in paginator.paginate(Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": 1000}):
         for item in page.get("Contents", []):
-            name = _relative_name(item["Key"], prefix)
+            try:
+                name = _relative_name(item["Key"], prefix)
+            except BadKey:
+                bad.append(item["Key"])  # every one is named at once, below
+                continue
             if name is None:
                 continue
             if include and not any(fnmatch.fnmatchcase(name.rsplit("/", 1)[-1], p) for p in include):
                 continue
             found[name] = RemoteObject(item["Key"], name, int(item["Size"]), item.get("ETag", "").strip('"'))
+    folders = {"/".join(name.split("/")[:i]) for name in found for i in range(1, name.count("/") + 1)}
+    clashes = sorted(found[name].key for name in found if name in folders)
+    if bad or clashes:
+        problems = []
+        if bad:
+            problems.append(
+                f"{len(bad)} object key(s) cannot be a local file name under the destination (an empty, '.' or '..' "
+                f"part, or a name ending in {PARTIAL_SUFFIX}): {', '.join(map(repr, bad[:10]))}"
+                + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
+            )
+        if clashes:
+            problems.append(
+                f"{len(clashes)} key(s) are both a file and the folder of other keys (a local file system cannot hold "
+                f"both): {', '.join(map(repr, clashes[:10]))}"
+                + (f" and {len(clashes) - 10} more" if len(clashes) > 10 else "")
+            )
+        raise SyncError(
+            f"s3://{bucket}/{prefix}: "
+            + "; ".join(problems)
+            + "; nothing was downloaded: rename or remove them in the "
+            "bucket, or narrow the prefix or include patterns"
+        )
     return found
 
 
