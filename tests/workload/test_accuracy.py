@@ -331,3 +331,22 @@ def test_linear_scaling_warms_the_rate_up_to_the_global_batchs(tasks, digits, tm
 def test_a_warm_up_needs_linear_scaling_and_an_epoch(args, message):
     with pytest.raises(UsageError, match=re.escape(message)):
         flags.parse(["--variable_update", "independent", *args], environ={})
+
+
+def test_a_damaged_shard_is_named_and_no_peer_is_blamed(tasks, digits, tmp_path):
+    """Issue #56, case 10: a corrupt TFRecord shard failed the run blaming `ps 0`, naming no file."""
+    import shutil
+
+    damaged = tmp_path / "digits"
+    shutil.copytree(digits, damaged)
+    shard = damaged / "train-00000-of-00004"
+    data = bytearray(shard.read_bytes())
+    data[200:260] = bytes(b ^ 0xFF for b in data[200:260])
+    shard.write_bytes(bytes(data))
+    ps, workers = tasks.cluster("parameter_server", 1, 1, extra=[*LEARN[:-2], "--data_dir", str(damaged)])
+    assert workers[0].wait(RUN_TIMEOUT) == 1, workers[0].stderr[-3000:]
+    reason = workers[0].result()["reason"]
+    assert "the training data is damaged (DataLossError: corrupted record at" in reason, reason
+    assert f"damaged shard: {shard} (" in reason and "ps 0" not in reason, reason
+    for task in ps:
+        assert task.wait(RUN_TIMEOUT) is not None

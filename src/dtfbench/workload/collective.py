@@ -188,6 +188,8 @@ def run(tf, config, cluster, report, watchdog):
                 rate.assign(schedule.rate(len(updates)))
             updates.append(None)
             return float(train_step(next_batch()))  # float() waits for the step to finish
+        except tf.errors.DataLossError as exc:  # a damaged shard: this worker's input, no peer's fault
+            raise RunFailure(data.describe_data_loss(tf, exc, config.data_dir, what)) from None
         except (tf.errors.OpError, StopIteration) as exc:
             raise RunFailure(describe_tf_error(exc, cluster, what)) from None
 

@@ -113,3 +113,52 @@ def parse_and_preprocess(tf, record, image_size, num_classes, data_format):
     # larger into range so a smaller --num_classes still trains instead of failing.
     label = tf.cast(tf.math.floormod(features["image/class/label"], num_classes), tf.int32)
     return image, label
+
+
+# A damaged shard is looked for in this long at most (ImageNet's 1,024 shards of 140 MB take minutes).
+SCAN_SECONDS = 30.0
+
+
+def describe_data_loss(tf, exc, data_dir, during):
+    """One line for TF's DataLossError in the input pipeline (a damaged TFRecord): what TF said
+    (`corrupted record at N`), and the shard of `data_dir` that holds it, found by reading the
+    shards through TF's record reader, which checks each record's CRC (within SCAN_SECONDS)."""
+    import re
+    import time
+
+    from .evaluation import eval_files
+    from .flags import tfrecord_files
+
+    message = " ".join(str(getattr(exc, "message", None) or exc).split())
+    said = re.search(r"(corrupted record at \d+|truncated record at \d+|[Dd]ata loss:[^\[]*)", message)
+    what = said.group(1).strip() if said else message[:200]
+    files = tfrecord_files(data_dir) + eval_files(data_dir) if data_dir else []
+    started, damaged, read = time.monotonic(), [], 0
+    for path in files:
+        if time.monotonic() - started > SCAN_SECONDS:
+            break
+        try:
+            for _ in tf.compat.v1.io.tf_record_iterator(path):
+                pass
+        except tf.errors.OpError as err:  # DataLossError: this one
+            damaged.append("%s (%s)" % (path, " ".join(str(err).split())[:120]))
+        read += 1
+    if damaged:
+        where = (
+            "damaged shard: "
+            + "; ".join(damaged[:3])
+            + (" and %d more" % (len(damaged) - 3) if len(damaged) > 3 else "")
+        )
+    elif read < len(files):
+        where = "no damaged shard among the first %d of %d in %s (the scan stops after %.0f s)" % (
+            read,
+            len(files),
+            data_dir,
+            SCAN_SECONDS,
+        )
+    else:
+        where = "every shard of %s reads whole now: was one being written?" % data_dir
+    return (
+        "%s failed: the training data is damaged (DataLossError: %s); %s; copy the dataset again "
+        "(configure-nodes.yml syncs and verifies it) or remove the shard" % (during, what, where)
+    )

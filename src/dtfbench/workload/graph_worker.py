@@ -350,6 +350,8 @@ class GraphWorker:
         self.watchdog.arm(watchdog_bound(self.config.step_timeout), what)
         try:
             return sess.run(fetches, options=self.step_options)
+        except self.tf.errors.DataLossError as exc:  # a damaged shard: this worker's input, no peer's fault
+            raise RunFailure(data.describe_data_loss(self.tf, exc, self.config.data_dir, what)) from None
         except self.tf.errors.OpError as exc:
             raise RunFailure(describe_tf_error(exc, self.cluster, what)) from None
 
