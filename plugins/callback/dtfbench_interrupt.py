@@ -22,6 +22,8 @@ description:
     cancels that run's job (M(slurm_job) O(state=cancelled)).
   - Every process ansible-playbook starts carries C(DTFBENCH_CONTROLLER=<its pid>), so that
     the ones it leaves behind can be found.
+  - For C(provision-aws.yml) it keeps the cluster the aws_cluster role planned (C(aws_cluster_plan)); an
+    interrupt before the playbook ends prints the exact C(teardown-aws.yml) command for it.
   - Off when C(DTFBENCH_INTERRUPT_OFF) is set (the watchdog's own stop playbook).
 requirements:
   - the dtfbench package importable by ansible-playbook's Python (the project's .venv)
@@ -51,6 +53,8 @@ SWEEP_RECORDED_FACT = "benchmark_sweep_recorded"
 # The slurm_cluster role's fact naming the run's directory on the login node: from then on,
 # until slurm_job returns the job's final state, an interrupted run has a job to cancel there.
 SLURM_RUN_DIR_FACT = "slurm_cluster_run_dir"
+# The aws_cluster role's plan of a cluster to launch (its instance type set: provisioning, not teardown).
+AWS_PLAN_FACT = "aws_cluster_plan"
 # Options that make no sense for the stop playbook (its tasks are tagged always).
 DROPPED_OPTIONS = {"--start-at-task": 1, "--step": 0, "--check": 0, "-C": 0, "--diff": 0, "-D": 0}
 
@@ -186,7 +190,11 @@ class CallbackModule(CallbackBase):
         if self.pending:
             self.save()
         if not (
-            self.state.get("hosts") or self.state.get("slurm") or self.state.get("run") or self.state.get("sweep_id")
+            self.state.get("hosts")
+            or self.state.get("slurm")
+            or self.state.get("run")
+            or self.state.get("sweep_id")
+            or self.state.get("provisioning")
         ):
             return
         try:
@@ -233,6 +241,12 @@ class CallbackModule(CallbackBase):
             changed = True
         elif isinstance(facts.get(SWEEP_RECORDED_FACT), dict):
             self.state.update(run=None, hosts={}, slurm={}, sweep_recorded=facts[SWEEP_RECORDED_FACT])
+            changed = True
+        elif isinstance(facts.get(AWS_PLAN_FACT), dict) and facts[AWS_PLAN_FACT].get("instance_type"):
+            # provision-aws.yml planned a cluster: from here until the playbook ends, an interrupt may leave
+            # instances running, and the watchdog prints their teardown.
+            plan = facts[AWS_PLAN_FACT]
+            self.state["provisioning"] = dict(cluster_name=plan.get("cluster_name"), region=plan.get("region"))
             changed = True
         elif facts.get(SLURM_RUN_DIR_FACT) and self.state.get("run"):
             host = result.host.get_name()

@@ -417,3 +417,54 @@ def test_no_secret_in_the_output(study):
     for output in outputs:
         assert var_secret not in output and SECRET_ACCESS_KEY not in output
     assert teardown["running"] == []
+
+
+def test_an_interrupted_provisioning_prints_its_teardown(aws_env, tmp_path, tmp_path_factory):
+    """Issue #56, case 8: Ctrl-C during provision-aws.yml left instances, the security group, key and
+    VPC behind, and exit 99 said nothing. Now the exact teardown command is printed, and it leaves
+    nothing of the cluster."""
+    import shlex
+    import signal
+    import time
+
+    from aws_cluster import MOTO_VARS
+    from playbook_harness import start_playbook
+
+    request = dict(
+        MOTO_VARS, **cluster_vars(tmp_path, "cut", public_key_file=str(generate_key(tmp_path_factory.mktemp("key"))))
+    )
+    log = open(tmp_path / "provision.log", "w+")
+    process = start_playbook(
+        PROVISION, "-e", json.dumps(request), env=aws_env, stdout=log, stderr=subprocess.STDOUT, text=True
+    )
+    ec2 = ec2_client(aws_env)
+    deadline = time.monotonic() + 120
+    try:
+        while not [g for g in ec2.describe_security_groups()["SecurityGroups"] if "cut" in g["GroupName"]]:
+            assert process.poll() is None and time.monotonic() < deadline, open(tmp_path / "provision.log").read()[
+                -3000:
+            ]
+            time.sleep(0.2)
+        process.send_signal(signal.SIGINT)  # Ctrl-C, once the cluster's first resources exist
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    time.sleep(1)  # the watchdog's line follows ansible-playbook's exit
+    log.seek(0)
+    output = " ".join(log.read().split())
+    assert process.returncode != 0
+    match = re.search(r"provisioning of cluster cut was interrupted by [^:]+: .*? Tear them down with: (.+?)$", output)
+    assert match, output[-3000:]
+    command = shlex.split(match.group(1))
+    assert command[:2] == ["ansible-playbook", "teardown-aws.yml"] and "cluster_name=cut" in command
+    assert f"region={aws_env['AWS_REGION']}" in command
+    done = subprocess.run(
+        # moto has no placement groups (MOTO_VARS), and the test's cluster files are in output_dir.
+        [*command, "-e", json.dumps({**MOTO_VARS, "output_dir": request["output_dir"]})], cwd=ROOT, env=aws_env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert instances(aws_env, "cut") == []
+    assert not [g for g in ec2.describe_security_groups()["SecurityGroups"] if "cut" in g["GroupName"]]
+    assert not [k for k in ec2.describe_key_pairs()["KeyPairs"] if "cut" in k["KeyName"]]

@@ -102,6 +102,26 @@ def resume_command(argv: list[str], sweep_id: str) -> str:
     return shlex.join([program, *kept, "-e", f"sweep_id={sweep_id}"])
 
 
+def teardown_command(argv: list[str], provisioning: dict[str, Any]) -> str:
+    """The teardown of an interrupted provisioning: teardown-aws.yml with the cluster's name and region
+    (the inventory and vault options of the interrupted command kept)."""
+    kept, skip = [], False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+            kept.append(arg)
+            continue
+        if arg in ("-i", "--inventory", "--vault-id", "--vault-password-file"):
+            kept.append(arg)
+            skip = True
+        elif arg.startswith(("--inventory=", "--vault-id=", "--vault-password-file=", "--ask-vault")):
+            kept.append(arg)
+    words = ["ansible-playbook", "teardown-aws.yml", *kept, "-e", f"cluster_name={provisioning['cluster_name']}"]
+    if provisioning.get("region"):
+        words += ["-e", f"region={provisioning['region']}"]
+    return " ".join(shlex.quote(w) for w in words)
+
+
 def why(state: dict[str, Any], controller: int) -> str:
     signame = state.get("signal")
     if signame == "SIGINT":
@@ -168,6 +188,19 @@ def act(controller: int, state_file: Path) -> int:
     run = state.get("run") or {}
     hosts = state.get("hosts") or {}
     slurm = state.get("slurm") or {}
+    provisioning = state.get("provisioning")
+    if provisioning and not run and not hosts:
+        # provision-aws.yml cut short: whatever it launched runs on (and costs) until torn down.
+        line = (
+            f"dtfbench: provisioning of cluster {provisioning['cluster_name']} was interrupted by "
+            f"{why(state, controller)}: instances, their security group, key and network may be running. Tear them "
+            f"down with: {teardown_command(state.get('argv') or [], provisioning)}"
+        )
+        try:
+            print(line, file=sys.stderr, flush=True)
+        except OSError:
+            pass
+        return 0
     if not run and not hosts and not slurm and not state.get("sweep_id"):
         return 0
     reason = why(state, controller)
