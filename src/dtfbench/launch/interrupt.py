@@ -196,10 +196,7 @@ def act(controller: int, state_file: Path) -> int:
             f"{why(state, controller)}: instances, their security group, key and network may be running. Tear them "
             f"down with: {teardown_command(state.get('argv') or [], provisioning)}"
         )
-        try:
-            print(line, file=sys.stderr, flush=True)
-        except OSError:
-            pass
+        _say(line)
         return 0
     if not run and not hosts and not slurm and not state.get("sweep_id"):
         return 0
@@ -211,10 +208,7 @@ def act(controller: int, state_file: Path) -> int:
             f"dtfbench: interrupted by {reason} after every run of sweep {recorded_sweep.get('sweep_id')} "
             f"was recorded in {recorded_sweep.get('results_db')}: nothing to stop or resume"
         )
-        try:
-            print(line, file=sys.stderr, flush=True)
-        except OSError:
-            pass
+        _say(line)
         return 0
     process, log = stop_hosts(state, state_file.parent)
     recorded = record(state, reason)
@@ -248,11 +242,16 @@ def act(controller: int, state_file: Path) -> int:
     sweep_id = run.get("sweep_id") or state.get("sweep_id")
     if sweep_id and state.get("argv"):
         line += f". Resume with: {resume_command(state['argv'], sweep_id)}"
+    _say(line)
+    return 0 if not stopped or rc == 0 else 1
+
+
+def _say(line: str) -> None:
+    """The watchdog's one line, on the terminal ansible-playbook had (if it is still there)."""
     try:
         print(line, file=sys.stderr, flush=True)
     except OSError:
         pass  # the terminal went away with the controller
-    return 0 if not stopped or rc == 0 else 1
 
 
 def watch(controller: int, state_file: Path) -> int:
