@@ -337,6 +337,47 @@ def kill_sshd(node: dict) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_node_the_probe_cannot_reach_privately_stops_the_sweep_before_its_runs(bed2, tmp_path):
+    """Issue #56, case 2: node02's private link down. The link probe finds it (it never joins), and the
+    sweep stops there with one error, instead of a 2-GPU run waiting out startup_timeout."""
+    node02 = next(n for n in bed2.nodes if n["name"] == "node02")
+    link = ["ip", "netns", "exec", node02["netns"], "ip", "link", "set", "prv0"]
+    subprocess.run([*link, "down"], check=True)
+    try:
+        sweep_id = f"noprv-{uuid.uuid4().hex[:8]}"
+        db = tmp_path / "results.sqlite"
+        started = time.monotonic()
+        done = sweep_to_its_end(
+            bed2, sweep_id, db, *extra_vars(gpus="1,2", num_ps=1, repetitions=1, steps=5, network_probe="true")
+        )
+        took = time.monotonic() - started
+    finally:
+        subprocess.run([*link, "up"], check=True)
+    out = " ".join(done.output.split())
+    assert done.returncode != 0, done.output[-4000:]
+    assert "the link probe could not reach node02 (did not join within 20 s) on the private network" in out, out[-3000:]
+    assert "--limit '!node02'" in out and "runs to do on" not in out
+    assert store.runs(store.connect(db)) == [] and took < 120  # not a run's startup_timeout, nor two
+
+
+def test_limit_keeps_the_sweep_on_the_hosts_it_leaves(bed2, tmp_path, live_processes):
+    """--limit (issue #56, case 6): a sweep that needs a host the limit took out is refused before
+    anything starts, naming it; one that fits runs on the hosts the limit keeps."""
+    sweep_id = f"limit-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "results.sqlite"
+    refused = sweep_to_its_end(bed2, sweep_id, db, "--limit", "node01", *extra_vars(gpus=2, num_ps=1, repetitions=1))
+    out = " ".join(refused.output.split())
+    assert refused.returncode != 0 and "--limit left out node02: the sweep may use only the hosts it keeps" in out
+    assert "runs to do on" not in out and not db.exists()
+    kept = sweep_to_its_end(
+        bed2, sweep_id, db, "--limit", "node02", *extra_vars(gpus=1, num_ps=1, repetitions=1, steps=5)
+    )
+    assert kept.returncode == 0, kept.output[-4000:]
+    (run,) = store.runs(store.connect(db))
+    assert run["status"] == "ok" and run["hosts"] == ["node02"], (run["hosts"], run["reason"])
+    assert live_processes(sweep_id) == []
+
+
 # Last but one in this module on purpose: node02 has no sshd afterwards (only the last test,
 # which needs none there, comes after it).
 def test_host_that_goes_away_fails_the_runs_that_need_it_and_leaves_no_task(bed2, tmp_path, live_processes):
@@ -385,47 +426,6 @@ def test_host_that_goes_away_fails_the_runs_that_need_it_and_leaves_no_task(bed2
 
 
 # Last in this module: it leaves node02 without sshd (as the test before it does).
-def test_a_node_the_probe_cannot_reach_privately_stops_the_sweep_before_its_runs(bed2, tmp_path):
-    """Issue #56, case 2: node02's private link down. The link probe finds it (it never joins), and the
-    sweep stops there with one error, instead of a 2-GPU run waiting out startup_timeout."""
-    node02 = next(n for n in bed2.nodes if n["name"] == "node02")
-    link = ["ip", "netns", "exec", node02["netns"], "ip", "link", "set", "prv0"]
-    subprocess.run([*link, "down"], check=True)
-    try:
-        sweep_id = f"noprv-{uuid.uuid4().hex[:8]}"
-        db = tmp_path / "results.sqlite"
-        started = time.monotonic()
-        done = sweep_to_its_end(
-            bed2, sweep_id, db, *extra_vars(gpus="1,2", num_ps=1, repetitions=1, steps=5, network_probe="true")
-        )
-        took = time.monotonic() - started
-    finally:
-        subprocess.run([*link, "up"], check=True)
-    out = " ".join(done.output.split())
-    assert done.returncode != 0, done.output[-4000:]
-    assert "the link probe could not reach node02 (did not join within 20 s) on the private network" in out, out[-3000:]
-    assert "--limit '!node02'" in out and "runs to do on" not in out
-    assert store.runs(store.connect(db)) == [] and took < 120  # not a run's startup_timeout, nor two
-
-
-def test_limit_keeps_the_sweep_on_the_hosts_it_leaves(bed2, tmp_path, live_processes):
-    """--limit (issue #56, case 6): a sweep that needs a host the limit took out is refused before
-    anything starts, naming it; one that fits runs on the hosts the limit keeps."""
-    sweep_id = f"limit-{uuid.uuid4().hex[:8]}"
-    db = tmp_path / "results.sqlite"
-    refused = sweep_to_its_end(bed2, sweep_id, db, "--limit", "node01", *extra_vars(gpus=2, num_ps=1, repetitions=1))
-    out = " ".join(refused.output.split())
-    assert refused.returncode != 0 and "--limit left out node02: the sweep may use only the hosts it keeps" in out
-    assert "runs to do on" not in out and not db.exists()
-    kept = sweep_to_its_end(
-        bed2, sweep_id, db, "--limit", "node02", *extra_vars(gpus=1, num_ps=1, repetitions=1, steps=5)
-    )
-    assert kept.returncode == 0, kept.output[-4000:]
-    (run,) = store.runs(store.connect(db))
-    assert run["status"] == "ok" and run["hosts"] == ["node02"], (run["hosts"], run["reason"])
-    assert live_processes(sweep_id) == []
-
-
 def test_a_host_unreachable_before_the_sweep_is_one_error_and_nothing_starts(bed2, tmp_path):
     node02 = next(n for n in bed2.nodes if n["name"] == "node02")
     kill_sshd(node02)
