@@ -3,6 +3,7 @@
     python model_variables.py ours MODEL...
     python model_variables.py collective MODEL...
     python model_variables.py theirs TF_CNN_BENCHMARKS_DIR MODEL...
+    python model_variables.py keras MODEL...
 
 Each model is built for training in its own graph at its default image size (ours from the
 catalog, theirs from its model class), NHWC, batch 2, 1001 classes. ``collective`` builds
@@ -10,6 +11,9 @@ ours as collective_all_reduce does (eagerly, variables made by a MultiWorkerMirr
 of this one process). tf_cnn_benchmarks' models
 are built with use_tf_layers=False, whose variables have the names and shapes of its default
 tf.layers path (its ConvNetBuilder keeps them equal) and which needs no tf_keras.
+``keras`` builds the Keras twin of a hand-written model (dtfbench.workload.models, the
+benchmarks' baseline) and lists its weights as [layer path, shape, trainable]: Keras names
+differ, the shapes in order must not.
 """
 
 import json
@@ -83,11 +87,20 @@ def theirs(tf, root, model):
     return size, variables_of(tf, graph)
 
 
+def keras_twin(tf, model):
+    from dtfbench.plan.catalog import MODEL_SPECS
+    from dtfbench.workload.models import build_model
+
+    size = MODEL_SPECS[model].default_image_size
+    net = build_model(model, size, 1001, "NHWC")
+    return size, [[w.path, list(w.shape), w.trainable] for w in net.weights]
+
+
 def main(argv):
     import tensorflow as tf
 
-    if argv[0] in ("ours", "collective"):
-        build = ours if argv[0] == "ours" else collective
+    if argv[0] in ("ours", "collective", "keras"):
+        build = {"ours": ours, "collective": collective, "keras": keras_twin}[argv[0]]
         result = {m: build(tf, m) for m in argv[1:]}
     else:
         result = {m: theirs(tf, argv[1], m) for m in argv[2:]}

@@ -58,3 +58,17 @@ def test_every_model_has_tf_cnn_benchmarks_variables_per_layer(their_variables, 
     assert not differences, "networks differ from tf_cnn_benchmarks':\n" + "\n".join(
         f"  {m}: {d}" for m, d in differences.items()
     )
+
+
+# The Keras twins (dtfbench.workload.models) are the baseline of the speed and accuracy benchmarks
+# against Keras (benchmarks/workload_vs_keras.py, accuracy_vs_keras.py): a twin with other shapes
+# (LeNet's "valid" convolutions once gave 2.5x fewer weights) compares two different networks.
+TWINS = ("alexnet", "lenet", "small_cnn", "trivial")
+
+
+def test_the_keras_twins_have_our_networks_weight_shapes_layer_by_layer():
+    ours, keras = model_variables("ours", *TWINS), model_variables("keras", *TWINS)
+    for model in TWINS:
+        our_shapes = [shape for _, shape, trainable in ours[model][1] if trainable]
+        twin_shapes = [shape for _, shape, _ in keras[model][1]]
+        assert twin_shapes == our_shapes, f"{model}: the Keras twin's weights {twin_shapes}, ours {our_shapes}"

@@ -66,13 +66,15 @@ def _alexnet(keras, shape, num_classes):
 
 
 def _lenet(keras, shape, num_classes):
+    # tf_cnn_benchmarks' LeNet-5 (TF's MNIST tutorial model): "same" convolutions, so that 28 or 32
+    # pixels keep their size up to each pool (64 x 8 x 8 features into the dense layer at 32).
     L = keras.layers
     return keras.Sequential(
         [
             keras.Input(shape),
-            L.Conv2D(32, 5, padding="valid", activation="relu"),
+            L.Conv2D(32, 5, padding="same", activation="relu"),
             L.MaxPooling2D(2, 2),
-            L.Conv2D(64, 5, padding="valid", activation="relu"),
+            L.Conv2D(64, 5, padding="same", activation="relu"),
             L.MaxPooling2D(2, 2),
             L.Flatten(),
             L.Dense(512, activation="relu"),
