@@ -54,6 +54,12 @@ def parse_args(argv=None):
     p.add_argument("--image_size", type=int, default=32)
     p.add_argument("--batch_size", type=int, default=32)
     p.add_argument("--learning_rate", type=float, default=0.01)
+    p.add_argument(
+        "--augmentation",
+        default="none",
+        choices=("none", "inception"),
+        help="the training pipeline's --augmentation on both sides (none: the whole digit, a quieter measure)",
+    )
     p.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK"), help="flock this file around the run")
     p.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "accuracy_vs_keras.json"))
     p.add_argument("--keras_child", action="store_true", help=argparse.SUPPRESS)
@@ -95,7 +101,15 @@ def keras_child(args):
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="top1")],
     )
     train = data.real_dataset(
-        tf, tfrecord_files(args.data_dir), args.batch_size, args.image_size, NUM_CLASSES, "NHWC", 0, 1
+        tf,
+        tfrecord_files(args.data_dir),
+        args.batch_size,
+        args.image_size,
+        NUM_CLASSES,
+        "NHWC",
+        0,
+        1,
+        args.augmentation,
     )
     held_out, _ = evaluation.eval_input(
         tf, evaluation.eval_files(args.data_dir), args.batch_size, args.image_size, NUM_CLASSES, "NHWC"
@@ -143,7 +157,7 @@ def run_keras(args, data_dir, seed, stop_at=0.0):
     argv = [sys.executable, __file__, "--keras_child", "--data_dir", str(data_dir), "--seed", str(seed)]
     argv += ["--stop_at", str(stop_at), "--epochs", str(args.epochs), "--max_epochs", str(args.max_epochs)]
     argv += ["--model", args.model, "--image_size", str(args.image_size), "--batch_size", str(args.batch_size)]
-    argv += ["--learning_rate", str(args.learning_rate)]
+    argv += ["--learning_rate", str(args.learning_rate), "--augmentation", args.augmentation]
     done = subprocess.run(argv, capture_output=True, text=True, env=env(), timeout=1800)
     if done.returncode != 0:
         raise SystemExit(f"accuracy_vs_keras: the Keras side failed: {done.stderr[-2000:]}")
@@ -151,7 +165,7 @@ def run_keras(args, data_dir, seed, stop_at=0.0):
     return json.loads(line[len(KERAS_PREFIX) :])
 
 
-def run_ours(args, data_dir, stop_at=0.0):
+def run_ours(args, data_dir, seed, stop_at=0.0):
     per_epoch = steps_per_epoch(args)
     argv = [
         sys.executable, "-m", "dtfbench", "train", "--variable_update", "independent",
@@ -160,6 +174,7 @@ def run_ours(args, data_dir, stop_at=0.0):
         "--weight_decay", "0", "--data_dir", str(data_dir), "--num_warmup_batches", "0",
         "--display_every", str(per_epoch), "--num_intra_threads", "1", "--num_inter_threads", "1",
         "--gpu_sample_interval", "0", "--eval_during_training_every_n_steps", str(per_epoch),
+        "--augmentation", args.augmentation, "--tf_random_seed", str(seed),
     ]  # fmt: skip
     if stop_at:
         argv += ["--stop_at_top_1_accuracy", str(stop_at), "--num_epochs", str(args.max_epochs)]
@@ -192,7 +207,7 @@ def main(argv=None) -> int:
             sides = {}
             for side in ("ours", "keras") if first_ours else ("keras", "ours"):
                 if side == "ours":
-                    sides["ours"] = (run_ours(args, data_dir), run_ours(args, data_dir, args.target))
+                    sides["ours"] = (run_ours(args, data_dir, index), run_ours(args, data_dir, index, args.target))
                 else:
                     sides["keras"] = (
                         run_keras(args, data_dir, index),

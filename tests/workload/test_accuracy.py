@@ -84,6 +84,21 @@ def test_the_digits_are_imagenet_shards_with_a_fixed_stratified_split(digits):
     assert [d + 1 for _, d in split["validation"]] == [label for label, _, _ in held_out]
 
 
+def test_augmentation_none_trains_on_the_image_evaluation_reads_and_inception_on_random_crops(digits):
+    import tensorflow as tf
+
+    from dtfbench.workload import data, evaluation
+
+    record = next(iter(tf.data.TFRecordDataset(sorted(map(str, digits.glob("validation-*"))))))
+    held_out, _ = evaluation.eval_input(tf, [str(p) for p in digits.glob("validation-*")], 1, 32, 11, "NHWC")
+    evaluated = next(iter(held_out))[0][0].numpy()
+    whole = [data.parse_and_preprocess(tf, record, 32, 11, "NHWC", "none")[0].numpy() for _ in range(2)]
+    assert (whole[0] == whole[1]).all() and abs(whole[0] - evaluated).max() < 1e-6
+    tf.random.set_seed(7)
+    crops = [data.parse_and_preprocess(tf, record, 32, 11, "NHWC", "inception")[0].numpy() for _ in range(4)]
+    assert all(abs(crop - whole[0]).max() > 0.1 for crop in crops), "a random crop was the whole image 4 times"
+
+
 def test_the_digits_are_a_fixed_set():
     made = subprocess.run(
         [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", "/nonexistent/x",

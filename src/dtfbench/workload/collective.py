@@ -99,6 +99,7 @@ def _inputs(tf, strategy, config, cluster):
                 config.data_format,
                 context.input_pipeline_id,
                 context.num_input_pipelines,
+                config.augmentation,
             )
 
         iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))

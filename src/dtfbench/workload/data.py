@@ -46,8 +46,11 @@ def synthetic_tensors(tf, batch_size, image_size, num_classes, data_format):
     return images, labels
 
 
-def real_dataset(tf, files, batch_size, image_size, num_classes, data_format, shard_index, num_shards):
-    """tf.data pipeline over TFRecord shards yielding (images, labels) batches for one worker."""
+def real_dataset(
+    tf, files, batch_size, image_size, num_classes, data_format, shard_index, num_shards, augmentation="inception"
+):
+    """tf.data pipeline over TFRecord shards yielding (images, labels) batches for one worker;
+    `augmentation`: the workload's --augmentation (inception: random crop and flip; none: whole)."""
     autotune = tf.data.AUTOTUNE
     file_ds = tf.data.Dataset.from_tensor_slices(list(files))
     if len(files) >= num_shards:
@@ -71,7 +74,7 @@ def real_dataset(tf, files, batch_size, image_size, num_classes, data_format, sh
     records = records.shuffle(SHUFFLE_RECORDS)
 
     def parse(record):
-        return parse_and_preprocess(tf, record, image_size, num_classes, data_format)
+        return parse_and_preprocess(tf, record, image_size, num_classes, data_format, augmentation)
 
     # Not autograph-converted either (the comment at the interleave above says why).
     ds = records.map(tf.autograph.experimental.do_not_convert(parse), num_parallel_calls=autotune, deterministic=False)
@@ -79,8 +82,9 @@ def real_dataset(tf, files, batch_size, image_size, num_classes, data_format, sh
     return ds.prefetch(autotune)
 
 
-def parse_and_preprocess(tf, record, image_size, num_classes, data_format):
-    """One Example -> (image float32 in [-1, 1], label int32): random crop, resize, flip."""
+def parse_and_preprocess(tf, record, image_size, num_classes, data_format, augmentation="inception"):
+    """One Example -> (image float32 in [-1, 1], label int32): random crop, resize, flip
+    (augmentation "inception"), or the whole image resized ("none")."""
     features = tf.io.parse_single_example(
         record,
         {
@@ -89,23 +93,26 @@ def parse_and_preprocess(tf, record, image_size, num_classes, data_format):
         },
     )
     encoded = features["image/encoded"]
-    # Decode only the random crop (Inception-style distortion, as tf_cnn_benchmarks).
-    shape = tf.image.extract_jpeg_shape(encoded)
-    whole_image = tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4])
-    begin, size, _ = tf.image.sample_distorted_bounding_box(
-        shape,
-        bounding_boxes=whole_image,
-        min_object_covered=0.1,
-        aspect_ratio_range=(0.75, 1.33),
-        area_range=(0.05, 1.0),
-        max_attempts=10,
-        use_image_if_no_bounding_boxes=True,
-    )
-    offset_y, offset_x, _ = tf.unstack(begin)
-    height, width, _ = tf.unstack(size)
-    crop = tf.io.decode_and_crop_jpeg(encoded, tf.stack([offset_y, offset_x, height, width]), channels=3)
-    image = tf.image.resize(crop, [image_size, image_size])
-    image = tf.image.random_flip_left_right(image)
+    if augmentation == "none":
+        image = tf.image.resize(tf.io.decode_jpeg(encoded, channels=3), [image_size, image_size])
+    else:
+        # Decode only the random crop (Inception-style distortion, as tf_cnn_benchmarks).
+        shape = tf.image.extract_jpeg_shape(encoded)
+        whole_image = tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4])
+        begin, size, _ = tf.image.sample_distorted_bounding_box(
+            shape,
+            bounding_boxes=whole_image,
+            min_object_covered=0.1,
+            aspect_ratio_range=(0.75, 1.33),
+            area_range=(0.05, 1.0),
+            max_attempts=10,
+            use_image_if_no_bounding_boxes=True,
+        )
+        offset_y, offset_x, _ = tf.unstack(begin)
+        height, width, _ = tf.unstack(size)
+        crop = tf.io.decode_and_crop_jpeg(encoded, tf.stack([offset_y, offset_x, height, width]), channels=3)
+        image = tf.image.resize(crop, [image_size, image_size])
+        image = tf.image.random_flip_left_right(image)
     image = image * (2.0 / 255.0) - 1.0
     if data_format == "NCHW":
         image = tf.transpose(image, [2, 0, 1])

@@ -84,6 +84,14 @@ def build_parser():
         help="NCHW (GPU only) or NHWC; default NCHW on GPU, NHWC on CPU",
     )
     add("--data_dir", default="", help="directory of ImageNet TFRecords train-*; empty: synthetic data")
+    add(
+        "--augmentation",
+        default="inception",
+        choices=("inception", "none"),
+        help="training images: inception: a random crop (5-100%% of the area), resized and flipped "
+        "(tf_cnn_benchmarks'); none: the whole image resized, as evaluation reads it (small or "
+        "orientation-bound images such as the digits)",
+    )
     add("--optimizer", default="sgd", choices=("sgd", "momentum"))
     add("--learning_rate", type=float, default=0.005)
     add("--momentum", type=float, default=0.9, help="momentum of --optimizer momentum")
@@ -193,6 +201,7 @@ class Config:
     num_classes: int
     data_format: str
     data_dir: str
+    augmentation: str
     optimizer: str
     learning_rate: float
     momentum: float

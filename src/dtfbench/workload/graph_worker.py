@@ -104,6 +104,7 @@ def _tower_inputs(tf, config, cluster, devices, cpu_device):
                 config.data_format,
                 cluster.task_index,
                 cluster.num_workers,
+                config.augmentation,
             )
             iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
             initializers.append(iterator.initializer)
