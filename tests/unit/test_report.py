@@ -158,6 +158,8 @@ def test_configurations_table_with_ci_min_max_and_failures(built):
     ]
     assert float(ps2["images_per_sec"]) == pytest.approx(235.8)
     assert (float(ps2["images_per_sec_min"]), float(ps2["images_per_sec_max"])) == (234.9, 236.7)
+    spread = (236.7 - 234.9) / float(ps2["images_per_sec"])
+    assert float(ps2["spread"]) == pytest.approx(spread, rel=1e-3) and float(ps2["cv"]) > 0
     assert ps2["is_best"] == "true" and ps2["ref_is_same_config"] == "false"  # the study's best was DR
     (dr2,) = [
         r for r in rows if r["system"] == "daint" and r["data"] == "real" and r["gpus"] == "2" and r["num_ps"] == "2"
@@ -170,6 +172,7 @@ def test_configurations_table_with_ci_min_max_and_failures(built):
     assert (eight["status"], eight["is_best"]) == ("failed", "false")
     md = (built / "configurations.md").read_text()
     assert "1× timeout after 600 s; 1× worker 3: peer ps:1 died" in md and "★" in md
+    assert "| min | max | spread | CV |" in md and f"| {spread * 100:.1f}% |" in md
 
 
 def test_failures_are_listed_with_their_reasons(built):

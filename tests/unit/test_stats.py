@@ -175,6 +175,8 @@ def test_summaries_mean_ci_min_max_and_failures(stored_sweep):
     assert (one["ci_low"], one["ci_high"]) == pytest.approx((100 - 4.96832, 100 + 4.96832), abs=1e-4)
     assert (one["images_per_sec_min"], one["images_per_sec_max"]) == (98.0, 102.0)
     assert (one["runs"], one["n_ok"], one["failed"], one["status"]) == (3, 3, 0, "ok")
+    # The Summitdev study's variability (Fig. 4b): slowest against fastest over the mean, and the CV.
+    assert one["spread"] == pytest.approx(4 / 100) and one["cv"] == pytest.approx(2 / 100)
 
     ps2 = by_config(summaries, system="testbed", data="synthetic", gpus=2, num_ps=1)
     assert ps2["images_per_sec"] == pytest.approx(192.0)  # the failed repetition is left out
@@ -192,6 +194,7 @@ def test_summaries_mean_ci_min_max_and_failures(stored_sweep):
 
     single = by_config(summaries, system="testbed", data="synthetic", gpus=4, num_ps=2)
     assert single["images_per_sec"] == 360.0 and single["ci_half_width"] is None  # one repetition: no CI
+    assert single["spread"] is None and single["cv"] is None  # nor a spread
     assert (single["n_ok"], single["failed"]) == (1, 1)
 
     eight = by_config(summaries, system="testbed", data="synthetic", gpus=8)

@@ -89,8 +89,20 @@ ACCURACY = (
     "tta_cv",
 )
 # A configuration's figures: the mean images/sec over its ok repetitions, its confidence
-# interval, spread and range (summarise); a best row and the tables carry them as they are.
-FIGURES = ("images_per_sec", "ci_low", "ci_high", "ci_half_width", "stddev", "images_per_sec_min", "images_per_sec_max")
+# interval, standard deviation, range, and its run-to-run variability as the Summitdev study
+# shows it (Fig. 4b: the slowest against the fastest run): (max - min) / mean and the coefficient
+# of variation (summarise); a best row and the tables carry them as they are.
+FIGURES = (
+    "images_per_sec",
+    "ci_low",
+    "ci_high",
+    "ci_half_width",
+    "stddev",
+    "images_per_sec_min",
+    "images_per_sec_max",
+    "spread",
+    "cv",
+)
 # The best configuration is chosen within each of these groups ...
 BEST_KEYS = ("system", "workload", "model", "batch_size", "data", "gpus")
 # ... and speedup is taken against the 1-GPU best of the same of these.
@@ -205,7 +217,8 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
 
     Each holds the CONFIG_KEYS and: runs, n_ok, failed, status ('ok' when a repetition
     succeeded, else 'failed'), images_per_sec (mean), ci_low, ci_high, ci_half_width,
-    stddev, images_per_sec_min/max, images_per_sec_per_worker (mean), reasons (sorted,
+    stddev, images_per_sec_min/max, spread ((max - min) / mean) and cv (stddev / mean; both
+    None under 2 ok runs), images_per_sec_per_worker (mean), reasons (sorted,
     unique), failures (run_id, sweep_id, repetition, reason of each failed run), sweep_ids,
     speedup/efficiency against the best 1-GPU configuration (None without one), and the
     busiest NIC, the step's split and what bounds it (``dtfbench.report.bounds.KEYS``).
@@ -245,6 +258,8 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
             confidence=confidence,
             images_per_sec_min=min(totals) if totals else None,
             images_per_sec_max=max(totals) if totals else None,
+            spread=(max(totals) - min(totals)) / ci["mean"] if len(totals) > 1 and ci["mean"] else None,
+            cv=ci["stddev"] / ci["mean"] if ci["stddev"] is not None and ci["mean"] else None,
             images_per_sec_per_worker=statistics.fmean(per_worker) if per_worker else None,
             reasons=sorted({_reason(r) for r in bad}),
             failures=[

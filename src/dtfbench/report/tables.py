@@ -46,6 +46,8 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
         "±95%",
         "min",
         "max",
+        "spread",
+        "CV",
         "speedup",
         "efficiency",
         "nic GB/s in/out",
@@ -80,6 +82,8 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
                 _f(s.get("ci_half_width"), ".2f"),
                 _f(s["images_per_sec_min"], ".2f"),
                 _f(s["images_per_sec_max"], ".2f"),
+                _variability(s.get("spread")),
+                _variability(s.get("cv")),
                 _f(s["speedup"], ".2f"),
                 _f(s["efficiency"], ".4f"),
                 _nic_in_out(s),
@@ -156,6 +160,11 @@ def _nic_in_out(row: Mapping[str, Any]) -> str:
 
 def _share(value: Any) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def _variability(value: Any) -> str:
+    # Run-to-run spreads of images/sec are often under a few percent: one decimal.
+    return "-" if value is None else f"{value * 100:.1f}%"
 
 
 # ---------------------------------------------------------------------------------------
@@ -621,7 +630,9 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
         "# Every configuration",
         "",
         "Mean images/sec over the successful repetitions, the 95% confidence interval of the mean "
-        "(Student t; none with a single repetition), min/max, runs ok of runs, speedup and efficiency "
+        "(Student t; none with a single repetition), min/max, the run-to-run variability as the Summitdev "
+        "study shows it (spread: (max - min) / mean; CV: standard deviation / mean), runs ok of runs, "
+        "speedup and efficiency "
         "against the best 1-GPU configuration. ★ marks the best configuration of its GPU count and data "
         "(best_configurations.md); a configuration whose runs all failed is never best.",
     ]
@@ -640,6 +651,8 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
             "95% CI",
             "min",
             "max",
+            "spread",
+            "CV",
             "speedup",
             "efficiency",
             "best",
@@ -677,6 +690,8 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
                 _ci(r["ci_low"], r["ci_high"]),
                 _f(r["images_per_sec_min"]),
                 _f(r["images_per_sec_max"]),
+                _variability(r.get("spread")),
+                _variability(r.get("cv")),
                 _f(r["speedup"]),
                 _f(r["efficiency"], ".4f"),
                 "★" if r["is_best"] else "",
