@@ -4,6 +4,7 @@
     python model_variables.py collective MODEL...
     python model_variables.py theirs TF_CNN_BENCHMARKS_DIR MODEL...
     python model_variables.py keras MODEL...
+    python model_variables.py ours_initial MODEL...
 
 Each model is built for training in its own graph at its default image size (ours from the
 catalog, theirs from its model class), NHWC, batch 2, 1001 classes. ``collective`` builds
@@ -12,8 +13,9 @@ of this one process). tf_cnn_benchmarks' models
 are built with use_tf_layers=False, whose variables have the names and shapes of its default
 tf.layers path (its ConvNetBuilder keeps them equal) and which needs no tf_keras.
 ``keras`` builds the Keras twin of a hand-written model (dtfbench.workload.models, the
-benchmarks' baseline) and lists its weights as [layer path, shape, trainable]: Keras names
-differ, the shapes in order must not.
+benchmarks' baseline) and lists its weights as [layer path, shape, trainable, standard deviation
+of the initial values]: Keras names differ, the shapes in order must not, nor how the initial
+values spread. ``ours_initial`` lists ours' trainable variables so, initialised.
 """
 
 import json
@@ -88,19 +90,36 @@ def theirs(tf, root, model):
 
 
 def keras_twin(tf, model):
+    """[[layer path, shape, trainable, standard deviation of the initial values]]."""
     from dtfbench.plan.catalog import MODEL_SPECS
     from dtfbench.workload.models import build_model
 
     size = MODEL_SPECS[model].default_image_size
     net = build_model(model, size, 1001, "NHWC")
-    return size, [[w.path, list(w.shape), w.trainable] for w in net.weights]
+    return size, [[w.path, list(w.shape), w.trainable, float(w.numpy().std())] for w in net.weights]
+
+
+def ours_initial(tf, model):
+    """ours' trainable variables with the standard deviation of their initial values."""
+    from dtfbench.plan.catalog import MODEL_SPECS
+    from dtfbench.workload.cnn_models import build_network
+
+    size = MODEL_SPECS[model].default_image_size
+    graph = tf.Graph()
+    with graph.as_default():
+        build_network(tf, model, tf.zeros([2, size, size, 3]), 1001, "NHWC")
+        variables = graph.get_collection(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES)
+        with tf.compat.v1.Session(graph=graph) as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            values = session.run(variables)
+    return size, [[v.name, v.shape.as_list(), True, float(x.std())] for v, x in zip(variables, values)]
 
 
 def main(argv):
     import tensorflow as tf
 
-    if argv[0] in ("ours", "collective", "keras"):
-        build = {"ours": ours, "collective": collective, "keras": keras_twin}[argv[0]]
+    if argv[0] in ("ours", "collective", "keras", "ours_initial"):
+        build = {"ours": ours, "collective": collective, "keras": keras_twin, "ours_initial": ours_initial}[argv[0]]
         result = {m: build(tf, m) for m in argv[1:]}
     else:
         result = {m: theirs(tf, argv[1], m) for m in argv[2:]}
