@@ -214,6 +214,14 @@ options:
     description: "With O(data_read_dir), how many shards the check reads (at most 512 MB in all)."
     type: int
     default: 4
+  data_cache:
+    description:
+      - With O(data_read_dir), the page cache the run starts with, set after the read (docs/storage.md).
+        V(cold) drops the pages of every C(train-*) and C(validation-*) file (C(posix_fadvise(DONTNEED))),
+        V(warm) reads them all once. Omitted, the cache is left as it is.
+      - Either way C(data_read.cache) says how much of the dataset is in the page cache when the run starts.
+    type: str
+    choices: [cold, warm]
 extends_documentation_fragment:
   - dtfbench_task
 notes:
@@ -314,6 +322,9 @@ data_read:
     - The raw read rate of O(data_read_dir) - C(mb_per_s), C(bytes), C(seconds), C(files),
       C(direct) (whether the read bypassed the page cache) and C(data_dir) - or C(data_dir) and
       C(error) where the read failed.
+    - C(filesystem), the file system under O(data_read_dir) (C(fs_type), C(source), C(mount_point), C(network)),
+      and C(cache), the page cache after O(data_cache) (C(setting), C(files), C(bytes), C(seconds), and
+      C(resident), the fraction of the dataset's pages in memory), or C(setting) and C(error).
   returned: when O(state=checked) and O(data_read_dir) is given
   type: dict
 room_problem:

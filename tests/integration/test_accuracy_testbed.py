@@ -67,7 +67,7 @@ def test_every_mode_reaches_its_target_across_test_bed_hosts(testbed_factory, di
         bed.dir / "hosts.yml",
         *extra_vars(
             system="testbed", gpus=2, num_ps=1, sync="true,false", sweep_id=sweep_id, results_db=db, data_dir=digits,
-            variable_update="parameter_server,distributed_replicated,collective_all_reduce", **TO_TARGET,
+            variable_update="parameter_server,distributed_replicated,collective_all_reduce", cache="cold", **TO_TARGET,
         ),
         *small_run(model=None, image_size=None, batch_size=None, steps=None),
         env=strict_inventory_env(),
@@ -90,6 +90,11 @@ def test_every_mode_reaches_its_target_across_test_bed_hosts(testbed_factory, di
         assert {h: d["filesystem"]["fs_type"] for h, d in run["data_read"].items()} == dict.fromkeys(
             run["hosts"], run["storage"]
         )
+        # Each run started with the digits' pages dropped on every host (the digits are 5 files), as it asked.
+        assert run["cache"] == "cold"
+        assert {
+            h: (d["cache"]["setting"], d["cache"]["files"], d["cache"]["resident"]) for h, d in run["data_read"].items()
+        } == (dict.fromkeys(run["hosts"], ("cold", 5, 0.0)))
     assert "to target s" in done.stdout
     assert live_processes(sweep_id) == []
 
@@ -102,7 +107,7 @@ def test_a_slurm_job_reaches_its_target(slurm_env, slurm_test_cluster, digits, t
     done = run_playbook(
         "run-benchmark.yml",
         *extra_vars(system="slurm-test", gpus=2, num_ps=1, sweep_id=sweep_id, results_db=db, data_dir=digits,
-                    **TO_TARGET),
+                    cache="warm", **TO_TARGET),
         *small_run(model=None, image_size=None, batch_size=None, steps=None),
         env=slurm_env,
         timeout=600,
@@ -111,4 +116,10 @@ def test_a_slurm_job_reaches_its_target(slurm_env, slurm_test_cluster, digits, t
     (run,) = store.runs(store.connect(db))
     assert run["hosts"] == ["node1", "node2"] and {w["slurm_nodelist"] for w in run["worker_results"]} == {"node[1-2]"}
     check_reached(run, tmp_path)
+    # Every node of the job read the data in a step before the tasks' (raw rate, file system, page cache).
+    assert run["cache"] == "warm" and sorted(run["data_read"]) == ["node1", "node2"], run["data_read"]
+    for node, measured in run["data_read"].items():
+        assert measured["mb_per_s"] > 0 and measured["filesystem"]["fs_type"] == run["storage"], (node, measured)
+        assert (measured["cache"]["setting"], measured["cache"]["resident"]) == ("warm", 1.0), (node, measured)
+    assert run["storage"] == procfs.mount_of(str(digits))["fs_type"] and run["data_read_mb_per_s"] > 0
     assert live_processes(sweep_id) == []

@@ -1,13 +1,31 @@
 """run-benchmark.yml end to end on the local inventory: real PS and worker processes."""
 
+import shutil
+import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 from playbook_harness import ROOT, extra_vars, run_playbook, small_run
 
+from dtfbench.linux import procfs
 from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
+
+
+@pytest.fixture
+def shm_copy():
+    """A copy of a folder in /dev/shm (tmpfs: another storage than the disk), removed after the test."""
+    made = []
+
+    def copy(folder):
+        made.append(Path(tempfile.mkdtemp(prefix="dtfbench-test-", dir="/dev/shm")))
+        return Path(shutil.copytree(folder, made[-1] / folder.name))
+
+    yield copy
+    for folder in made:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_local_benchmark_measures_records_and_cleans_up(tmp_path, live_processes, study_extraction, perfkit_total):
@@ -67,9 +85,9 @@ def test_bad_input_fails_before_anything_starts(tmp_path, args, message):
     assert not db.exists()
 
 
-def test_a_sweep_with_evaluation_records_held_out_accuracy(tmp_path, live_processes):
-    """eval_every_steps end to end: the digits made by dtfbench tfrecords, a 1- and a 2-worker run
-    (the chief evaluates), top-1/top-5 in the store and in the table the user sees."""
+def test_a_sweep_with_evaluation_records_held_out_accuracy(tmp_path, live_processes, shm_copy):
+    """eval_every_steps end to end: the digits made by dtfbench tfrecords, 2-worker runs (the chief
+    evaluates) from two locations, top-1/top-5 in the store and in the table the user sees."""
     import subprocess
     import sys
 
@@ -81,14 +99,20 @@ def test_a_sweep_with_evaluation_records_held_out_accuracy(tmp_path, live_proces
     assert made.returncode == 0, made.stderr
     sweep_id = f"pytest-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
+    # Two locations of the same digits, on disk and in memory (tmpfs): a sweep axis, told apart by storage.
+    in_memory = shm_copy(digits)
     sweep = extra_vars(
-        gpus="1,2", sweep_id=sweep_id, results_db=db, dtfbench_run_root=tmp_path / "runs",
-        data="real", data_dir=digits, eval_every_steps=20,
+        gpus="2", sweep_id=sweep_id, results_db=db, dtfbench_run_root=tmp_path / "runs",
+        data="real", data_dir=f"{digits},{in_memory}", eval_every_steps=20,
     )  # fmt: skip
     done = run_playbook("run-benchmark.yml", *sweep, *small_run(model="lenet", steps=40))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     runs = store.runs(store.connect(db))
-    assert [(r["gpus"], r["status"], r["eval_every_steps"]) for r in runs] == [(1, "ok", 20), (2, "ok", 20)]
+    assert [(r["gpus"], r["status"], r["eval_every_steps"]) for r in runs] == [(2, "ok", 20), (2, "ok", 20)]
+    assert [(r["worker_results"][0]["config"]["data_dir"], r["storage"]) for r in runs] == [
+        (str(digits), procfs.mount_of(str(digits))["fs_type"]),
+        (str(in_memory), "tmpfs"),
+    ]
     for run in runs:
         assert 0.0 <= run["eval_top1"] <= run["eval_top5"] <= 1.0 and run["eval_seconds"] > 0
         curve = run["worker_results"][0]["accuracy"]["curve"]

@@ -113,6 +113,13 @@ def test_the_check_measures_the_data_directorys_read_rate_and_never_fails_for_it
     read = checked["data_read"]
     assert read["data_dir"] == str(data) and read["files"] == 2 and read["bytes"] == 2 << 20, read
     assert read["mb_per_s"] > 0, read
+    # The page cache the run starts with (mincore): the whole dataset read in, or dropped.
+    assert read["cache"] == dict(read["cache"], setting=None, files=3, bytes=3 << 20), read
+    rc, warm = host("checked", data_read_dir=str(data), data_read_files=1, data_cache="warm")
+    assert rc == 0 and warm["data_read"]["cache"]["setting"] == "warm", warm
+    assert warm["data_read"]["cache"]["resident"] == 1.0, warm["data_read"]
+    rc, cold = host("checked", data_read_dir=str(data), data_read_files=1, data_cache="cold")
+    assert rc == 0 and cold["data_read"]["cache"]["resident"] == 0.0, cold["data_read"]
     rc, missing = host("checked", data_read_dir=str(tmp_path / "none"))
     assert rc == 0, missing
     assert (

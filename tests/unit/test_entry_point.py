@@ -19,6 +19,7 @@ RUN_AS_FILES = {
     "plan/layout.py",
     "launch/supervisor.py",
     "launch/nic_sampler.py",
+    "node/read_throughput.py",
     "compat/tf_cnn_adapter.py",
     "compat/environment.py",
 }

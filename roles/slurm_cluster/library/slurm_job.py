@@ -159,6 +159,14 @@ workers:
   returned: success
   type: list
   elements: dict
+data_read:
+  description:
+    - "Every node's read test of the data, C({node: result}), where the job ran one (the slurm_cluster
+      role's O(slurm_cluster_data_read_dir)): C(data_read-<node>.json) in the job's folder, the JSON of
+      C(dtfbench read_throughput) - C(mb_per_s), C(bytes), C(seconds), C(files), C(direct), C(filesystem),
+      C(cache) - or C(data_dir) and C(error) where the read failed. Empty without a read test."
+  returned: success
+  type: dict
 nic:
   description:
     - "Every node's NIC bytes over the workers' measured window, C({node: figures}): what each node's

@@ -241,7 +241,7 @@ class HostRun(object):
             from ..node import read_throughput
 
             result["data_read"] = read_throughput.measured(
-                self.params["data_read_dir"], files=self.params["data_read_files"]
+                self.params["data_read_dir"], files=self.params["data_read_files"], cache=self.params["data_cache"]
             )
         return self.done(**result)
 

@@ -43,4 +43,5 @@ ARGUMENT_SPEC = dict(
     nic_window=dict(type="dict"),
     data_read_dir=dict(type="path"),
     data_read_files=dict(type="int", default=4),
+    data_cache=dict(type="str", choices=["cold", "warm"]),
 )

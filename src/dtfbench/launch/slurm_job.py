@@ -337,6 +337,15 @@ class SlurmJob:
             for node in layout.get("hosts_used") or sorted(layout.get("hosts") or {})
         }
 
+    def data_read(self, job_id, layout):
+        """Every node's read test ({node: dtfbench read_throughput's JSON}) where the job ran one."""
+        found = {}
+        for node in (layout or {}).get("hosts_used") or sorted((layout or {}).get("hosts") or {}):
+            measured = read_json(os.path.join(self.job_dir(job_id), "data_read-%s.json" % node))
+            if isinstance(measured, dict):
+                found[node] = measured
+        return found
+
     def failure(self, job_id, fields, output, timed_out, timeout):
         state = fields.get("JobState", "UNKNOWN")
         if state == "COMPLETED" and not timed_out:
@@ -469,6 +478,7 @@ class SlurmJob:
                 layout=layout,
                 workers=workers,
                 nic=self.nic(job_id, layout, workers),
+                data_read=self.data_read(job_id, layout),
                 failure=self.failure(job_id, fields, output, timed_out, p["timeout"]),
             )
             if state in FINAL:
@@ -482,7 +492,7 @@ class SlurmJob:
                 self.record.update(state=state, fields=keep, timed_out=timed_out, failure=result["failure"])
                 write_json(self.state_path, self.record)
         else:
-            result.update(layout=None, workers=[], nic={}, failure="")
+            result.update(layout=None, workers=[], nic={}, data_read={}, failure="")
         return result
 
 

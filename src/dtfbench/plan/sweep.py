@@ -30,9 +30,11 @@ AXES = ("gpus", "model", "batch_size", "variable_update", "num_ps", "data")
 # A run's timeouts, in seconds: checked here, passed on by roles/benchmark.
 TIMEOUTS = ("step_timeout", "startup_timeout", "ready_timeout", "run_timeout")
 SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-# What accuracy depends on and how it is measured: each counts in a run's id (and the sweep's
-# configuration) only when set, so that the ids of runs without them stay as they were.
-ACCURACY_KEYS = (
+# Settings a run has only when asked: what accuracy depends on and how it is measured, the page
+# cache a real-data run starts with, and its data_dir where a sweep compares several. Each counts in
+# a run's id (and the sweep's configuration) only when set, so that the ids of runs without them
+# stay as they were.
+OPTIONAL_KEYS = (
     "eval_every_steps",
     "target_accuracy",
     "max_epochs",
@@ -41,7 +43,11 @@ ACCURACY_KEYS = (
     "sync",
     "lr_scaling",
     "warmup_epochs",
+    "cache",
+    "data_dir",
 )
+# The page cache of data_dir's files at a real-data run's start (dtfbench.node.read_throughput.page_cache).
+CACHE_SETTINGS = ("cold", "warm")
 # How the learning rate follows the global batch (dtfbench.workload.learning_rate).
 LR_SCALINGS = ("none", "linear")
 # What an adaptive sweep ranks configurations by (dtfbench.forecast.adaptive); images/sec unless given.
@@ -71,7 +77,7 @@ def run_digest(run: Mapping[str, Any]) -> str:
         keys["workload"] = run["workload"]
     # Evaluation pauses training (images/sec includes it): a run with it is another run. Only when
     # set, as the workload, so that the ids of sweeps without it stay the same.
-    for key in ACCURACY_KEYS:
+    for key in OPTIONAL_KEYS:
         if run.get(key) is not None:
             keys[key] = run[key]
     text = json.dumps(keys, sort_keys=True)
@@ -306,6 +312,23 @@ def _syncs(request: Mapping[str, Any], updates: list[str], notes: list[str]) -> 
     return out
 
 
+def _caches(request: Mapping[str, Any], data: list[str], notes: list[str]) -> list[str | None]:
+    """cache: the page cache of data_dir's dataset at each real-data run's start, cold and/or warm
+    (a list: both, a sweep axis); [None]: left as it is (and recorded all the same)."""
+    values = as_list("cache", request.get("cache"))
+    if not values:
+        return [None]
+    out = _fold("cache", _choices("cache", [str(v).strip().lower() for v in values], CACHE_SETTINGS), notes)
+    if "real" not in data:
+        raise PlanError(
+            f"cache={','.join(out)} sets the page cache of data_dir's files, and synthetic data reads none; "
+            "set data=real (with data_dir), or leave cache out"
+        )
+    if "synthetic" in data:
+        notes.append("cache applies to the real-data runs; the synthetic ones read no files and run once")
+    return out
+
+
 def _off(value: Any) -> bool:
     return value is None or value == "" or str(value).strip().lower() in ("0", "none", "off", "false")
 
@@ -489,7 +512,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
 
     request keys: gpus, model, batch_size, variable_update, num_ps (None: the study's sweep),
     data (synthetic|real|both), repetitions, warmup_steps, steps, devices_per_worker,
-    ps_on_worker_nodes, sweep_id, data_dir (required for real data), workload (``ours`` or ``tf_cnn_benchmarks@<git ref>``, see dtfbench.plan.workloads), launcher
+    ps_on_worker_nodes, sweep_id, data_dir (required for real data; several: a sweep axis), workload (``ours`` or ``tf_cnn_benchmarks@<git ref>``, see dtfbench.plan.workloads), launcher
     (``ssh`` or ``slurm``), submit (false: a Slurm job's scripts only, refused with ssh and with an
     adaptive sweep), tf_modules (a Slurm job's modules: a TensorFlow module of the wrong major
     version for the workload is refused).
@@ -570,6 +593,9 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             "data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
             "(train-*), or use data=synthetic"
         )
+    # Several data locations (a comma list: a shared copy and a local one) are a sweep axis of the
+    # real-data runs; their storage (each node's file system under it) tells them apart in the store.
+    data_dirs = _fold("data_dir", [str(d) for d in as_list("data_dir", request.get("data_dir"))], notes) or [None]
     if not hosts:
         raise PlanError(f"the inventory has no TF nodes; add hosts to the tf_nodes group{_left_out(request)}")
 
@@ -582,6 +608,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
             "servers and runs with num_ps 0"
         )
     syncs = _syncs(request, updates, notes)
+    caches = _caches(request, data, notes)
     for n_gpus, model, batch_size, update, data_kind in itertools.product(gpus, models, batch_sizes, updates, data):
         if n_gpus % devices_per_worker:
             raise PlanError(
@@ -623,8 +650,12 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                 ):
                     continue
                 raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}{_left_out(request)}") from None
-            for sync, training, repetition in itertools.product(
-                syncs if update != ALL_REDUCE else [None], trainings, range(1, repetitions + 1)
+            for data_dir, sync, training, cache, repetition in itertools.product(
+                data_dirs if data_kind == "real" else [None],
+                syncs if update != ALL_REDUCE else [None],
+                trainings,
+                caches if data_kind == "real" else [None],
+                range(1, repetitions + 1),
             ):
                 run = {
                     "gpus": n_gpus,
@@ -647,6 +678,10 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                 run.update(training)
                 if sync is not None:
                     run["sync"] = sync
+                if cache is not None:
+                    run["cache"] = cache
+                if len(data_dirs) > 1 and data_dir is not None:
+                    run["data_dir"] = data_dir  # one of several: the run's own (the roles read it)
                 # The command line the launcher runs (the workload's contract): the roles run it as it is.
                 try:
                     run.update(
@@ -654,7 +689,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                             run,
                             layout=layout,
                             where=f"gpus={n_gpus}, num_ps={num_ps}",
-                            data_dir=request.get("data_dir"),
+                            data_dir=data_dir,
                             timeouts=timeouts,
                             extra_args=extra_args,
                         )
@@ -680,6 +715,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         **training_axes,
         **warmup,
         **({"sync": [s for s in syncs if s is not None]} if syncs != [None] else {}),
+        **({"cache": caches} if caches != [None] else {}),
+        **({"data_dir": data_dirs} if len(data_dirs) > 1 else {}),
         **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
     )
     width = len(str(len(runs)))
@@ -699,6 +736,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         "program": workload.program(),
         "capabilities": workload.capabilities.as_dict(),
         "sweep_config": config,
+        # Every data location the sweep reads (the dataset check looks in each, on every node).
+        "data_dirs": [d for d in data_dirs if d is not None] if "real" in data else [],
         "notes": notes,
         "adaptive": adaptive if _is_adaptive(adaptive) else None,
     }
@@ -752,6 +791,7 @@ ARGUMENT_SPEC = dict(
     lr_scaling=dict(type="raw"),
     warmup_epochs=dict(type="raw"),
     sync=dict(type="raw"),
+    cache=dict(type="raw"),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
     submit=dict(type="bool", default=True),
     tf_modules=dict(type="list", elements="str", default=[]),

@@ -332,6 +332,8 @@ SAMPLE_METADATA = (
     "lr_scaling",
     "warmup_epochs",
     "sync",
+    "storage",
+    "cache",
     "tta_status",
     "finished_at",
 )

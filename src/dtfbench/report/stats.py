@@ -72,6 +72,8 @@ CONFIG_KEYS = (
     # Where real data was read from (the nodes' file system under data_dir): a shared and a local
     # copy are never one configuration. Measured before the run starts; NULL for synthetic data.
     "storage",
+    # The page cache of data_dir's files at the run's start (cache=cold|warm; NULL: left as it was).
+    "cache",
 )
 # A configuration's held-out accuracy (eval_every_steps): mean top-1, its range, mean top-5, runs that measured it.
 ACCURACY = (

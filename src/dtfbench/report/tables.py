@@ -120,10 +120,11 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     return "\n".join(text)
 
 
-# Configuration keys a plan sets only when asked (dtfbench.plan.sweep.ACCURACY_KEYS): a column each in
+# Configuration keys a plan sets only when asked (dtfbench.plan.sweep.OPTIONAL_KEYS): a column each in
 # the tables where some configuration has one, so that rows that differ only there can be told apart.
 SETTING_COLUMNS = (
     "storage",
+    "cache",
     "sync",
     "optimizer",
     "learning_rate",

@@ -260,6 +260,8 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         "gpu_util_mean": gpu_util_mean,
         "gpu_util_max": gpu_util_max,
         **_data_read(payload.get("data_read")),
+        # The page cache setting the run started with (the plan's); what each node had cached is in data_read.
+        "cache": run.get("cache"),
         **_workload(payload),
         **run_environment.columns(payload.get("hosts", {}), payload.get("instance_types")),
         **_nic(payload.get("hosts", {})),

@@ -42,8 +42,9 @@ DEFAULT_DB = "results/results.sqlite"
 # target_accuracy, max_epochs, optimizer, learning_rate, sync, tta_status, time_to_accuracy,
 # epochs_to_accuracy (held-out accuracy, time to accuracy and what they depend on, docs/accuracy.md).
 # 10: lr_scaling, warmup_epochs (the learning rate scaled with the global batch, and its warm-up), storage
-# (the file system the nodes read data_dir from, docs/storage.md).
-SCHEMA_VERSION = 10
+# (the file system the nodes read data_dir from, docs/storage.md). 11: cache (the page cache setting a
+# real-data run started with, docs/storage.md).
+SCHEMA_VERSION = 11
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -136,6 +137,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     # (dtfbench.results.record.storage_of: 'ext4', 'nfs4 server:/export'); a configuration key, so runs
     # from a shared and a local copy are never averaged. NULL: synthetic data, or not measured.
     ("storage", "TEXT"),
+    # Real data: the page cache of data_dir's files at the run's start as the plan set it ('cold', 'warm'; a
+    # configuration key); NULL: left as it was (each node's resident fraction is in data_read). NULL before 11.
+    ("cache", "TEXT"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data", "repetition", "status")

@@ -1,0 +1,1 @@
+../../../src/dtfbench/linux/procfs.py

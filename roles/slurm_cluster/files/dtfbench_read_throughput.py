@@ -1,0 +1,1 @@
+../../../src/dtfbench/node/read_throughput.py
