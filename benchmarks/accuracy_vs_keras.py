@@ -213,6 +213,7 @@ def score(rounds):
     if len(rounds) > 1 and (statistics.pstdev(ours) or statistics.pstdev(keras)):
         low, high = stats.ttest_ind(ours, keras, equal_var=False).confidence_interval(0.95)
         # Settled: the whole interval on one side of the goal (inside +-1 point, or outside it).
+        low, high = float(low), float(high)  # numpy scalars: JSON takes Python's
         a1.update(ci95=[low, high], settled=-A1_POINTS <= low and high <= A1_POINTS or abs(difference) - (high - low) / 2 > A1_POINTS)  # fmt: skip
     timed = [r for r in rounds if r["ours_time_to_target"] and r["keras_time_to_target"]]
     ours_t = [r["ours_time_to_target"] for r in timed]
@@ -224,7 +225,9 @@ def score(rounds):
     if len(timed) > 1:
         logs = [math.log(o / k) for o, k in zip(ours_t, keras_t)]
         interval = stats.t.interval(0.95, len(logs) - 1, loc=statistics.fmean(logs), scale=stats.sem(logs))
-        a2.update(paired_ratio=math.exp(statistics.fmean(logs)), paired_ratio_ci95=[math.exp(x) for x in interval])
+        a2.update(
+            paired_ratio=math.exp(statistics.fmean(logs)), paired_ratio_ci95=[math.exp(float(x)) for x in interval]
+        )
     return {"a1": a1, "a2": a2}
 
 
