@@ -77,7 +77,9 @@ options:
     type: raw
     default: synthetic
   data_dir:
-    description: Directory of ImageNet TFRecords on the nodes; required for real data.
+    description:
+      - Directory of ImageNet TFRecords on the nodes; required for real data. Several, comma-separated, are a
+        sweep axis of the real-data runs (each run then has its own C(data_dir)); C(data_dirs) lists them.
     type: str
   repetitions:
     description: Repetitions of each configuration (the study used 5).
@@ -171,6 +173,12 @@ options:
       - Synchronous (V(true)) or asynchronous (V(false)) updates in the PS modes, or both (V(true,false), a sweep
         axis); omitted, the workload's own (synchronous). V(collective_all_reduce) is always synchronous (refused
         with V(false) alone).
+    type: raw
+  cache:
+    description:
+      - The page cache of O(data_dir)'s C(train-*) and C(validation-*) files at each real-data run's start - V(cold)
+        (dropped) or V(warm) (read in), or both (V(cold,warm), a sweep axis); omitted, left as it is. Refused
+        without real data. Each run gets C(cache); the launcher sets it on every node after its read test.
     type: raw
   extra_args:
     description:
@@ -300,6 +308,12 @@ sweep_config:
   returned: success
   type: dict
   sample: {gpus: [1, 2], model: [small_cnn], batch_size: [32], num_ps: [1], repetitions: 3}
+data_dirs:
+  description: Every data location the real-data runs read (the dataset check looks in each); empty without real data.
+  returned: success
+  type: list
+  elements: str
+  sample: [/mnt/lustre/imagenet, /mnt/local_ssd/imagenet]
 notes:
   description: What the plan changed in the request, to tell the user (repeated values folded).
   returned: success

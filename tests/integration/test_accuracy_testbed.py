@@ -5,6 +5,7 @@ LeNet on the digits (dtfbench tfrecords --dataset digits, on the shared file sys
 Slurm node sees), 2 workers on 2 hosts.
 """
 
+import json
 import subprocess
 import sys
 import uuid
@@ -21,6 +22,8 @@ pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
 # Learnt to 0.5 top-1 in a few epochs by 2 workers, synchronous or not (docs/accuracy.md); the cap
 # leaves room for a slow, loaded machine.
+# The test bed's profile's own flags (playbooks/vars/systems/testbed.yml), which benchmark_extra_args replaces.
+TESTBED_FLAGS = ["--num_intra_threads", "1", "--num_inter_threads", "1"]
 TO_TARGET = dict(
     model="lenet", image_size=32, batch_size=16, optimizer="momentum", learning_rate=0.01, eval_every_steps=20,
     target_accuracy=0.5, max_epochs=20, data="real", network_probe="false",
@@ -70,6 +73,10 @@ def test_every_mode_reaches_its_target_across_test_bed_hosts(testbed_factory, di
             variable_update="parameter_server,distributed_replicated,collective_all_reduce", cache="cold", **TO_TARGET,
         ),
         *small_run(model=None, image_size=None, batch_size=None, steps=None),
+        # Whole digits (--augmentation none): the random crop's noise once left asynchronous
+        # distributed_replicated at chance for 20 epochs on a loaded machine; the test's question is
+        # whether every mode stops at its target, not how a crop of a digit is learnt.
+        "-e", json.dumps({"benchmark_extra_args": [*TESTBED_FLAGS, "--augmentation", "none"]}),
         env=strict_inventory_env(),
         timeout=900,
     )  # fmt: skip
