@@ -27,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import ctypes
 import ctypes.util
+import functools
 import json
 import mmap
 import os
@@ -115,7 +116,15 @@ def dataset_files(data_dir):
     return found
 
 
-_libc = []
+@functools.lru_cache(maxsize=None)
+def _libc():
+    """The C library's mmap, mincore and munmap, typed for ctypes (loaded once)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return libc
 
 
 def _resident_pages(fd, size):
@@ -124,14 +133,7 @@ def _resident_pages(fd, size):
     pages = (size + page - 1) // page
     if not pages:
         return 0, 0
-    if not _libc:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        _libc.append(libc)
-    libc = _libc[0]
+    libc = _libc()
     address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
     if address in (None, ctypes.c_void_p(-1).value):
         raise OSError(ctypes.get_errno(), "mmap: %s" % os.strerror(ctypes.get_errno()))

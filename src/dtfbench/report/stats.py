@@ -146,8 +146,9 @@ def t_quantile(p: float, df: float) -> float:
 def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str, Any]:
     """Mean and its two-sided Student-t confidence interval.
 
-    Returns n, mean, stddev (sample, n-1), half_width, low, high; with one value the
-    interval is unknown (None), with none everything but n is None.
+    Returns n, mean, stddev (sample, n-1), half_width, low, high and cv (stddev / mean, the
+    coefficient of variation); with one value the interval and cv are unknown (None), with none
+    everything but n is None.
     """
     values = [float(v) for v in values]
     n = len(values)
@@ -159,6 +160,7 @@ def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str
         "low": None,
         "high": None,
         "confidence": confidence,
+        "cv": None,
     }
     if n == 0:
         return result
@@ -169,6 +171,7 @@ def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str
         stddev = statistics.stdev(values)
         half = t_quantile(0.5 + confidence / 2.0, n - 1) * stddev / math.sqrt(n)
         result.update(stddev=stddev, half_width=half, low=mean - half, high=mean + half)
+        result["cv"] = stddev / mean if mean else None
     return result
 
 
@@ -261,7 +264,7 @@ def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE)
             images_per_sec_min=min(totals) if totals else None,
             images_per_sec_max=max(totals) if totals else None,
             spread=(max(totals) - min(totals)) / ci["mean"] if len(totals) > 1 and ci["mean"] else None,
-            cv=ci["stddev"] / ci["mean"] if ci["stddev"] is not None and ci["mean"] else None,
+            cv=ci["cv"],
             images_per_sec_per_worker=statistics.fmean(per_worker) if per_worker else None,
             reasons=sorted({_reason(r) for r in bad}),
             failures=[
@@ -296,7 +299,7 @@ def _accuracy(ok: list[Mapping[str, Any]]) -> dict[str, Any]:
     top5 = [float(r["eval_top5"]) for r in ok if r.get("eval_top5") is not None]
     tta = [r for r in ok if r.get("tta_status")]
     times = [float(r["time_to_accuracy"]) for r in tta if r["tta_status"] == "converged"]
-    ci = mean_ci(times, CONFIDENCE) if times else {"mean": None, "low": None, "high": None}
+    ci = mean_ci(times, CONFIDENCE)
     return {
         "eval_top1": statistics.fmean(top1) if top1 else None,
         "eval_top1_min": min(top1) if top1 else None,
@@ -310,7 +313,7 @@ def _accuracy(ok: list[Mapping[str, Any]]) -> dict[str, Any]:
         "tta_converged": len(times),
         "tta_runs": len(tta),
         # The repetitions' spread: the sample standard deviation over the mean (goal: stated over 5).
-        "tta_cv": statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else None,
+        "tta_cv": ci["cv"],
     }
 
 

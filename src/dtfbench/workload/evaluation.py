@@ -26,6 +26,7 @@ import glob
 import os
 import time
 
+from . import data
 from .errors import RunFailure
 from .flags import tfrecord_files
 
@@ -58,19 +59,8 @@ def eval_input(tf, files, batch_size, image_size, num_classes, data_format, num_
     """
 
     def parse(record):
-        features = tf.io.parse_single_example(
-            record,
-            {
-                "image/encoded": tf.io.FixedLenFeature([], tf.string),
-                "image/class/label": tf.io.FixedLenFeature([], tf.int64, default_value=0),
-            },
-        )
-        image = tf.io.decode_jpeg(features["image/encoded"], channels=3)
-        image = tf.image.resize(image, [image_size, image_size]) * (2.0 / 255.0) - 1.0
-        if data_format == "NCHW":
-            image = tf.transpose(image, [2, 0, 1])
-        label = tf.cast(tf.math.floormod(features["image/class/label"], num_classes), tf.int32)
-        return image, label
+        # The training pipeline's parse without its augmentation: the whole image, resized.
+        return data.parse_and_preprocess(tf, record, image_size, num_classes, data_format, "none")
 
     records = tf.data.TFRecordDataset(list(files))
     # Not autograph-converted (data.py says why).
