@@ -73,7 +73,7 @@ def test_the_keras_twins_are_our_networks_layer_by_layer_with_our_initial_weight
         twin_shapes = [shape for _, shape, _, _ in keras[model][1]]
         assert twin_shapes == our_shapes, f"{model}: the Keras twin's weights {twin_shapes}, ours {our_shapes}"
         # Drawn alike (Keras' Glorot uniform once made the twin learn the digits half as fast per epoch):
-        # each layer's initial spread within 10% of ours (biases: 0 on both sides).
+        # each layer's initial spread, pooled over draws (model_variables.py), within 10% of ours (biases: 0).
         for (name, shape, _, our_std), (_, _, _, twin_std) in zip(ours[model][1], keras[model][1]):
             assert twin_std == pytest.approx(our_std, rel=0.1, abs=1e-9), (
                 f"{model} {name} {shape}: {twin_std} vs {our_std}"
