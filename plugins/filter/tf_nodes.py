@@ -51,6 +51,8 @@ def tf_node_specs(host_names, hostvars):
 
 
 def _busy_text(host, busy):
+    if busy.get("claimed_by"):  # another sweep's run holds it: busy_port says what to do
+        return busy_port(busy, host)
     return busy_port(busy, host) + (
         f": stop what listens there (ss -ltnp 'sport = :{busy['port']}') or move the "
         "ports with tf_cluster_ps_port_base / tf_cluster_worker_port_base"

@@ -1,6 +1,7 @@
 """run-benchmark.yml end to end on the local inventory: real PS and worker processes."""
 
 import shutil
+import subprocess
 import tempfile
 import uuid
 from pathlib import Path
@@ -184,3 +185,34 @@ def test_check_mode_plans_the_sweep_and_writes_nothing(tmp_path):
     # A bad setting is still refused by name, as without --check.
     refused = run_playbook("run-benchmark.yml", "--check", *extra_vars(gpus=0, results_db=db), timeout=120)
     assert refused.returncode != 0 and "gpus=0" in refused.output and not db.parent.exists()
+
+
+def test_two_sweeps_on_one_machine_take_turns_for_its_ports(tmp_path, live_processes):
+    """Issue 56, case 3: two clones' `make run` at once, on the same ports and run root. Each run's
+    start claims its ports before TF listens (dtfbench.launch.port_claim), so the other sweep's
+    check waits for that run instead of losing its own to "Could not start gRPC server"."""
+    from playbook_harness import own_ports, start_playbook
+
+    sweeps = {}
+    for name in ("first", "second"):
+        sweep_id = f"pytest-{name}-{uuid.uuid4().hex[:6]}"
+        args = [
+            *extra_vars(gpus=1, sweep_id=sweep_id, results_db=tmp_path / f"{name}.sqlite",
+                        dtfbench_run_root=tmp_path / "runs"),
+            *small_run(repetitions=2), *own_ports(tmp_path),
+        ]  # fmt: skip
+        log = (tmp_path / f"{name}.log").open("w")
+        sweeps[name] = (sweep_id, log, start_playbook("run-benchmark.yml", *args, stdout=log, stderr=subprocess.STDOUT))
+    for name, (sweep_id, log, process) in sweeps.items():
+        assert process.wait(timeout=600) == 0, (tmp_path / f"{name}.log").read_text()[-5000:]
+        log.close()
+        runs = store.runs(store.connect(tmp_path / f"{name}.sqlite"))
+        assert [(r["status"], r["reason"]) for r in runs] == [("ok", None), ("ok", None)]
+        assert live_processes(sweep_id) == []
+    # Nothing is left claimed: the supervisors that held the ports are gone.
+    from dtfbench.launch import port_claim
+
+    claims = list((tmp_path / "runs" / port_claim.CLAIM_DIR).iterdir())
+    assert claims and all(port_claim.holder(str(tmp_path / "runs"), *c.name.rsplit("_", 1)) is None for c in claims), (
+        claims
+    )

@@ -108,8 +108,8 @@ def test_a_disk_that_fills_up_mid_sweep_keeps_the_run_and_stops_the_sweep(tmp_pa
     out = log.read()
     text = " ".join(out.split())
     assert "Traceback" not in out
-    # The second run never started (the sweep's marker folder, if its removal did not run, is no run).
-    (first_run,) = [p.name for p in run_root.iterdir() if p.name != "_sweeps"]
+    # The second run never started (the sweep's marker and port claim folders are no runs).
+    (first_run,) = [p.name for p in run_root.iterdir() if p.name not in ("_sweeps", "_ports")]
     assert f"run {first_run} finished but was not recorded: results_db={db}: the disk is full" in text, out[-3000:]
     assert f"the sweep stops here (resume it with -e sweep_id={sweep_id})" in text
     kept = disk / f"results.sqlite.unrecorded-{first_run}.json"  # beside the store

@@ -628,3 +628,38 @@ def test_finished_without_program_or_cluster_spec_is_one_clear_error(host):
     rc, result = host("started", cluster_spec=host.cluster_spec)
     assert rc != 0 and result["msg"] == "program required with state=started"
     assert not host.run_dir.exists()
+
+
+def test_another_sweeps_run_waits_for_the_ports_this_run_claimed_before_its_tasks_listen(host, tmp_path):
+    """Issue 56, case 3: two sweeps on one host. A task's server listens seconds after its start
+    (TF's import); a second sweep's check in between found the port free, started, and lost the
+    race. Each start claims its ports first (dtfbench.launch.port_claim): the other sweep's check
+    waits for the claim and names the run that holds it; so does its start (two checks at one
+    moment both find the ports free), which then is refused, starting nothing."""
+    plan = dict((me, {"listen_delay": 4.0}) for me in ("ps-0", "worker-0", "worker-1"))
+    join = in_background(lambda: host("started", plan))
+    time.sleep(1.5)  # run "run" has started its tasks; none listens yet
+    assert not any(port_open(p) for p in host.ps_ports + host.worker_ports)
+    other = dict(run_id="other-sweep-01", run_dir=str(tmp_path / "other-sweep-01"), tasks=host.tasks)
+    rc, checked = host.run_module("tf_host_run", dict(other, state="checked", ready_timeout=1.0))
+    assert rc == 0 and len(checked["busy"]) == 3, checked
+    ps = [b for b in checked["busy"] if b["job"] == "ps"][0]
+    assert ps["msg"].startswith(
+        "port %d on 127.0.0.1, wanted by ps 0, is held by run run (ps 0, pid " % host.ps_ports[0]
+    )
+    assert "of another sweep on this host after a wait of 1 s" in ps["msg"], ps["msg"]
+    rc, refused = host.run_module(
+        "tf_host_run",
+        dict(other, state="started", cluster_spec=host.cluster_spec, program=[sys.executable, str(host.program)],
+             program_args=["--plan", "{}", "--record-dir", str(host.records)], ready_timeout=1.0),
+    )  # fmt: skip
+    assert rc != 0 and "is held by run run (ps 0" in refused["msg"], refused
+    assert "after a wait of 1 s" in refused["msg"], refused["msg"]
+    assert not (tmp_path / "other-sweep-01").exists() or not list((tmp_path / "other-sweep-01").glob("*.pid"))
+    join()
+    rc, stopped = host("stopped")
+    assert rc == 0, stopped
+    # The tasks ended: their supervisors' claims went with them, and the other sweep's check passes at once.
+    started = time.monotonic()
+    rc, checked = host.run_module("tf_host_run", dict(other, state="checked", ready_timeout=30.0))
+    assert rc == 0 and checked["busy"] == [] and time.monotonic() - started < 10, checked

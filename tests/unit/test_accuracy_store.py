@@ -385,3 +385,29 @@ def test_the_report_draws_the_accuracy_and_writes_each_runs_mlperf_log(tmp_path)
         ':::MLLOG {"key": "run_start", "run": 3}\n:::MLLOG {"key": "run_stop", "run": 3}\n'
     )
     assert "[mlperf/](mlperf/): each run's MLPerf log (4," in (out / "index.md").read_text()
+
+
+def test_configurations_that_differ_in_a_sweeps_constant_are_told_apart_too(tmp_path):
+    """Issue 56: `report table` showed one 1-GPU configuration twice with nothing to tell the rows
+    apart (two sweeps of other steps in one store): a key the rows differ in gets a column."""
+    db = tmp_path / "r.sqlite"
+    conn = store.connect(db)
+    for index, (batch_size, steps, ps_on_worker_nodes) in enumerate(((8, 100, 1), (8, 20, 1), (16, 100, 0)), start=1):
+        row = study_row(f"s-{index}", "s", "local", 1, 1, "parameter_server", "synthetic", 1, 100.0 * index,
+                        model="trivial", batch_size=batch_size, num_workers=1)  # fmt: skip
+        store.add_run(conn, dict(row, steps=steps, ps_on_worker_nodes=ps_on_worker_nodes))
+    conn.close()
+    rows = analysis.load_rows(db)
+    lines = tables.format_table(analysis.summarise(rows)).splitlines()
+    assert lines[0].split()[-3:] == ["batch_size", "ps_on_worker_nodes", "steps"], lines[0]
+    assert [line.split()[-3:] for line in lines[2:5]] == [
+        ["8", "true", "100"],
+        ["8", "true", "20"],
+        ["16", "false", "100"],
+    ]
+    assert len(set(lines[2:5])) == 3
+    # Within a batch size's section of configurations.md (its title names the batch), the rest.
+    out = tmp_path / "report"
+    build.build(rows, out, formats=(), db=str(db))
+    md = (out / "configurations.md").read_text()
+    assert "| steps | failures |" in md and "ps_on_worker_nodes" not in md.split("bs 16")[-1].split("\n\n")[1]

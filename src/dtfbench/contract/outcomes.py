@@ -11,6 +11,14 @@ def busy_port(busy, host=None):
     with job, task_index, address, port and pids) and for the run's recorded failure, which
     names the inventory ``host`` before the address."""
     where = "%s (%s)" % (host, busy["address"]) if host else busy["address"]
+    if busy.get("claimed_by"):
+        # Another run's tasks hold it from their start (dtfbench.launch.port_claim).
+        waited = " after a wait of %d s" % busy["waited"] if busy.get("waited") else ""
+        return (
+            "port %d on %s, wanted by %s %d, is held by %s, of another sweep on this host%s: wait for "
+            "that sweep to end (or stop it), or give this sweep other ports"
+            % (busy["port"], where, busy["job"], busy["task_index"], busy["claimed_by"], waited)
+        )
     pids = " (listening pids: %s)" % busy["pids"] if busy.get("pids") else ""
     return "port %d on %s, wanted by %s %d, is already in use%s" % (
         busy["port"],

@@ -43,6 +43,7 @@ FILES = (
     "launch/controller_watch.py",
     "launch/host_run.py",
     "launch/nic_sampler.py",
+    "launch/port_claim.py",
     "launch/task.py",
     "launch/supervisor.py",
     "launch/sweep_marker.py",

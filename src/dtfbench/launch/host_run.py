@@ -18,7 +18,7 @@ import time
 
 from ..contract.outcomes import PEER_LOST, busy_port
 from ..linux import procfs
-from . import nic_sampler, supervisor
+from . import nic_sampler, port_claim, supervisor
 from .controller_watch import ControllerWatch
 from .task import (
     DISK_FULL,
@@ -28,6 +28,7 @@ from .task import (
     _port_open,
     disk_full,
     room_problem,
+    unsafe_dir_path,
     write_replacing,
 )
 
@@ -106,6 +107,9 @@ class HostRun(object):
         self.check_mode = check_mode
         self.warn = warn if warn is not None else (lambda text: None)
         self.run_dir = os.path.abspath(self.params["run_dir"])
+        # The host's run root (every sweep's runs, its sweep markers and its port claims).
+        self.run_root = os.path.dirname(self.run_dir)
+        self.run_id = self.params["run_id"]
         self.tasks = sorted(self.params["tasks"], key=lambda t: (t["job"] != "ps", t["task_index"]))
         self.started_at = time.time()
         self.watch = None
@@ -213,8 +217,15 @@ class HostRun(object):
                 self.warn("the marker %s/%s is not valid JSON: the run is done again" % (self.run_dir, COMPLETE_MARKER))
         busy = []
         if not complete:
+            # Another sweep's run on this host holds its ports from its tasks' start, before they
+            # listen (launch/port_claim.py): wait for it to end, up to the ready timeout, then
+            # say which run holds the port.
+            deadline = time.monotonic() + (0.0 if self.check_mode else self.params["ready_timeout"])
             for task in self.tasks:
-                if _port_open(task["address"], task["port"], 1.0):
+                held = port_claim.wait_released(
+                    self.run_root, task["address"], task["port"], deadline - time.monotonic(), ignore_run=self.run_id
+                )
+                if held is not None or _port_open(task["address"], task["port"], 1.0):
                     entry = dict(
                         job=task["job"],
                         task_index=task["task_index"],
@@ -222,6 +233,8 @@ class HostRun(object):
                         port=task["port"],
                         pids=self.task(task).listener_hint(task["port"]),
                     )
+                    if held is not None:
+                        entry.update(claimed_by=port_claim.describe(held), waited=round(self.params["ready_timeout"]))
                     busy.append(dict(entry, msg=busy_port(entry)))
         result = dict(
             changed=False,
@@ -325,27 +338,99 @@ class HostRun(object):
         # reads every process's environment (three looks a host and run, ~4 ms each with the
         # processes of 16 test-bed hosts).
         table = None if self.check_mode else procfs.table()
-        self.start_nic_sampler(table)
-        reports = []
-        for task in self.tasks:
-            params = self.task_params(
-                task,
-                argv=self.argv(task),
-                wait_ready=False,
-                max_runtime=self.params["max_runtime"],
-                ready_timeout=self.params["ready_timeout"],
-                environment=dict(
-                    self.params["environment"], CUDA_VISIBLE_DEVICES=task.get("cuda_visible_devices") or ""
-                ),
+        # Every port claimed before anything starts (launch/port_claim.py): a port that another
+        # sweep's run holds refuses the start with nothing started.
+        claims = {} if self.check_mode else self.claim_all()
+        try:
+            self.start_nic_sampler(table)
+            reports = []
+            for task in self.tasks:
+                params = self.task_params(
+                    task,
+                    argv=self.argv(task),
+                    wait_ready=False,
+                    max_runtime=self.params["max_runtime"],
+                    ready_timeout=self.params["ready_timeout"],
+                    environment=dict(
+                        self.params["environment"], CUDA_VISIBLE_DEVICES=task.get("cuda_visible_devices") or ""
+                    ),
+                )
+                if task["job"] == "ps":
+                    # A PS never takes a GPU.
+                    params["environment"]["CUDA_VISIBLE_DEVICES"] = ""
+                claim = claims.get(self.name(task))
+                failed, result = self.call(dict(params, port_claim=claim), "started", self.check_mode, table)
+                if claim is not None and result.get("pid"):
+                    port_claim.name_holder(claim, result["pid"])
+                if failed:
+                    self.fail(result["msg"], changed=True, failed_at=time.time(), tasks=reports + [result])
+                reports.append(result)
+            return reports
+        finally:
+            for claim in claims.values():
+                os.close(claim)  # each supervisor holds its copy
+
+    def claim_all(self):
+        """{task name: descriptor of its port's claim}, for the supervisors to hold. All or none:
+        a port that another run holds lets every claim taken go again, waits for that run to let
+        it go (its sweep checked the ports free at the same moment as this one did), and tries
+        again, up to the ready timeout; then the start fails, naming the holder, with nothing
+        started. Claims are taken in one order (address, port), so two runs that want the same
+        ports never each hold one the other waits for. A task of this run that still runs (a
+        call again) holds its own: TfTask finds it running.
+
+        Claims are a guard, as the sweep markers are: a run root that is not safe to write in
+        (the task's start refuses it, naming why) or a disk that refuses the claim's file (full,
+        read-only: the check names the disk) starts the run without them, never fails it."""
+        if unsafe_dir_path(self.run_root, os.geteuid()) is not None:
+            return {}
+        deadline = time.monotonic() + self.params["ready_timeout"]
+        ordered = sorted(self.tasks, key=lambda task: (str(task["address"]), int(task["port"])))
+        while True:
+            claims, blocked = self.try_claims(ordered)
+            if blocked is None:
+                return claims
+            task, held = blocked
+            held = port_claim.wait_released(
+                self.run_root, task["address"], task["port"], deadline - time.monotonic(), ignore_run=self.run_id
             )
-            if task["job"] == "ps":
-                # A PS never takes a GPU.
-                params["environment"]["CUDA_VISIBLE_DEVICES"] = ""
-            failed, result = self.call(params, "started", self.check_mode, table)
-            if failed:
-                self.fail(result["msg"], changed=True, failed_at=time.time(), tasks=reports + [result])
-            reports.append(result)
-        return reports
+            if held is not None:
+                entry = dict(
+                    job=task["job"],
+                    task_index=task["task_index"],
+                    address=task["address"],
+                    port=task["port"],
+                    claimed_by=port_claim.describe(held),
+                    waited=round(self.params["ready_timeout"]),
+                )
+                self.fail(busy_port(entry), changed=False, failed_at=time.time())
+
+    def try_claims(self, ordered):
+        """({task name: descriptor}, None) with every port claimed that can be, or ({}, (task,
+        holder)) for the first port another run holds, with every claim taken let go again."""
+        claims = {}
+        try:
+            for task in ordered:
+                owner = dict(run_id=self.run_id, job=task["job"], task_index=task["task_index"])
+                try:
+                    descriptor, held = port_claim.take(self.run_root, task["address"], task["port"], owner)
+                except OSError as error:
+                    self.warn(
+                        "port %d on %s is not claimed for %s %d (%s): a sweep started beside this one could take it"
+                        % (task["port"], task["address"], task["job"], task["task_index"], error)
+                    )
+                    continue
+                if descriptor is not None:
+                    claims[self.name(task)] = descriptor
+                elif held.get("run_id") != self.run_id:
+                    for taken in claims.values():
+                        os.close(taken)
+                    return {}, (task, held)
+        except BaseException:
+            for descriptor in claims.values():
+                os.close(descriptor)
+            raise
+        return claims, None
 
     def wait_all_ready(self, reports):
         """Poll every task's port until all accept; fail fast on a task that exits first."""

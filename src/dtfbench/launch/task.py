@@ -121,13 +121,14 @@ class Supervisor(object):
         return self.returncode
 
 
-def fork_supervisor(exit_file, argv, env, chdir, log, program=None):
+def fork_supervisor(exit_file, argv, env, chdir, log, program=None, keep=None):
     """Fork this task's supervisor: the child leads a session of its own, runs in ``chdir``
     with ``env`` as its environment, its standard input /dev/null and its output the log
     (descriptor ``log``), holds no other descriptor of this process (a pipe to sshd kept
-    open would keep the controller's call waiting), runs ``supervisor.supervise`` (with
-    ``program``, a function its child runs in place of executing ``argv``) and ends there.
-    The caller gets a ``Supervisor``.
+    open would keep the controller's call waiting) but ``keep`` (its port's claim,
+    launch/port_claim.py, which it holds for its life; its program does not inherit it), runs
+    ``supervisor.supervise`` (with ``program``, a function its child runs in place of executing
+    ``argv``) and ends there. The caller gets a ``Supervisor``.
 
     A fork, not a new interpreter: the supervisor's code is loaded here already, so a
     supervisor's whole life around /bin/true costs ~5 ms of CPU, against ~41 ms as
@@ -154,6 +155,8 @@ def fork_supervisor(exit_file, argv, env, chdir, log, program=None):
         os.dup2(log, 1)
         os.dup2(log, 2)
         for descriptor in supervisor.descriptors_beyond_stdio():
+            if descriptor == keep:
+                continue
             try:
                 os.close(descriptor)
             except OSError:
@@ -341,7 +344,8 @@ class TfTask(object):
     ``run()`` returns the result of ``params["state"]`` or raises TaskError. Beyond the
     module's options, ``params`` may hold ``program`` (callers in this process only): a
     function that the supervisor's child runs in place of executing ``argv``, which then
-    describes it (the NIC sampler: no interpreter of its own to start).
+    describes it (the NIC sampler: no interpreter of its own to start); and ``port_claim``,
+    the descriptor of the port's claim (launch/port_claim.py) the supervisor is to hold.
     """
 
     argument_spec = dict(
@@ -770,7 +774,9 @@ class TfTask(object):
             os.rename(self.log_file, self.log_file + ".1")
         log = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
         try:
-            process = fork_supervisor(self.exit_file, params["argv"], env, self.chdir, log, params.get("program"))
+            process = fork_supervisor(
+                self.exit_file, params["argv"], env, self.chdir, log, params.get("program"), params.get("port_claim")
+            )
         except OSError as error:
             self.fail("cannot start the supervisor of %s: %s" % (self.name, error))
         finally:

@@ -58,7 +58,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     evaluated = any(s.get("eval_top1") is not None for s in summaries)
     timed = any(s.get("tta_runs") for s in summaries)
     # What tells apart configurations that differ in a setting of their own (sync=true,false, ...).
-    settings = [k for k in SETTING_COLUMNS if any(s.get(k) is not None for s in summaries)]
+    settings = _setting_columns(summaries)
     header += tuple(settings)
     if evaluated:
         header += ("top-1", "top-5")
@@ -134,12 +134,22 @@ SETTING_COLUMNS = (
     "target_accuracy",
     "max_epochs",
 )
+# Configuration keys every run has that the tables show no column for (the sweep's own constants,
+# mostly): a column each where the configurations shown differ in it. Two sweeps of other steps,
+# batch sizes or PS placement in one store are otherwise two rows that look the same (issue 56).
+VARYING_COLUMNS = ("batch_size", "devices_per_worker", "ps_on_worker_nodes", "warmup_steps", "steps")
+
+
+def _setting_columns(rows: list[Mapping[str, Any]], shown: tuple[str, ...] = ()) -> list[str]:
+    """The settings some row has, then the other keys in which the rows differ (not in `shown`)."""
+    settings = [k for k in SETTING_COLUMNS if any(r.get(k) is not None for r in rows)]
+    return settings + [k for k in VARYING_COLUMNS if k not in shown and len({str(r.get(k)) for r in rows}) > 1]
 
 
 def _setting(key: str, value: Any) -> str:
     if value is None:
         return "-"
-    if key == "sync":  # a boolean, stored as 0 or 1
+    if key in ("sync", "ps_on_worker_nodes"):  # booleans, stored as 0 or 1
         return "true" if value else "false"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -660,7 +670,7 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
         ]
         evaluated = any(r.get("eval_top1") is not None for r in group)
         timed = any(r.get("tta_runs") for r in group)
-        settings = [k for k in SETTING_COLUMNS if any(r.get(k) is not None for r in group)]
+        settings = _setting_columns(group, shown=("batch_size",))  # the group's title names its batch
         header += settings
         if evaluated:
             header += ["top-1", "top-5"]
