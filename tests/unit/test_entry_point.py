@@ -20,6 +20,7 @@ RUN_AS_FILES = {
     "launch/supervisor.py",
     "launch/nic_sampler.py",
     "node/read_throughput.py",
+    "node/stage_data.py",
     "compat/tf_cnn_adapter.py",
     "compat/environment.py",
 }

@@ -17,9 +17,13 @@ image of each digit, in ``load_digits()``'s order, is a validation image when k 
 images, 35-37 of each digit), a training image otherwise (1,433), so the held-out accuracy of
 every run is measured on the same images, every digit a fifth. (Every 5th image of the whole
 set would hold out 0s and 5s only: the set cycles through the digits.)
+
+Beside the shards, ``SHA256SUMS`` (``sha256sum``'s format; ``sha256sum -c SHA256SUMS`` checks
+them): a staging to node-local disk (dtfbench.node.stage_data) checks every copy against it.
 """
 
 import argparse
+import hashlib
 import os
 import sys
 
@@ -37,6 +41,21 @@ DIGITS_NUM_CLASSES = 11
 
 def shard_name(split, index, total):
     return f"{split}-{index:05d}-of-{total:05d}"
+
+
+def write_checksums(output_dir, paths):
+    """SHA256SUMS of `paths` (files in output_dir), as ``sha256sum`` writes it, replaced whole."""
+    lines = []
+    for path in sorted(paths):
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        lines.append(f"{digest.hexdigest()}  {os.path.basename(path)}\n")
+    temporary = os.path.join(output_dir, ".SHA256SUMS.partial")
+    with open(temporary, "w") as handle:
+        handle.writelines(lines)
+    os.replace(temporary, os.path.join(output_dir, "SHA256SUMS"))
 
 
 def make_image(rng, size):
@@ -195,6 +214,7 @@ def main(argv=None):
         paths += write_digits(
             tf, args.output_dir, "validation", split["validation"], args.validation_shards, args.image_size
         )
+        write_checksums(args.output_dir, paths)
         for path in paths:
             print(path)
         return 0
@@ -209,6 +229,7 @@ def main(argv=None):
             args.image_size,
             args.seed + 1,
         )
+    write_checksums(args.output_dir, paths)
     for path in paths:
         print(path)
     return 0

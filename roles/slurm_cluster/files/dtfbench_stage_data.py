@@ -1,0 +1,1 @@
+../../../src/dtfbench/node/stage_data.py
