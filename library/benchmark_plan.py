@@ -180,6 +180,18 @@ options:
         (dropped) or V(warm) (read in), or both (V(cold,warm), a sweep axis); omitted, left as it is. Refused
         without real data. Each run gets C(cache); the launcher sets it on every node after its read test.
     type: raw
+  data_staging:
+    description:
+      - V(copy) - every node copies O(data_dir)'s dataset to O(stage_dir) (node-local disk) before the first run,
+        checked and timed (M(dataset_stage)), and the runs read the copy (each run's C(data_dir) is O(stage_dir)).
+        RV(staging) says from where to where. Refused without real data, with several O(data_dir)s, or without
+        O(stage_dir).
+    type: str
+    default: none
+    choices: [none, copy]
+  stage_dir:
+    description: The node-local folder O(data_staging=copy) copies into; absolute, and apart from O(data_dir).
+    type: str
   extra_args:
     description:
       - Flags every run's command line ends with (a system profile's C(extra_args)), e.g.
@@ -314,6 +326,11 @@ data_dirs:
   type: list
   elements: str
   sample: [/mnt/lustre/imagenet, /mnt/local_ssd/imagenet]
+staging:
+  description: With O(data_staging=copy), C(source) (O(data_dir)) and C(target) (O(stage_dir)); else null.
+  returned: success
+  type: dict
+  sample: {source: /scratch/shared/imagenet, target: /mnt/local_ssd/imagenet}
 notes:
   description: What the plan changed in the request, to tell the user (repeated values folded).
   returned: success

@@ -16,7 +16,7 @@ from slurm_testcluster import missing_prerequisites, slurm_env  # noqa: F401
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 from dtfbench.linux import procfs
-from dtfbench.results import store
+from dtfbench.results import staging, store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
@@ -108,13 +108,15 @@ def test_every_mode_reaches_its_target_across_test_bed_hosts(testbed_factory, di
 
 @pytest.mark.skipif(bool(missing_prerequisites()), reason=missing_prerequisites() or "ok")
 def test_a_slurm_job_reaches_its_target(slurm_env, slurm_test_cluster, digits, tmp_path, live_processes):
-    """The same inside one batch job of the real Slurm test cluster (1 PS beside 2 workers on 2 nodes)."""
+    """The same inside one batch job of the real Slurm test cluster (1 PS beside 2 workers on 2 nodes),
+    from a copy each node stages first (data_staging=copy: a step of the job before the read test)."""
     sweep_id = f"pytest-slurm-tta-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
+    staged = tmp_path / "staged"
     done = run_playbook(
         "run-benchmark.yml",
         *extra_vars(system="slurm-test", gpus=2, num_ps=1, sweep_id=sweep_id, results_db=db, data_dir=digits,
-                    cache="warm", **TO_TARGET),
+                    cache="warm", data_staging="copy", stage_dir=staged, **TO_TARGET),
         *small_run(model=None, image_size=None, batch_size=None, steps=None),
         env=slurm_env,
         timeout=600,
@@ -129,4 +131,16 @@ def test_a_slurm_job_reaches_its_target(slurm_env, slurm_test_cluster, digits, t
         assert measured["mb_per_s"] > 0 and measured["filesystem"]["fs_type"] == run["storage"], (node, measured)
         assert (measured["cache"]["setting"], measured["cache"]["resident"]) == ("warm", 1.0), (node, measured)
     assert run["storage"] == procfs.mount_of(str(digits))["fs_type"] and run["data_read_mb_per_s"] > 0
+    # Both nodes staged into one folder here (the test cluster's nodes share this file system): the lock
+    # made one wait for the other, which then found every file staged. The runs read the copy.
+    stagings = staging.read(db, sweep_id)
+    assert sorted(s["node"] for s in stagings) == ["node1", "node2"] and {s["run_id"] for s in stagings} == {
+        run["run_id"]
+    }
+    assert sorted((s["already_staged"], s["copied_files"]) for s in stagings) == [(False, 6), (True, 0)], stagings
+    assert {s["target"] for s in stagings} == {str(staged)} and "staging: " in done.stdout
+    assert run["worker_results"][0]["config"]["data_dir"] == str(staged)
+    assert sorted(p.name for p in staged.iterdir() if not p.name.startswith(".")) == sorted(
+        p.name for p in digits.iterdir()
+    )
     assert live_processes(sweep_id) == []

@@ -216,3 +216,58 @@ def test_two_sweeps_on_one_machine_take_turns_for_its_ports(tmp_path, live_proce
     assert claims and all(port_claim.holder(str(tmp_path / "runs"), *c.name.rsplit("_", 1)) is None for c in claims), (
         claims
     )
+
+
+def test_a_staged_sweep_copies_the_dataset_once_and_its_runs_read_the_copy(tmp_path, live_processes, shm_copy):
+    """data_staging=copy end to end (issue 55, item 2): the digits on disk staged to /dev/shm (another
+    file system), the run reads the copy, each node's staging is stored; a second sweep finds the
+    copy staged already and copies nothing."""
+    import subprocess
+    import sys
+
+    from playbook_harness import own_ports
+
+    from dtfbench.results import staging
+
+    digits = tmp_path / "digits"
+    made = subprocess.run(
+        [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", str(digits)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert (digits / "SHA256SUMS").read_text().count("\n") == 5  # 4 training shards, 1 validation
+    (tmp_path / "nothing").mkdir()
+    local = shm_copy(tmp_path / "nothing") / "digits"  # a folder of its own in /dev/shm, removed after the test
+    db = tmp_path / "results.sqlite"
+    for attempt in ("first", "second"):
+        sweep_id = f"pytest-{attempt}-{uuid.uuid4().hex[:6]}"
+        done = run_playbook(
+            "run-benchmark.yml",
+            *extra_vars(gpus="1", sweep_id=sweep_id, results_db=db, dtfbench_run_root=tmp_path / "runs",
+                        data="real", data_dir=digits, data_staging="copy", stage_dir=local),
+            *small_run(model="lenet", image_size=32, steps=20, repetitions=1),
+            *own_ports(tmp_path),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+        stored = staging.read(db, sweep_id)
+        assert [(s["node"], s["source"], s["target"], s["status"]) for s in stored] == [
+            (stored[0]["node"], str(digits), str(local), "ok")
+        ]
+        assert stored[0]["target_filesystem"]["fs_type"] == "tmpfs"
+        if attempt == "first":
+            assert (stored[0]["copied_files"], stored[0]["checksummed_files"], stored[0]["already_staged"]) == (
+                6,
+                5,
+                False,
+            )
+            assert "staging: " in done.stdout and " GB to 1 node(s) in " in done.stdout
+        else:
+            assert (stored[0]["copied_files"], stored[0]["already_staged"]) == (0, True)
+            assert "staging: every node had the dataset staged already" in done.stdout
+        (run,) = [r for r in store.runs(store.connect(db)) if r["sweep_id"] == sweep_id]
+        assert (run["status"], run["storage"]) == ("ok", "tmpfs"), run["reason"]
+        assert run["worker_results"][0]["config"]["data_dir"] == str(local)
+        assert live_processes(sweep_id) == []
+    assert sorted(p.name for p in local.iterdir()) == sorted(p.name for p in digits.iterdir()) + [
+        ".dtfbench-stage.lock"
+    ]

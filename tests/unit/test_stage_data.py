@@ -190,3 +190,23 @@ def test_a_write_that_fails_leaves_no_partial_file_and_names_the_file(tmp_path):
         f"{tmp_path / 'shared' / names[1]} did not stage into {tmp_path / 'local'}: File too large"
     )
     assert sorted(os.listdir(tmp_path / "local")) == sorted([names[0], stage_data.LOCK])
+
+
+def test_the_slurm_jobs_copy_runs_alone_on_the_oldest_python(tmp_path):
+    """A Slurm job runs dtfbench_stage_data.py beside dtfbench_procfs.py, without dtfbench (the
+    study's TF 1.1 module: Python 3.6)."""
+    import shutil
+
+    from test_storage_record import oldest_python
+
+    for name in ("dtfbench_stage_data.py", "dtfbench_procfs.py"):
+        shutil.copy(SLURM_COPY.parent / name, tmp_path / name)
+    dataset(tmp_path / "shared", [1000, 2000])
+    done = subprocess.run(
+        [oldest_python(), str(tmp_path / "dtfbench_stage_data.py"), str(tmp_path / "shared"), str(tmp_path / "local")],
+        capture_output=True, text=True, timeout=60, cwd="/", env={"PATH": os.environ["PATH"]},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["copied_files"] == 3 and report["checksummed_files"] == 2
+    assert report["target_filesystem"]["mount_point"], report

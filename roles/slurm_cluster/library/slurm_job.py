@@ -167,6 +167,14 @@ data_read:
       C(cache) - or C(data_dir) and C(error) where the read failed. Empty without a read test."
   returned: success
   type: dict
+staging:
+  description:
+    - "Every node's staging of the dataset, C({node: report}), where the job staged one (the slurm_cluster
+      role's O(slurm_cluster_stage_source)): C(staging-<node>.json) in the job's folder, the JSON of the
+      dataset_stage module's engine - C(copied_files), C(copied_bytes), C(seconds), C(already_staged), ... -
+      or C(error) where it failed. Empty without a staging."
+  returned: success
+  type: dict
 nic:
   description:
     - "Every node's NIC bytes over the workers' measured window, C({node: figures}): what each node's

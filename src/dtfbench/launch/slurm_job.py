@@ -346,6 +346,15 @@ class SlurmJob:
                 found[node] = measured
         return found
 
+    def staging(self, job_id, layout):
+        """Every node's staging of the dataset ({node: dtfbench_stage_data.py's JSON}) where the job staged."""
+        found = {}
+        for node in (layout or {}).get("hosts_used") or sorted((layout or {}).get("hosts") or {}):
+            staged = read_json(os.path.join(self.job_dir(job_id), "staging-%s.json" % node))
+            if isinstance(staged, dict):
+                found[node] = staged
+        return found
+
     def failure(self, job_id, fields, output, timed_out, timeout):
         state = fields.get("JobState", "UNKNOWN")
         if state == "COMPLETED" and not timed_out:
@@ -474,12 +483,18 @@ class SlurmJob:
         if collect:
             layout = self.layout(job_id, nodelist)
             workers = self.workers(job_id, layout, nodelist)
+            staging = self.staging(job_id, layout)
+            failure = self.failure(job_id, fields, output, timed_out, p["timeout"])
+            staged_wrong = ["%s: %s" % (node, s["error"]) for node, s in sorted(staging.items()) if s.get("error")]
+            if failure and staged_wrong:  # the cause first: the job's state only says that it failed
+                failure = "the staging of the dataset failed on %s; %s" % ("; ".join(staged_wrong), failure)
             result.update(
                 layout=layout,
                 workers=workers,
                 nic=self.nic(job_id, layout, workers),
                 data_read=self.data_read(job_id, layout),
-                failure=self.failure(job_id, fields, output, timed_out, p["timeout"]),
+                staging=staging,
+                failure=failure,
             )
             if state in FINAL:
                 # A final state is remembered: the next call returns it instead of waiting
@@ -492,7 +507,7 @@ class SlurmJob:
                 self.record.update(state=state, fields=keep, timed_out=timed_out, failure=result["failure"])
                 write_json(self.state_path, self.record)
         else:
-            result.update(layout=None, workers=[], nic={}, data_read={}, failure="")
+            result.update(layout=None, workers=[], nic={}, data_read={}, staging={}, failure="")
         return result
 
 

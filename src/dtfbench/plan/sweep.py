@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ OPTIONAL_KEYS = (
 )
 # The page cache of data_dir's files at a real-data run's start (dtfbench.node.read_throughput.page_cache).
 CACHE_SETTINGS = ("cold", "warm")
+# data_staging: none, or copy data_dir to stage_dir on every node before the first run (docs/storage.md).
+DATA_STAGINGS = ("none", "copy")
 # How the learning rate follows the global batch (dtfbench.workload.learning_rate).
 LR_SCALINGS = ("none", "linear")
 # What an adaptive sweep ranks configurations by (dtfbench.forecast.adaptive); images/sec unless given.
@@ -310,6 +313,38 @@ def _syncs(request: Mapping[str, Any], updates: list[str], notes: list[str]) -> 
     if ALL_REDUCE in updates:
         notes.append(f"sync applies to the PS modes; {ALL_REDUCE} is always synchronous and runs once")
     return out
+
+
+def _staging(request: Mapping[str, Any], data: list[str], data_dirs: list[str | None]) -> dict[str, str] | None:
+    """data_staging=copy: {source: data_dir, target: stage_dir}, every node's copy before the
+    first run (dtfbench.node.stage_data); None without staging."""
+    if (request.get("data_staging") or "none") == "none":
+        return None
+    if "real" not in data:
+        raise PlanError(
+            "data_staging=copy copies data_dir's dataset to each node, and synthetic data reads none; "
+            "set data=real (with data_dir), or leave data_staging out"
+        )
+    if len(data_dirs) > 1:
+        raise PlanError(
+            f"data_staging=copy stages one data_dir, and data_dir={','.join(map(str, data_dirs))} names "
+            f"{len(data_dirs)}: stage one per sweep, or compare the shared copy with a staged one as "
+            "data_dir=<shared>,<local copy> without data_staging"
+        )
+    target = str(request.get("stage_dir") or "").strip()
+    if not target or not posixpath.isabs(target):
+        raise PlanError(
+            f"data_staging=copy needs stage_dir, an absolute node-local folder to copy data_dir into "
+            f"(for example /mnt/local_ssd/imagenet, or /dev/shm/imagenet in a Slurm job){'' if not target else f'; got {target!r}'}"
+        )
+    source = posixpath.normpath(str(data_dirs[0]))
+    target = posixpath.normpath(target)
+    if target == source or target.startswith(source.rstrip("/") + "/") or source.startswith(target.rstrip("/") + "/"):
+        raise PlanError(
+            f"stage_dir={target} and data_dir={source} overlap: the copy would be in the dataset (or the "
+            "dataset in the copy); give stage_dir a folder of its own on node-local disk"
+        )
+    return {"source": source, "target": target}
 
 
 def _caches(request: Mapping[str, Any], data: list[str], notes: list[str]) -> list[str | None]:
@@ -596,6 +631,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     # Several data locations (a comma list: a shared copy and a local one) are a sweep axis of the
     # real-data runs; their storage (each node's file system under it) tells them apart in the store.
     data_dirs = _fold("data_dir", [str(d) for d in as_list("data_dir", request.get("data_dir"))], notes) or [None]
+    staging = _staging(request, data, data_dirs)
     if not hosts:
         raise PlanError(f"the inventory has no TF nodes; add hosts to the tf_nodes group{_left_out(request)}")
 
@@ -680,7 +716,9 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     run["sync"] = sync
                 if cache is not None:
                     run["cache"] = cache
-                if len(data_dirs) > 1 and data_dir is not None:
+                if staging is not None and data_dir is not None:
+                    data_dir = run["data_dir"] = staging["target"]  # the runs read the node-local copy
+                elif len(data_dirs) > 1 and data_dir is not None:
                     run["data_dir"] = data_dir  # one of several: the run's own (the roles read it)
                 # The command line the launcher runs (the workload's contract): the roles run it as it is.
                 try:
@@ -717,6 +755,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         **({"sync": [s for s in syncs if s is not None]} if syncs != [None] else {}),
         **({"cache": caches} if caches != [None] else {}),
         **({"data_dir": data_dirs} if len(data_dirs) > 1 else {}),
+        **({"data_staging": "copy", "stage_dir": staging["target"]} if staging else {}),
         **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
     )
     width = len(str(len(runs)))
@@ -738,6 +777,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         "sweep_config": config,
         # Every data location the sweep reads (the dataset check looks in each, on every node).
         "data_dirs": [d for d in data_dirs if d is not None] if "real" in data else [],
+        # data_staging=copy: every node copies source (data_dir) to target (stage_dir) before the first run.
+        "staging": staging,
         "notes": notes,
         "adaptive": adaptive if _is_adaptive(adaptive) else None,
     }
@@ -792,6 +833,8 @@ ARGUMENT_SPEC = dict(
     warmup_epochs=dict(type="raw"),
     sync=dict(type="raw"),
     cache=dict(type="raw"),
+    data_staging=dict(type="str", default="none", choices=list(DATA_STAGINGS)),
+    stage_dir=dict(type="str"),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
     submit=dict(type="bool", default=True),
     tf_modules=dict(type="list", elements="str", default=[]),

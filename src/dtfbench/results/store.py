@@ -43,8 +43,9 @@ DEFAULT_DB = "results/results.sqlite"
 # epochs_to_accuracy (held-out accuracy, time to accuracy and what they depend on, docs/accuracy.md).
 # 10: lr_scaling, warmup_epochs (the learning rate scaled with the global batch, and its warm-up), storage
 # (the file system the nodes read data_dir from, docs/storage.md). 11: cache (the page cache setting a
-# real-data run started with, docs/storage.md).
-SCHEMA_VERSION = 11
+# real-data run started with, docs/storage.md). 12: the stagings table (each node's copy of the dataset
+# to local disk before a sweep's first run, dtfbench.results.staging).
+SCHEMA_VERSION = 12
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -168,6 +169,15 @@ NETWORK_PROBES_TABLE = (
     "CREATE TABLE IF NOT EXISTS network_probes (sweep_id TEXT NOT NULL, probed_at TEXT, "
     "status TEXT NOT NULL CHECK (status IN ('ok', 'unknown')), link_gb_s REAL, incast_gb_s REAL, rtt_ms REAL, "
     "document TEXT NOT NULL)"
+)
+
+
+# Schema 12: one row per node and staging of a sweep's dataset (dtfbench.results.staging reads and
+# writes it; status ok or failed; seconds the whole staging; document the stager's JSON report).
+STAGINGS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS stagings (sweep_id TEXT NOT NULL, node TEXT NOT NULL, staged_at TEXT, "
+    "status TEXT NOT NULL CHECK (status IN ('ok', 'failed')), source TEXT, target TEXT, seconds REAL, "
+    "copied_bytes INTEGER, bytes INTEGER, already_staged INTEGER, document TEXT NOT NULL)"
 )
 
 
@@ -439,6 +449,8 @@ def connect(db_path: str | Path) -> sqlite3.Connection:
             conn.execute(SWEEP_STEPS_TABLE)
             # Schema 7: each sweep's link probe (dtfbench.results.network).
             conn.execute(NETWORK_PROBES_TABLE)
+            # Schema 12: each node's staging of the dataset (dtfbench.results.staging).
+            conn.execute(STAGINGS_TABLE)
             # A store made by an older version lacks the newer columns: add them (appending a
             # nullable column rewrites no row, so the append-only history stays as it was).
             present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
