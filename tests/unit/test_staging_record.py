@@ -77,3 +77,38 @@ def test_each_nodes_staging_is_stored_and_the_sweeps_time_is_the_slowest_nodes(t
     assert rows == [("node01", 3000, 0), ("node02", 0, 1)]
     with pytest.raises(ValueError, match="a staging report without seconds"):
         staging.record(db, "s1", [{k: v for k, v in first.items() if k != "seconds"}])
+
+
+def test_the_report_sets_the_staging_time_against_the_time_the_runs_saved(tmp_path):
+    """Summitdev's "might not be worth it", as a number: a staged sweep (tmpfs copy, 200 img/s)
+    against the same configuration read from the shared copy (nfs4, 100 img/s)."""
+    from store_harness import study_row
+
+    from dtfbench.report import analysis, build, stats
+    from dtfbench.results import store
+
+    db = tmp_path / "r.sqlite"
+    conn = store.connect(db)
+    for sweep, storage, ips in (("shared", "nfs4", 100.0), ("staged", "tmpfs", 200.0)):
+        row = study_row(f"{sweep}-1", sweep, "testbed", 1, 1, "parameter_server", "real", 1, ips,
+                        model="lenet", batch_size=32, storage=storage)  # fmt: skip
+        store.add_run(conn, row)
+    conn.close()
+    report = {"source": "/nfs/digits", "target": "/dev/shm/digits", "seconds": 40.0, "copied_bytes": 2_000_000_000,
+              "bytes": 2_000_000_000, "already_staged": False, "copied_files": 6,
+              "source_filesystem": {"fs_type": "nfs4"}, "target_filesystem": {"fs_type": "tmpfs"}}  # fmt: skip
+    staging.record(db, "staged", [dict(report, node="node01"), dict(report, node="node02", seconds=30.0)])
+    rows = analysis.load_rows(db)
+    from dtfbench.report import staging as report_staging
+
+    said = report_staging.lines(rows, stats.summarise(rows), str(db))
+    # 100 steps x 32 images: 32 s from nfs4, 16 s from the copy; 16 s saved a run against 40 s of staging.
+    assert said == [
+        "staging of sweep staged: 4 GB from /nfs/digits (nfs4) to /dev/shm/digits (tmpfs) on 2 node(s), 40.0 s "
+        "before the runs (1 staging(s), each its slowest node's time)",
+        "  lenet bs 32 1 GPU(s) parameter_server: 200.0 img/s from the copy, 100.0 from the shared copy: +16.00 s a "
+        "run of 100 steps; the staging pays for itself after 3 run(s) of this length",
+    ]
+    build.build(rows, tmp_path / "report", formats=(), db=str(db))
+    index = (tmp_path / "report" / "index.md").read_text()
+    assert "- staging of sweep staged: 4 GB from /nfs/digits" in index and "  - lenet bs 32 1 GPU(s)" in index

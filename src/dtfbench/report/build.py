@@ -34,6 +34,7 @@ from ..linux.files import write_atomic
 from . import environment as report_environment
 from . import markdown
 from . import reference as reference_data
+from . import staging as report_staging
 from .analysis import Analysis, ReportError, analyse
 from .plotspec import plot_specs
 from .tables import (
@@ -204,6 +205,9 @@ def _index(
         f"- {markdown.text(report_environment.network_line(s, m))}"
         for s, m in report_environment.networks(rows, db).items()
     ]
+    # data_staging=copy: what each sweep's staging cost, and what it saved each configuration (report/staging.py).
+    for line in report_staging.lines(rows, analysis.summaries, db):
+        md.append(f"  - {markdown.text(line.strip())}" if line.startswith("  ") else f"- {markdown.text(line)}")
     md.append("- Details: [environments.md](environments.md), the network per host: [network.csv](network.csv)")
     md += ["", "## Plots", ""]
     if not plots:
