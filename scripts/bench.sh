@@ -39,6 +39,9 @@ for name in "${selected[@]}"; do
     # (as boto3 uploads them), or with a CRC64NVME (S3's own for objects uploaded without one).
     p3) python benchmarks/staging.py ;;
     p3-crc64nvme) python benchmarks/staging.py --checksum CRC64NVME ;;
+    # D1: the stager (a shared dataset to node-local disk, checked, fsynced) against cp -a (+ sync) of the
+    # same 1 GB tree from a cold page cache into /dev/shm, 8 rounds of 4 sides, ~1 min.
+    stage-copy) python benchmarks/stage_copy.py ;;
     # Ours vs tf_cnn_benchmarks master (TF 2.x) and the study's program (TF 1.1), 4 models,
     # single process and 1 PS + 2 workers, ~40 min on 2 cores. DTFBENCH_LOCK=FILE: flock it per leg.
     p4) python benchmarks/workload_vs_tf_cnn.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
