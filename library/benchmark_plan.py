@@ -192,6 +192,18 @@ options:
   stage_dir:
     description: The node-local folder O(data_staging=copy) copies into; absolute, and apart from O(data_dir).
     type: str
+  checkpoint_every_steps:
+    description:
+      - Worker 0 saves the variables into O(checkpoint_dir) every N measured steps (every worker in
+        V(collective_all_reduce)), timed; each run gets C(checkpoint_every_steps), a configuration key. Refused for
+        a workload that does not time its checkpoints, and without O(checkpoint_dir).
+    type: raw
+  checkpoint_every_secs:
+    description: The same every S seconds; refused with V(collective_all_reduce) (its workers save at one step).
+    type: raw
+  checkpoint_dir:
+    description: The absolute folder on the nodes the checkpoints go to; every run of the sweep saves there.
+    type: str
   extra_args:
     description:
       - Flags every run's command line ends with (a system profile's C(extra_args)), e.g.
@@ -331,6 +343,11 @@ staging:
   returned: success
   type: dict
   sample: {source: /scratch/shared/imagenet, target: /mnt/local_ssd/imagenet}
+checkpoint_dir:
+  description: With O(checkpoint_every_steps) or O(checkpoint_every_secs), the folder worker 0 saves into; else null.
+  returned: success
+  type: str
+  sample: /mnt/local_ssd/checkpoints
 notes:
   description: What the plan changed in the request, to tell the user (repeated values folded).
   returned: success

@@ -111,3 +111,25 @@ def test_a_node_set_down_ends_the_job_and_is_named(on_the_cluster, tmp_path):
     # (the test cluster's slurmd answers again at once, and Slurm takes it back).
     assert f"failed node: {second} " in ended["failure"], ended["failure"]
     assert took < 60  # not requeued: no second run of the job
+
+
+def test_a_failed_staging_leads_the_jobs_failure_and_each_nodes_report_is_returned(on_the_cluster, tmp_path):
+    """The job's staging step (data_staging=copy) wrote each node's report; one that failed names
+    its node and its cause before the job's state, which only says that the job failed."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    layout = {"num_workers": 1, "num_ps": 0, "hosts_used": ["node1"], "cluster_spec": {"worker": ["node1:2220"]}}
+    error = "the staging target /dev/shm/x has 0.00 GB free; the dataset needs 1.00 GB more there"
+    write_script(
+        run_dir,
+        f'mkdir -p "{run_dir}/job-$SLURM_JOB_ID"\n'
+        f"echo '{json.dumps(layout)}' > \"{run_dir}/job-$SLURM_JOB_ID/layout.json\"\n"
+        f"echo '{json.dumps({'node': 'node1', 'source': '/s', 'target': '/dev/shm/x', 'error': error})}'"
+        f' > "{run_dir}/job-$SLURM_JOB_ID/staging-node1.json"\n'
+        "exit 1\n",
+    )
+    done = sj.slurm_job(params(run_dir))
+    assert done["state"] == "FAILED" and done["staging"]["node1"]["error"] == error
+    assert done["failure"].startswith(
+        f"the staging of the dataset failed on node1: {error}; Slurm job {done['job_id']} FAILED"
+    )

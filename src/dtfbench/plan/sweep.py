@@ -46,6 +46,8 @@ OPTIONAL_KEYS = (
     "warmup_epochs",
     "cache",
     "data_dir",
+    "checkpoint_every_steps",
+    "checkpoint_every_secs",
 )
 # The page cache of data_dir's files at a real-data run's start (dtfbench.node.read_throughput.page_cache).
 CACHE_SETTINGS = ("cold", "warm")
@@ -312,6 +314,44 @@ def _syncs(request: Mapping[str, Any], updates: list[str], notes: list[str]) -> 
         return [None]
     if ALL_REDUCE in updates:
         notes.append(f"sync applies to the PS modes; {ALL_REDUCE} is always synchronous and runs once")
+    return out
+
+
+def _checkpointing(request: Mapping[str, Any], workload: workloads.Workload, updates: list[str]) -> dict[str, Any]:
+    """checkpoint_every_steps / checkpoint_every_secs into checkpoint_dir: every run's timed saves
+    (dtfbench.workload.checkpoints); {} without them."""
+    steps = request.get("checkpoint_every_steps")
+    secs = request.get("checkpoint_every_secs")
+    steps = None if steps in (None, "", 0, "0") else _ints("checkpoint_every_steps", [steps], 1)[0]
+    secs = None if secs in (None, "", 0, "0") else _above_zero("checkpoint_every_secs", secs, "seconds", "600")
+    folder = str(request.get("checkpoint_dir") or "").strip()
+    if steps is None and secs is None:
+        if folder:
+            raise PlanError(
+                f"checkpoint_dir={folder}: nothing saves there; give checkpoint_every_steps or checkpoint_every_secs, "
+                "or leave checkpoint_dir out"
+            )
+        return {}
+    setting = f"checkpoint_every_steps={steps}" if steps is not None else f"checkpoint_every_secs={secs:g}"
+    try:
+        workload.check_checkpoints(setting)
+    except workloads.WorkloadError as err:
+        raise PlanError(str(err)) from None
+    if not folder or not posixpath.isabs(folder):
+        raise PlanError(
+            f"{setting} needs checkpoint_dir, an absolute folder on the nodes (local disk, or a shared file system) "
+            f"that worker 0 can write{'' if not folder else f'; got {folder!r}'}"
+        )
+    if secs is not None and ALL_REDUCE in updates:
+        raise PlanError(
+            f"checkpoint_every_secs={secs:g}: {ALL_REDUCE} saves on every worker at the same step, which each "
+            "worker's clock would choose differently; give checkpoint_every_steps"
+        )
+    out: dict[str, Any] = {"checkpoint_dir": posixpath.normpath(folder)}
+    if steps is not None:
+        out["checkpoint_every_steps"] = steps
+    if secs is not None:
+        out["checkpoint_every_secs"] = secs
     return out
 
 
@@ -632,6 +672,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     # real-data runs; their storage (each node's file system under it) tells them apart in the store.
     data_dirs = _fold("data_dir", [str(d) for d in as_list("data_dir", request.get("data_dir"))], notes) or [None]
     staging = _staging(request, data, data_dirs)
+    checkpointing = _checkpointing(request, workload, updates)
     if not hosts:
         raise PlanError(f"the inventory has no TF nodes; add hosts to the tf_nodes group{_left_out(request)}")
 
@@ -712,6 +753,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                 }
                 run.update(accuracy)
                 run.update(training)
+                run.update(checkpointing)
                 if sync is not None:
                     run["sync"] = sync
                 if cache is not None:
@@ -756,6 +798,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         **({"cache": caches} if caches != [None] else {}),
         **({"data_dir": data_dirs} if len(data_dirs) > 1 else {}),
         **({"data_staging": "copy", "stage_dir": staging["target"]} if staging else {}),
+        **{k: v for k, v in checkpointing.items() if k != "checkpoint_dir"},
         **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
     )
     width = len(str(len(runs)))
@@ -779,6 +822,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         "data_dirs": [d for d in data_dirs if d is not None] if "real" in data else [],
         # data_staging=copy: every node copies source (data_dir) to target (stage_dir) before the first run.
         "staging": staging,
+        # checkpoint_every_steps/_secs: the folder worker 0 saves into (checked writable on every node first).
+        "checkpoint_dir": checkpointing.get("checkpoint_dir"),
         "notes": notes,
         "adaptive": adaptive if _is_adaptive(adaptive) else None,
     }
@@ -834,6 +879,9 @@ ARGUMENT_SPEC = dict(
     sync=dict(type="raw"),
     cache=dict(type="raw"),
     data_staging=dict(type="str", default="none", choices=list(DATA_STAGINGS)),
+    checkpoint_every_steps=dict(type="raw"),
+    checkpoint_every_secs=dict(type="raw"),
+    checkpoint_dir=dict(type="str"),
     stage_dir=dict(type="str"),
     launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
     submit=dict(type="bool", default=True),

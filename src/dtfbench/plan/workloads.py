@@ -132,6 +132,8 @@ class Capabilities:
     tf_majors: tuple[int, ...] = ()
     # The optimizers the plan may choose (with a learning rate); (): the workload's own, not set by the plan.
     optimizers: tuple[str, ...] = ()
+    # Whether it saves timed checkpoints during the measured steps (checkpoint_every_steps/_secs).
+    checkpoints: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -146,6 +148,7 @@ class Capabilities:
             "ps_exits": self.ps_exits,
             "tf_majors": list(self.tf_majors),
             "optimizers": list(self.optimizers),
+            "checkpoints": self.checkpoints,
         }
 
 
@@ -213,6 +216,14 @@ class Workload:
             raise WorkloadError(
                 f"eval_every_steps={every_steps}: workload={self.label} cannot evaluate during a distributed run "
                 f"({self.evaluation_note}); use workload={OURS}, or leave eval_every_steps out"
+            )
+
+    def check_checkpoints(self, setting: str) -> None:
+        """Refuse timed checkpoints where the workload cannot save them."""
+        if not self.capabilities.checkpoints:
+            raise WorkloadError(
+                f"{setting}: workload={self.label} does not time its checkpoints; use workload={OURS}, or leave "
+                "checkpoint_every_steps and checkpoint_every_secs out"
             )
 
     # Why a workload without evaluation has none, for the error above.
@@ -334,6 +345,8 @@ SAMPLE_METADATA = (
     "sync",
     "storage",
     "cache",
+    "checkpoint_every_steps",
+    "checkpoint_every_secs",
     "tta_status",
     "finished_at",
 )
@@ -354,6 +367,11 @@ RUN_METRICS = (
     ("eval_seconds", "s"),
     ("time_to_accuracy", "s"),
     ("epochs_to_accuracy", "epochs"),
+    ("checkpoint_saves", "saves"),
+    ("checkpoint_mean_s", "s"),
+    ("checkpoint_max_s", "s"),
+    ("checkpoint_gb", "GB"),
+    ("checkpoint_gb_per_s", "GB/s"),
 )
 
 
@@ -372,6 +390,7 @@ class Ours(Workload):
         ps_exits=True,
         tf_majors=(2,),
         optimizers=("sgd", "momentum"),
+        checkpoints=True,
     )
 
     @classmethod
@@ -452,6 +471,12 @@ class Ours(Workload):
             args += ["--stop_at_top_1_accuracy", f"{run['target_accuracy']:g}"]
         if run.get("max_epochs"):
             args += ["--num_epochs", f"{run['max_epochs']:g}"]
+        if run.get("checkpoint_every_steps"):
+            args += ["--checkpoint_every_steps", str(run["checkpoint_every_steps"])]
+        if run.get("checkpoint_every_secs"):
+            args += ["--checkpoint_every_secs", f"{run['checkpoint_every_secs']:g}"]
+        if run.get("checkpoint_dir"):
+            args += ["--checkpoint_dir", str(run["checkpoint_dir"])]
         return args
 
 

@@ -74,6 +74,9 @@ CONFIG_KEYS = (
     "storage",
     # The page cache of data_dir's files at the run's start (cache=cold|warm; NULL: left as it was).
     "cache",
+    # Checkpoints saved during the measured steps cost images/sec: runs with and without are two configurations.
+    "checkpoint_every_steps",
+    "checkpoint_every_secs",
 )
 # A configuration's held-out accuracy (eval_every_steps): mean top-1, its range, mean top-5, runs that measured it.
 ACCURACY = (

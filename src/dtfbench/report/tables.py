@@ -133,6 +133,8 @@ SETTING_COLUMNS = (
     "eval_every_steps",
     "target_accuracy",
     "max_epochs",
+    "checkpoint_every_steps",
+    "checkpoint_every_secs",
 )
 # Configuration keys every run has that the tables show no column for (the sweep's own constants,
 # mostly): a column each where the configurations shown differ in it. Two sweeps of other steps,

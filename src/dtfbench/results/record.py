@@ -178,6 +178,20 @@ def _accuracy(run: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) 
     }
 
 
+def _checkpoints(run: Mapping[str, Any], results: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
+    """The checkpoints worker 0 saved (it saves in every mode), and the setting."""
+    saved = (results.get(0) or {}).get("checkpoints") or {}
+    return {
+        "checkpoint_every_steps": run.get("checkpoint_every_steps"),
+        "checkpoint_every_secs": run.get("checkpoint_every_secs"),
+        "checkpoint_saves": saved.get("saves"),
+        "checkpoint_mean_s": saved.get("mean_seconds"),
+        "checkpoint_max_s": saved.get("max_seconds"),
+        "checkpoint_gb": saved.get("gb"),
+        "checkpoint_gb_per_s": saved.get("gb_per_s"),
+    }
+
+
 def _nic(hosts: Mapping[str, Any]) -> dict[str, Any]:
     """Every host's NIC figures, and the busiest host's: the one whose NIC moved the most bytes
     a second, in and out together, over the measured window."""
@@ -266,6 +280,7 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         **run_environment.columns(payload.get("hosts", {}), payload.get("instance_types")),
         **_nic(payload.get("hosts", {})),
         **_accuracy(run, results),
+        **_checkpoints(run, results),
     }
 
 

@@ -44,7 +44,9 @@ DEFAULT_DB = "results/results.sqlite"
 # 10: lr_scaling, warmup_epochs (the learning rate scaled with the global batch, and its warm-up), storage
 # (the file system the nodes read data_dir from, docs/storage.md). 11: cache (the page cache setting a
 # real-data run started with, docs/storage.md). 12: the stagings table (each node's copy of the dataset
-# to local disk before a sweep's first run, dtfbench.results.staging).
+# to local disk before a sweep's first run, dtfbench.results.staging); checkpoint_every_steps,
+# checkpoint_every_secs, checkpoint_saves, checkpoint_mean_s, checkpoint_max_s, checkpoint_gb,
+# checkpoint_gb_per_s (the checkpoints worker 0 saved during the measured steps, docs/storage.md).
 SCHEMA_VERSION = 12
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
@@ -141,6 +143,16 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     # Real data: the page cache of data_dir's files at the run's start as the plan set it ('cold', 'warm'; a
     # configuration key); NULL: left as it was (each node's resident fraction is in data_read). NULL before 11.
     ("cache", "TEXT"),
+    # Checkpoints during the measured steps (dtfbench.workload.checkpoints; docs/storage.md): the setting (a
+    # configuration key) and worker 0's saves: how many, mean and longest seconds, the checkpoint's GB and the
+    # rate it was written at. NULL without checkpoints, and before 12.
+    ("checkpoint_every_steps", "INTEGER"),
+    ("checkpoint_every_secs", "REAL"),
+    ("checkpoint_saves", "INTEGER"),
+    ("checkpoint_mean_s", "REAL"),
+    ("checkpoint_max_s", "REAL"),
+    ("checkpoint_gb", "REAL"),
+    ("checkpoint_gb_per_s", "REAL"),
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 REQUIRED = ("run_id", "sweep_id", "system", "gpus", "num_ps", "variable_update", "data", "repetition", "status")

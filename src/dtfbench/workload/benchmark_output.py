@@ -144,6 +144,7 @@ def build_result(
     measured_window=None,
     accuracy=None,
     mlperf_log=None,
+    checkpoints=None,
 ):
     """The result dict of docs/design.md (schema 1) plus ``samples``, ``reason``, ``final_loss``.
 
@@ -161,6 +162,8 @@ def build_result(
     accuracy is the held-out evaluation where this worker evaluated (dtfbench.workload.evaluation:
     top1, top5, examples, step, eval_seconds, curve), None otherwise.
     mlperf_log is worker 0's ``:::MLLOG`` lines (dtfbench.workload.mlperf_log), None on the others.
+    checkpoints is where this worker saved or restored (dtfbench.workload.checkpoints: saves,
+    mean_seconds, max_seconds, gb, gb_per_s, restore_seconds, each save), None otherwise.
     """
     measured = len(step_times)
     rate = None
@@ -195,6 +198,7 @@ def build_result(
         "environment": environment,
         "accuracy": accuracy,
         "mlperf_log": mlperf_log,
+        "checkpoints": checkpoints,
         "measured_window": (
             {"start": measured_window[0], "end": measured_window[1], "clock": "epoch"} if measured_window else None
         ),

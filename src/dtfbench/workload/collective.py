@@ -17,7 +17,7 @@ import os
 import time
 
 from . import benchmark_output as out
-from . import data, evaluation, learning_rate
+from . import checkpoints, data, evaluation, learning_rate
 from .cnn_models import build_network, weight_decay_loss
 from .errors import RunFailure
 from .flags import tfrecord_files
@@ -215,13 +215,60 @@ def run(tf, config, cluster, report, watchdog):
         def stop():
             return report.evaluations.reached
 
+    checkpoint = None
+    if config.checkpoint_every_steps or config.restore_checkpoint:
+        checkpoint = _checkpoints(tf, config, cluster, report, watchdog, variables, optimizer)
     run_started = time.monotonic()
-    report.measure_steps(step, evaluate, stop)
+    report.measure_steps(step, evaluate, stop, checkpoint)
     report.wall_time["run"] = time.monotonic() - run_started
     watchdog.arm(watchdog_bound(config.step_timeout), "waiting for the other workers to finish")
     _finish_together(tf, cluster, config)
     watchdog.disarm()
     return report.succeed()
+
+
+def _checkpoints(tf, config, cluster, report, watchdog, variables, optimizer):
+    """Every worker saves at the same steps (the strategy's variables need them all): worker 0
+    into --checkpoint_dir, the others into a scratch folder of their own there, removed after
+    each save (TF's advice for MultiWorkerMirroredStrategy). Every worker restores, from
+    --checkpoint_dir (a folder every worker reaches), before the first step. The save callable,
+    or None where only a restore was asked for."""
+    state = tf.train.Checkpoint(variables=list(variables), optimizer=optimizer)
+    writes = cluster.task_index == 0
+    folder = config.checkpoint_dir if writes else checkpoints.scratch_folder(config.checkpoint_dir, cluster.task_index)
+    manager = tf.train.CheckpointManager(state, folder, max_to_keep=2, checkpoint_name=checkpoints.PREFIX)
+
+    def save(step):
+        watchdog.arm(watchdog_bound(config.step_timeout), f"saving a checkpoint after step {step}")
+        try:
+            return manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, ValueError) as exc:
+            raise RunFailure(
+                f"saving a checkpoint into --checkpoint_dir {config.checkpoint_dir} failed: {exc}"
+            ) from None
+        finally:
+            if not writes:
+                checkpoints.remove_scratch(folder)
+
+    def restore():
+        latest = tf.train.latest_checkpoint(config.checkpoint_dir)
+        if latest is None:
+            raise RunFailure(
+                f"--restore_checkpoint: no checkpoint in --checkpoint_dir {config.checkpoint_dir}; save one first "
+                "(--checkpoint_every_steps N)"
+            )
+        watchdog.arm(watchdog_bound(config.startup_timeout), "restoring the checkpoint")
+        try:
+            state.restore(latest).expect_partial()
+        except (tf.errors.OpError, ValueError, AssertionError) as exc:
+            raise RunFailure(f"restoring {latest} failed: {exc}") from None
+        return latest
+
+    report.checkpoints = checkpoints.Checkpoints(config, save, restore, writes=writes)
+    if config.restore_checkpoint:
+        restored = report.checkpoints.restore()
+        report.log(f"restored {restored['path']} in {restored['seconds']:.2f} s ({restored['bytes'] / 1e9:.3g} GB)")
+    return report.checkpoints.save if report.checkpoints.enabled else None
 
 
 def _evaluator(tf, config, cluster, report, watchdog, network):

@@ -144,6 +144,26 @@ def build_parser():
         default=0,
         help="training images an epoch (0: counted in train-* up to 256 MB of shards; ImageNet's 1,281,167 in its 1024)",
     )
+    # Checkpoints (the Summitdev study: ~5 s for LeNet, ~70 s for ResNet-101; dtfbench.workload.checkpoints).
+    add(
+        "--checkpoint_every_steps",
+        type=int,
+        default=0,
+        help="save the variables into --checkpoint_dir every N measured steps (worker 0; every worker in "
+        "collective_all_reduce, as its strategy needs); 0: off",
+    )
+    add(
+        "--checkpoint_every_secs",
+        type=float,
+        default=0.0,
+        help="save once this many seconds passed since the last save (or the first measured step); 0: off",
+    )
+    add("--checkpoint_dir", default="", help="where the checkpoints go (local or shared); made when missing")
+    add(
+        "--restore_checkpoint",
+        action="store_true",
+        help="before the first step, restore the variables from --checkpoint_dir's latest checkpoint (timed)",
+    )
     add(
         "--tf_random_seed",
         type=int,
@@ -216,6 +236,10 @@ class Config:
     stop_at_top_1_accuracy: float
     num_epochs: float
     num_examples_per_epoch: int
+    checkpoint_every_steps: int
+    checkpoint_every_secs: float
+    checkpoint_dir: str
+    restore_checkpoint: bool
     tf_random_seed: int
     num_intra_threads: int
     num_inter_threads: int
@@ -249,6 +273,8 @@ def parse(argv=None, environ=None):
         check_eval_data(args.data_dir)
     _check_target(args)
     _check_warmup(args)
+    if cluster.job_name != "ps":
+        _check_checkpoints(args)
     device = args.device
     if device == "auto" and cluster.job_name != "ps" and environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
         device = "cpu"  # known without TF: the launcher hid every GPU from this process
@@ -405,6 +431,41 @@ def _check_warmup(args):
             f"--warmup_epochs {args.warmup_epochs:g}: an epoch of synthetic data has no size; give "
             "--num_examples_per_epoch, or --data_dir with the train-* shards"
         )
+
+
+def _check_checkpoints(args):
+    """Saves and restores need a folder this process can write; the modes that can restore one."""
+    every = args.checkpoint_every_steps or args.checkpoint_every_secs
+    if not (every or args.restore_checkpoint):
+        if args.checkpoint_dir:
+            raise UsageError(
+                f"--checkpoint_dir {args.checkpoint_dir}: nothing saves or restores there; give "
+                "--checkpoint_every_steps N or --checkpoint_every_secs S (or --restore_checkpoint)"
+            )
+        return
+    if args.checkpoint_every_steps < 0 or args.checkpoint_every_secs < 0:
+        raise UsageError("--checkpoint_every_steps and --checkpoint_every_secs: 0 (off) or more")
+    if not args.checkpoint_dir:
+        raise UsageError(
+            "--checkpoint_every_steps/--checkpoint_every_secs/--restore_checkpoint: give --checkpoint_dir, "
+            "the folder the checkpoints go to (a local disk, or a shared one every worker reaches)"
+        )
+    if args.variable_update == "collective_all_reduce" and args.checkpoint_every_secs:
+        raise UsageError(
+            f"--checkpoint_every_secs {args.checkpoint_every_secs:g}: collective_all_reduce saves on every worker at "
+            "the same step (its strategy needs them all), and each worker's clock would choose another; give "
+            "--checkpoint_every_steps N"
+        )
+    if args.restore_checkpoint and args.variable_update == "distributed_replicated":
+        raise UsageError(
+            "--restore_checkpoint: distributed_replicated keeps a copy of the variables on each worker, made "
+            "from the PS's before the first step; restore with parameter_server or collective_all_reduce"
+        )
+    from .checkpoints import writable_problem
+
+    problem = writable_problem(args.checkpoint_dir)
+    if problem:
+        raise UsageError(f"--checkpoint_dir {args.checkpoint_dir}: {problem}")
 
 
 def check_eval_data(data_dir):

@@ -7,11 +7,12 @@ SessionManager with a short poll instead of MonitoredTrainingSession, whose non-
 workers sleep a fixed 30 s before looking again.
 """
 
+import os
 import time
 from dataclasses import dataclass, field
 
 from . import benchmark_output as out
-from . import data, evaluation, learning_rate, variable_update
+from . import checkpoints, data, evaluation, learning_rate, variable_update
 from .cnn_models import build_network
 from .coordination import Coordination, ps_cpu, wait_for_count
 from .errors import RunFailure
@@ -45,6 +46,7 @@ class WorkerGraph:
     # Its warm-up's length in updates: a variable, set (op, value placeholder) once the epoch's size is known.
     warmup_set: tuple = None
     rate: object = None  # the learning rate the next update applies (a tensor during a warm-up, else a number)
+    saver: object = None  # where this worker saves or restores checkpoints (dtfbench.workload.checkpoints)
 
 
 @dataclass
@@ -238,6 +240,18 @@ def build_worker_graph(tf, config, cluster):
         if (config.num_epochs or schedule.warms_up) and config.data_dir:
             with tf.device(cpu_device):
                 train_count = evaluation.record_count(tf, tfrecord_files(config.data_dir))
+        saver = None
+        checkpoints_on = config.checkpoint_every_steps or config.checkpoint_every_secs or config.restore_checkpoint
+        if checkpoints_on and (cluster.is_chief or not cluster.is_distributed):
+            # The model's variables and the optimizer's slots, wherever they live; not the workers'
+            # coordination counters, nor the step count (a restored one would make a synchronous
+            # PS's queued gradients stale): a restored run counts its steps from 0 again.
+            saved = [
+                v
+                for v in tf.compat.v1.global_variables()
+                if not v.op.name.startswith("dtfbench_coordination/") and v.op.name != global_step.op.name
+            ]
+            saver = tf.compat.v1.train.Saver(saved, sharded=False, max_to_keep=2, save_relative_paths=True)
         graph.finalize()  # no op may be added by accident inside the step loop
     return WorkerGraph(
         graph,
@@ -254,6 +268,7 @@ def build_worker_graph(tf, config, cluster):
         schedule,
         warmup_set,
         rate,
+        saver,
     )
 
 
@@ -291,6 +306,8 @@ class GraphWorker:
             wait_for_ports([(f"ps {i}", a) for i, a in enumerate(cluster.ps_hosts)], config.startup_timeout)
         sess = self._open_session(built, server)
         report.keepalive.append(sess)
+        if built.saver is not None:
+            self._checkpoints(sess, built)  # restores before any worker's first step (the start barrier)
         self._start_sync(sess, built)
         if built.coordination is not None:
             self._barrier(sess, built)
@@ -334,6 +351,39 @@ class GraphWorker:
             return manager.wait_for_session(server.target, config=proto, max_wait_secs=config.startup_timeout)
         except tf.errors.OpError as exc:
             raise RunFailure(describe_tf_error(exc, cluster, "creating the session")) from None
+
+    def _checkpoints(self, sess, built):
+        """This worker's saves (and the restore, timed, now) with the graph's Saver."""
+        tf, config, report = self.tf, self.config, self.report
+        prefix = os.path.join(config.checkpoint_dir, checkpoints.PREFIX)
+
+        def save(step):
+            self.watchdog.arm(watchdog_bound(self.config.step_timeout), f"saving a checkpoint after step {step}")
+            try:
+                return built.saver.save(sess, prefix, global_step=step, write_meta_graph=False)
+            except (tf.errors.OpError, ValueError) as exc:
+                raise RunFailure(
+                    f"saving a checkpoint into --checkpoint_dir {config.checkpoint_dir} failed: {exc}"
+                ) from None
+
+        def restore():
+            latest = tf.train.latest_checkpoint(config.checkpoint_dir)
+            if latest is None:
+                raise RunFailure(
+                    f"--restore_checkpoint: no checkpoint in --checkpoint_dir {config.checkpoint_dir}; save one first "
+                    "(--checkpoint_every_steps N)"
+                )
+            self.watchdog.arm(watchdog_bound(self.config.startup_timeout), "restoring the checkpoint")
+            try:
+                built.saver.restore(sess, latest)
+            except (tf.errors.OpError, ValueError) as exc:
+                raise RunFailure(f"restoring {latest} failed: {exc}") from None
+            return latest
+
+        report.checkpoints = checkpoints.Checkpoints(config, save, restore)
+        if config.restore_checkpoint:
+            restored = report.checkpoints.restore()
+            report.log(f"restored {restored['path']} in {restored['seconds']:.2f} s ({restored['bytes'] / 1e9:.3g} GB)")
 
     def _start_sync(self, sess, built):
         sync = built.train.sync_optimizer
@@ -420,7 +470,8 @@ class GraphWorker:
                 flag[:] = [values[2]]
             return values[1]
 
-        report.measure_steps(step, evaluate, stop)
+        checkpoint = report.checkpoints.save if report.checkpoints is not None and report.checkpoints.enabled else None
+        report.measure_steps(step, evaluate, stop, checkpoint)
 
     def _evaluate(self, sess, ops, what):
         """(top-1 hits, top-k hits, examples) over the held-out split, each batch within step_timeout."""

@@ -51,6 +51,7 @@ class RunReport:
         self.gpu_utilization = None
         self.environment = None  # dtfbench.compat.environment's document of this node
         self.evaluations = None  # dtfbench.workload.evaluation.Evaluations where this worker evaluates
+        self.checkpoints = None  # dtfbench.workload.checkpoints.Checkpoints where this worker saves or restores
         # An epoch's training images, where known (time to accuracy, a learning-rate warm-up).
         self.examples_per_epoch = None
         self.schedule = None  # dtfbench.workload.learning_rate.Schedule, set by the worker
@@ -100,7 +101,7 @@ class RunReport:
             else:  # the watchdog's path: never wait on a hung nvidia-smi
                 sampler._stop.set()
 
-    def measure_steps(self, step, evaluate=None, stop=None):
+    def measure_steps(self, step, evaluate=None, stop=None, checkpoint=None):
         """The benchmark's timing rules, one loop for every kind of worker.
 
         ``step(what)`` runs one training step to its end and returns its loss. The warm-up
@@ -116,6 +117,10 @@ class RunReport:
         call due, outside their timing (dtfbench.workload.evaluation). ``stop()``, checked after
         each measured step (and its evaluation), ends the steps before ``last_step``: a
         time-to-accuracy run whose target was reached, here or (the chief's) on another worker.
+
+        ``checkpoint(step)``, where this worker saves (dtfbench.workload.checkpoints), saves after
+        the measured steps ``self.checkpoints`` calls due, inside the measured window: images/sec
+        holds what saving costs, and each save's seconds and bytes are recorded beside it.
         """
         config = self.config
         started = time.monotonic()
@@ -135,6 +140,8 @@ class RunReport:
         window_start = time.time()
         measured_start = time.perf_counter()
         cpu_start = time.process_time()
+        if checkpoint is not None:
+            self.checkpoints.start()
         for n in range(1, self.last_step + 1):
             began = time.perf_counter()
             loss = step(f"step {n}")
@@ -145,6 +152,8 @@ class RunReport:
                 self.emit(out.step_line(n, self.images_per_step, self.step_times, self.final_loss))
             if evaluate is not None and self.evaluations.due(n):
                 self._evaluate(n, evaluate)
+            if checkpoint is not None and self.checkpoints.due(n):
+                self.log(self.checkpoints.line(checkpoint(n)))
             if stop is not None and stop():
                 self.log(f"stopping after step {n}: the target accuracy was reached")
                 break
@@ -235,6 +244,7 @@ class RunReport:
             environment=self.environment,
             measured_window=self.measured_window,
             accuracy=self.evaluations.summary() if self.evaluations is not None else None,
+            checkpoints=self.checkpoints.summary() if self.checkpoints is not None else None,
             mlperf_log=list(self.mlperf.lines) if self.mlperf is not None else None,
         )
 
