@@ -12,13 +12,19 @@ from workload_helpers import SMALL, SRC, run_train
 pytestmark = pytest.mark.tf
 
 RUN_TIMEOUT = 150
-# The first trainable kernel and a checksum of every trainable variable, as TF's reader sees a checkpoint.
+# A checksum of every convolution kernel, as TF's reader sees a checkpoint: by name in a Saver's
+# checkpoint (the graph modes), by object path in a tf.train.Checkpoint's (collective: its
+# `variables` list, the model's variables in order).
 READER = """
 import json, sys
 import numpy as np
 import tensorflow as tf
 reader = tf.train.load_checkpoint(sys.argv[1])
-names = sorted(n for n in reader.get_variable_to_shape_map() if "conv" in n and n.endswith("kernel"))
+shapes = reader.get_variable_to_shape_map()
+names = sorted(
+    n for n, shape in shapes.items()
+    if ("conv" in n and n.endswith("kernel")) or (n.startswith("variables/") and n.endswith("VARIABLE_VALUE") and len(shape) == 4)
+)
 print("KERNELS " + json.dumps({n: float(np.abs(reader.get_tensor(n)).sum()) for n in names}))
 """
 
@@ -50,13 +56,14 @@ def test_one_process_saves_times_and_restores_what_it_saved(tasks, tmp_path):
     )
     assert figures["max_seconds"] >= figures["mean_seconds"] > 0 and figures["restore_seconds"] is None
     assert (trained / "model.ckpt-6.index").is_file() and (trained / "checkpoint").is_file()
-    # A restored run trains on from the saved variables: with a learning rate of 0 it saves them again
-    # unchanged; a run that starts afresh (the same seed) saves its initial ones, which training changed.
+    # A restored run trains on from the saved variables: with a learning rate of 1e-30 (an update below
+    # float32's resolution) it saves them again unchanged; a run that starts afresh (the same seed)
+    # saves its initial ones, which training changed.
     for folder in (fresh, resumed):
         folder.mkdir()
     for name in (n for n in (trained).iterdir() if n.name.startswith("model.ckpt-6") or n.name == "checkpoint"):
         (resumed / name.name).write_bytes(name.read_bytes())
-    args = ("--learning_rate", "0", "--weight_decay", "0", "--checkpoint_every_steps", "6")
+    args = ("--learning_rate", "1e-30", "--weight_decay", "0", "--checkpoint_every_steps", "6")
     again = solo(tasks, "again", *args, "--checkpoint_dir", str(resumed), "--restore_checkpoint").result()
     solo(tasks, "afresh", *args, "--checkpoint_dir", str(fresh))
     assert again["checkpoints"]["restore_seconds"] > 0 and again["checkpoints"]["restore_gb"] > 0

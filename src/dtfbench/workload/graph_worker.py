@@ -360,7 +360,9 @@ class GraphWorker:
         def save(step):
             self.watchdog.arm(watchdog_bound(self.config.step_timeout), f"saving a checkpoint after step {step}")
             try:
-                return built.saver.save(sess, prefix, global_step=step, write_meta_graph=False)
+                # Under the graph: outside it TF 2 executes eagerly, and the Saver takes its eager path.
+                with built.graph.as_default():
+                    return built.saver.save(sess, prefix, global_step=step, write_meta_graph=False)
             except (tf.errors.OpError, ValueError) as exc:
                 raise RunFailure(
                     f"saving a checkpoint into --checkpoint_dir {config.checkpoint_dir} failed: {exc}"
@@ -375,7 +377,8 @@ class GraphWorker:
                 )
             self.watchdog.arm(watchdog_bound(self.config.startup_timeout), "restoring the checkpoint")
             try:
-                built.saver.restore(sess, latest)
+                with built.graph.as_default():
+                    built.saver.restore(sess, latest)
             except (tf.errors.OpError, ValueError) as exc:
                 raise RunFailure(f"restoring {latest} failed: {exc}") from None
             return latest
