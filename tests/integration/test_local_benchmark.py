@@ -268,6 +268,6 @@ def test_a_staged_sweep_copies_the_dataset_once_and_its_runs_read_the_copy(tmp_p
         assert (run["status"], run["storage"]) == ("ok", "tmpfs"), run["reason"]
         assert run["worker_results"][0]["config"]["data_dir"] == str(local)
         assert live_processes(sweep_id) == []
-    assert sorted(p.name for p in local.iterdir()) == sorted(p.name for p in digits.iterdir()) + [
-        ".dtfbench-stage.lock"
-    ]
+    assert sorted(p.name for p in local.iterdir()) == sorted(
+        [*(p.name for p in digits.iterdir()), ".dtfbench-stage.lock"]
+    )
