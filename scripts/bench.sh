@@ -43,8 +43,8 @@ for name in "${selected[@]}"; do
     # same 1 GB tree from a cold page cache into /dev/shm, 8 rounds of 4 sides, ~1 min.
     stage-copy) python benchmarks/stage_copy.py ;;
     # D3: a checkpoint's save rate against dd into the same folder; D4: ours with checkpoints off against
-    # the tree before them (DTFBENCH_BASELINE_REF, a git revision), interleaved, ~5 min on 2 cores.
-    checkpoint-cost) python benchmarks/checkpoint_cost.py ${DTFBENCH_BASELINE_REF:+--baseline-ref "$DTFBENCH_BASELINE_REF"} ;;
+    # the tree before them (the parent of the commit that added them), interleaved, ~5 min on 2 cores.
+    checkpoint-cost) python benchmarks/checkpoint_cost.py ;;
     # Ours vs tf_cnn_benchmarks master (TF 2.x) and the study's program (TF 1.1), 4 models,
     # single process and 1 PS + 2 workers, ~40 min on 2 cores. DTFBENCH_LOCK=FILE: flock it per leg.
     p4) python benchmarks/workload_vs_tf_cnn.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
