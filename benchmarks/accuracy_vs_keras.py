@@ -97,7 +97,7 @@ def keras_child(args):
     import keras
 
     from dtfbench.workload import data, evaluation
-    from dtfbench.workload.flags import tfrecord_files
+    from dtfbench.workload.flags import train_files
     from dtfbench.workload.models import build_model
 
     model = build_model(args.model, args.image_size, NUM_CLASSES, "NHWC")
@@ -108,7 +108,7 @@ def keras_child(args):
     )
     train = data.real_dataset(
         tf,
-        tfrecord_files(args.data_dir),
+        train_files(args.data_dir),
         args.batch_size,
         args.image_size,
         NUM_CLASSES,

@@ -180,6 +180,12 @@ options:
         (dropped) or V(warm) (read in), or both (V(cold,warm), a sweep axis); omitted, left as it is. Refused
         without real data. Each run gets C(cache); the launcher sets it on every node after its read test.
     type: raw
+  input_format:
+    description:
+      - How O(data_dir) holds the records - V(tfrecord) (ImageNet's shards, the default) or V(lmdb) (the same
+        records, one C(.lmdb) file a shard, from C(dtfbench tfrecords --format lmdb)), or both (V(tfrecord,lmdb), a
+        sweep axis). A configuration key; refused without real data, and for a workload that reads TFRecords only.
+    type: raw
   data_staging:
     description:
       - V(copy) - every node copies O(data_dir)'s dataset to O(stage_dir) (node-local disk) before the first run,

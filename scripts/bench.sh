@@ -45,6 +45,9 @@ for name in "${selected[@]}"; do
     # D3: a checkpoint's save rate against dd into the same folder; D4: ours with checkpoints off against
     # the tree before them (the parent of the commit that added them), interleaved, ~5 min on 2 cores.
     checkpoint-cost) python benchmarks/checkpoint_cost.py ;;
+    # D2: ours reading LMDB against TFRecords of the same 2,048 JPEGs (trivial model: the input pipeline is
+    # the bottleneck), 4 rounds a side, ~3 min on 2 cores.
+    input-format) python benchmarks/input_format.py ;;
     # Ours vs tf_cnn_benchmarks master (TF 2.x) and the study's program (TF 1.1), 4 models,
     # single process and 1 PS + 2 workers, ~40 min on 2 cores. DTFBENCH_LOCK=FILE: flock it per leg.
     p4) python benchmarks/workload_vs_tf_cnn.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;

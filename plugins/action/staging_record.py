@@ -18,3 +18,4 @@ class ActionModule(ControllerAction):
     compute = staticmethod(record_stagings)
     errors = (ValueError,)  # a report without its figures, or the store's StoreError
     plain_params = True  # the reports are stored as the nodes gave them
+    shown = True  # what the staging cost in the play's output, without a debug task after it

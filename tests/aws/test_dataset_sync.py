@@ -26,7 +26,7 @@ from botocore.config import Config
 from botocore.httpchecksum import Crc32Checksum, CrtCrc32cChecksum, CrtCrc64NvmeChecksum
 
 from dtfbench.node import s3sync
-from dtfbench.workload.flags import tfrecord_files
+from dtfbench.workload.flags import train_files
 
 BUCKET = "dtfbench-data"
 SOURCE = f"s3://{BUCKET}/imagenet"
@@ -450,7 +450,7 @@ def test_a_sync_killed_mid_transfer_resumes_and_never_shows_a_partial_file(s3, m
 
     # What a killed sync leaves: whole files under their final names, the rest hidden.
     assert 0 < partial.stat().st_size < 6_000_000
-    whole = tfrecord_files(str(dest))  # exactly what the workload would read
+    whole = train_files(str(dest))  # exactly what the workload would read
     assert 2 <= len(whole) < len(objects)
     for path in whole:
         assert hashlib.md5(Path(path).read_bytes()).hexdigest() == hashlib.md5(objects[Path(path).name]).hexdigest()

@@ -78,7 +78,7 @@ def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, an
         env=dict(ansible_env),
     )
     expected = md5s(source)
-    assert len(expected) == 5
+    assert len(expected) == 6 and "SHA256SUMS" in expected  # 5 shards and their checksums
 
     moto = MotoServer(tmp_path / "moto.log", host=bed.state["controller_ip"]).start()
     try:
@@ -115,7 +115,7 @@ def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, an
         assert SECRET_ACCESS_KEY not in first.stdout + first.stderr
         counts = recap(first.stdout)
         assert set(counts) == {"node01", "node02"} and all(c["changed"] >= 2 for c in counts.values()), counts
-        assert "5 downloaded" in first.stdout
+        assert "6 downloaded" in first.stdout
         for node in ("node01", "node02"):
             synced = bed.local_ssd(node) / "imagenet"
             assert md5s(synced) == expected, node
@@ -125,7 +125,7 @@ def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, an
         assert second.returncode == 0, second.stdout[-4000:]
         assert SECRET_ACCESS_KEY not in second.stdout + second.stderr
         assert all(c["changed"] == 0 for c in recap(second.stdout).values()), second.stdout[-3000:]
-        assert "5 already complete" in second.stdout
+        assert "6 already complete" in second.stdout
     finally:
         moto.stop()
 

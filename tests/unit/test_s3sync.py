@@ -15,7 +15,7 @@ import pytest
 
 from dtfbench.node import s3sync
 from dtfbench.node.s3sync import RemoteObject, SyncError
-from dtfbench.workload.flags import tfrecord_files
+from dtfbench.workload.flags import train_files
 
 MD5 = "9e107d9d372bb6826bd81d3542a419d6"
 
@@ -53,7 +53,7 @@ def test_partial_names_never_look_like_shards(tmp_path):
         assert base.startswith(".") and base.endswith(s3sync.PARTIAL_SUFFIX)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         open(path, "w").close()
-    assert tfrecord_files(str(tmp_path)) == []  # the workload's own glob sees none of them
+    assert train_files(str(tmp_path)) == []  # the workload's own glob sees none of them
 
 
 @pytest.mark.parametrize("key", ["p/../etc", "p/a//b", "p/./x", f"p/x{s3sync.PARTIAL_SUFFIX}"])

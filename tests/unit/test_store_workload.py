@@ -28,8 +28,8 @@ def test_a_store_of_schema_3_opens_and_takes_the_workload_columns(tmp_path):
     # 7: network_probes (test_network_store.py); 8: the NIC figures (test_nic_sampler.py);
     # 9: the held-out accuracy (test_accuracy_store.py); 10: storage, 11: cache (test_storage_record.py);
     # 12: stagings (test_staging_record.py)
-    assert store.SCHEMA_VERSION == 12
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "12"
+    assert store.SCHEMA_VERSION == 13
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "13"
     new = record.build_record(
         {
             "run": RUN,

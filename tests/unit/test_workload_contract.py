@@ -67,11 +67,11 @@ def test_capabilities_say_what_each_workload_can_run():
     assert "collective_all_reduce" in ours["variable_updates"] and "small_cnn" in ours["models"]
     assert ours["image_size"] and ours["heartbeat"] and ours["tf_majors"] == [2]
     # Ours evaluates held-out accuracy during training, tf_cnn_benchmarks (in a cluster) cannot;
-    # every workload reads TFRecords only.
+    # every workload reads TFRecords, ours LMDB too.
     for label in workloads.WORKLOADS:
         workload = workloads.parse_workload(label if label != "tf_cnn_benchmarks" else f"{label}@master")
         assert workload.capabilities.evaluation is (label == "ours")
-        assert workload.capabilities.data_formats == ("tfrecord",)
+        assert workload.capabilities.data_formats == (("tfrecord", "lmdb") if label == "ours" else ("tfrecord",))
         assert set(workload.program()) == {"argv", "fetch", "venv"}
 
 

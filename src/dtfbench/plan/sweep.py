@@ -45,12 +45,15 @@ OPTIONAL_KEYS = (
     "lr_scaling",
     "warmup_epochs",
     "cache",
+    "input_format",
     "data_dir",
     "checkpoint_every_steps",
     "checkpoint_every_secs",
 )
 # The page cache of data_dir's files at a real-data run's start (dtfbench.node.read_throughput.page_cache).
 CACHE_SETTINGS = ("cold", "warm")
+# How data_dir holds the records (dtfbench.workload.formats); tfrecord unless given.
+INPUT_FORMATS = ("tfrecord", "lmdb")
 # data_staging: none, or copy data_dir to stage_dir on every node before the first run (docs/storage.md).
 DATA_STAGINGS = ("none", "copy")
 # How the learning rate follows the global batch (dtfbench.workload.learning_rate).
@@ -404,6 +407,33 @@ def _caches(request: Mapping[str, Any], data: list[str], notes: list[str]) -> li
     return out
 
 
+def _input_formats(
+    request: Mapping[str, Any], data: list[str], workload: workloads.Workload, notes: list[str]
+) -> list[str | None]:
+    """input_format: how data_dir holds the records, tfrecord and/or lmdb (a list: both, a sweep
+    axis). A run reading TFRecords carries no input_format (the default; its id stays as it was),
+    and is recorded as tfrecord; [None]: TFRecords only."""
+    values = as_list("input_format", request.get("input_format"))
+    if not values:
+        return [None]
+    out = _fold(
+        "input_format", _choices("input_format", [str(v).strip().lower() for v in values], INPUT_FORMATS), notes
+    )
+    if "real" not in data:
+        raise PlanError(
+            f"input_format={','.join(out)} is the file format of data_dir's records, and synthetic data reads none; "
+            "set data=real (with data_dir), or leave input_format out"
+        )
+    for value in out:
+        try:
+            workload.check_input_format(value)
+        except workloads.WorkloadError as err:
+            raise PlanError(str(err)) from None
+    if "synthetic" in data:
+        notes.append("input_format applies to the real-data runs; the synthetic ones read no files")
+    return [None if value == "tfrecord" else value for value in out]
+
+
 def _off(value: Any) -> bool:
     return value is None or value == "" or str(value).strip().lower() in ("0", "none", "off", "false")
 
@@ -686,6 +716,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         )
     syncs = _syncs(request, updates, notes)
     caches = _caches(request, data, notes)
+    input_formats = _input_formats(request, data, workload, notes)
     for n_gpus, model, batch_size, update, data_kind in itertools.product(gpus, models, batch_sizes, updates, data):
         if n_gpus % devices_per_worker:
             raise PlanError(
@@ -727,8 +758,9 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                 ):
                     continue
                 raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}{_left_out(request)}") from None
-            for data_dir, sync, training, cache, repetition in itertools.product(
+            for data_dir, input_format, sync, training, cache, repetition in itertools.product(
                 data_dirs if data_kind == "real" else [None],
+                input_formats if data_kind == "real" else [None],
                 syncs if update != ALL_REDUCE else [None],
                 trainings,
                 caches if data_kind == "real" else [None],
@@ -758,6 +790,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
                     run["sync"] = sync
                 if cache is not None:
                     run["cache"] = cache
+                if input_format is not None:
+                    run["input_format"] = input_format
                 if staging is not None and data_dir is not None:
                     data_dir = run["data_dir"] = staging["target"]  # the runs read the node-local copy
                 elif len(data_dirs) > 1 and data_dir is not None:
@@ -796,6 +830,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         **warmup,
         **({"sync": [s for s in syncs if s is not None]} if syncs != [None] else {}),
         **({"cache": caches} if caches != [None] else {}),
+        **({"input_format": [f or "tfrecord" for f in input_formats]} if input_formats != [None] else {}),
         **({"data_dir": data_dirs} if len(data_dirs) > 1 else {}),
         **({"data_staging": "copy", "stage_dir": staging["target"]} if staging else {}),
         **{k: v for k, v in checkpointing.items() if k != "checkpoint_dir"},
@@ -878,6 +913,7 @@ ARGUMENT_SPEC = dict(
     warmup_epochs=dict(type="raw"),
     sync=dict(type="raw"),
     cache=dict(type="raw"),
+    input_format=dict(type="raw"),
     data_staging=dict(type="str", default="none", choices=list(DATA_STAGINGS)),
     checkpoint_every_steps=dict(type="raw"),
     checkpoint_every_secs=dict(type="raw"),

@@ -218,6 +218,14 @@ class Workload:
                 f"({self.evaluation_note}); use workload={OURS}, or leave eval_every_steps out"
             )
 
+    def check_input_format(self, input_format: str) -> None:
+        """Refuse a file format of real data the workload cannot read."""
+        if input_format not in self.capabilities.data_formats:
+            raise WorkloadError(
+                f"input_format={input_format}: workload={self.label} reads "
+                f"{', '.join(self.capabilities.data_formats)} only; use workload={OURS}, or leave input_format out"
+            )
+
     def check_checkpoints(self, setting: str) -> None:
         """Refuse timed checkpoints where the workload cannot save them."""
         if not self.capabilities.checkpoints:
@@ -345,6 +353,7 @@ SAMPLE_METADATA = (
     "sync",
     "storage",
     "cache",
+    "input_format",
     "checkpoint_every_steps",
     "checkpoint_every_secs",
     "tta_status",
@@ -391,6 +400,7 @@ class Ours(Workload):
         tf_majors=(2,),
         optimizers=("sgd", "momentum"),
         checkpoints=True,
+        data_formats=("tfrecord", "lmdb"),
     )
 
     @classmethod
@@ -455,6 +465,8 @@ class Ours(Workload):
             args += ["--image_size", str(run["image_size"])]
         if run["data"] == "real":
             args += ["--data_dir", str(data_dir)]
+        if run.get("input_format"):
+            args += ["--input_format", run["input_format"]]
         if run.get("eval_every_steps"):
             args += ["--eval_during_training_every_n_steps", str(run["eval_every_steps"])]
         if run.get("sync") is not None:

@@ -74,6 +74,8 @@ CONFIG_KEYS = (
     "storage",
     # The page cache of data_dir's files at the run's start (cache=cold|warm; NULL: left as it was).
     "cache",
+    # The file format of the real data's records (tfrecord, lmdb; the Summitdev study's Fig. 10).
+    "input_format",
     # Checkpoints saved during the measured steps cost images/sec: runs with and without are two configurations.
     "checkpoint_every_steps",
     "checkpoint_every_secs",
@@ -217,7 +219,12 @@ def is_ours(workload: Any) -> bool:
 
 
 def _config_value(row: Mapping[str, Any], key: str) -> Any:
-    return workload_label(row) if key == "workload" else row.get(key)
+    if key == "workload":
+        return workload_label(row)
+    if key == "input_format":
+        # Real data read before there was a choice (NULL, store schema < 13) was TFRecords.
+        return row.get(key) or ("tfrecord" if row.get("data") == "real" else None)
+    return row.get(key)
 
 
 def summarise(rows: Iterable[Mapping[str, Any]], confidence: float = CONFIDENCE) -> list[dict[str, Any]]:

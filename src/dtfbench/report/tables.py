@@ -139,7 +139,7 @@ SETTING_COLUMNS = (
 # Configuration keys every run has that the tables show no column for (the sweep's own constants,
 # mostly): a column each where the configurations shown differ in it. Two sweeps of other steps,
 # batch sizes or PS placement in one store are otherwise two rows that look the same (issue 56).
-VARYING_COLUMNS = ("batch_size", "devices_per_worker", "ps_on_worker_nodes", "warmup_steps", "steps")
+VARYING_COLUMNS = ("batch_size", "devices_per_worker", "ps_on_worker_nodes", "warmup_steps", "steps", "input_format")
 
 
 def _setting_columns(rows: list[Mapping[str, Any]], shown: tuple[str, ...] = ()) -> list[str]:

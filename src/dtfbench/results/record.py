@@ -276,6 +276,8 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         **_data_read(payload.get("data_read")),
         # The page cache setting the run started with (the plan's); what each node had cached is in data_read.
         "cache": run.get("cache"),
+        # The real data's file format (the plan leaves TFRecords, the default, off the run).
+        "input_format": run.get("input_format") or ("tfrecord" if run.get("data") == "real" else None),
         **_workload(payload),
         **run_environment.columns(payload.get("hosts", {}), payload.get("instance_types")),
         **_nic(payload.get("hosts", {})),

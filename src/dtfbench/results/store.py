@@ -47,7 +47,8 @@ DEFAULT_DB = "results/results.sqlite"
 # to local disk before a sweep's first run, dtfbench.results.staging); checkpoint_every_steps,
 # checkpoint_every_secs, checkpoint_saves, checkpoint_mean_s, checkpoint_max_s, checkpoint_gb,
 # checkpoint_gb_per_s (the checkpoints worker 0 saved during the measured steps, docs/storage.md).
-SCHEMA_VERSION = 12
+# 13: input_format (the real data's file format, tfrecord or lmdb, docs/storage.md).
+SCHEMA_VERSION = 13
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -143,6 +144,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     # Real data: the page cache of data_dir's files at the run's start as the plan set it ('cold', 'warm'; a
     # configuration key); NULL: left as it was (each node's resident fraction is in data_read). NULL before 11.
     ("cache", "TEXT"),
+    # Real data: the records' file format ('tfrecord', 'lmdb'; a configuration key). NULL: synthetic data, and
+    # before 13 (when real data was TFRecords: the report reads it so).
+    ("input_format", "TEXT"),
     # Checkpoints during the measured steps (dtfbench.workload.checkpoints; docs/storage.md): the setting (a
     # configuration key) and worker 0's saves: how many, mean and longest seconds, the checkpoint's GB and the
     # rate it was written at. NULL without checkpoints, and before 12.

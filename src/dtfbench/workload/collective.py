@@ -20,7 +20,7 @@ from . import benchmark_output as out
 from . import checkpoints, data, evaluation, learning_rate
 from .cnn_models import build_network, weight_decay_loss
 from .errors import RunFailure
-from .flags import tfrecord_files
+from .flags import train_files
 from .graph_worker import watchdog_bound
 from .liveness import port_open
 from .reporting import describe_tf_error
@@ -87,7 +87,7 @@ def _image_shape(config):
 def _inputs(tf, strategy, config, cluster):
     """A callable returning the next (images, labels) per-replica values."""
     if config.data_dir:
-        files = tfrecord_files(config.data_dir)
+        files = train_files(config.data_dir, config.input_format)
 
         def dataset_fn(context):
             return data.real_dataset(
@@ -100,6 +100,7 @@ def _inputs(tf, strategy, config, cluster):
                 context.input_pipeline_id,
                 context.num_input_pipelines,
                 config.augmentation,
+                config.input_format,
             )
 
         iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
@@ -190,7 +191,7 @@ def run(tf, config, cluster, report, watchdog):
             updates.append(None)
             return float(train_step(next_batch()))  # float() waits for the step to finish
         except tf.errors.DataLossError as exc:  # a damaged shard: this worker's input, no peer's fault
-            raise RunFailure(data.describe_data_loss(tf, exc, config.data_dir, what)) from None
+            raise RunFailure(data.describe_data_loss(tf, exc, config.data_dir, what, config.input_format)) from None
         except (tf.errors.OpError, StopIteration) as exc:
             raise RunFailure(describe_tf_error(exc, cluster, what)) from None
 
@@ -198,8 +199,10 @@ def run(tf, config, cluster, report, watchdog):
     stop = None
     examples_per_epoch = None
     if config.num_epochs or schedule.warms_up:
-        files = tfrecord_files(config.data_dir)
-        examples_per_epoch = evaluation.epoch_size(config, lambda: evaluation.record_count(tf, files))
+        files = train_files(config.data_dir, config.input_format)
+        examples_per_epoch = evaluation.epoch_size(
+            config, lambda: evaluation.record_count(tf, files, config.input_format)
+        )
     report.examples_per_epoch, report.schedule = examples_per_epoch, schedule
     if schedule.warms_up:
         schedule.set_epoch(examples_per_epoch)
@@ -277,7 +280,7 @@ def _evaluator(tf, config, cluster, report, watchdog, network):
     if not config.eval_during_training_every_n_steps:
         return None
     report.evaluations = evaluation.Evaluations(config, report.images_per_step, cluster.num_workers)
-    files = evaluation.eval_files(config.data_dir)
+    files = evaluation.eval_files(config.data_dir, config.input_format)
     signature = [tf.TensorSpec([None, *_image_shape(config)], tf.float32), tf.TensorSpec([None], tf.int32)]
 
     @tf.function(autograph=False, input_signature=signature)
@@ -285,7 +288,14 @@ def _evaluator(tf, config, cluster, report, watchdog, network):
         return evaluation.correct_counts(tf, network(images, False).logits, labels, config.num_classes)
 
     dataset, count = evaluation.eval_input(
-        tf, files, config.batch_size, config.image_size, config.num_classes, config.data_format, config.num_eval_batches
+        tf,
+        files,
+        config.batch_size,
+        config.image_size,
+        config.num_classes,
+        config.data_format,
+        config.num_eval_batches,
+        config.input_format,
     )
     per_evaluation = (
         None if count is None else evaluation.batches_per_pass(count, config.batch_size, config.num_eval_batches)

@@ -10,6 +10,7 @@ list the train-* shards, shard them over the workers, read them with a parallel
 interleave, decode and randomly crop/resize in parallel, batch, prefetch.
 """
 
+from . import formats
 from .models import input_shape
 
 # Synthetic pixels: roughly the [-1, 1] range real images are scaled to below, so the
@@ -47,10 +48,20 @@ def synthetic_tensors(tf, batch_size, image_size, num_classes, data_format):
 
 
 def real_dataset(
-    tf, files, batch_size, image_size, num_classes, data_format, shard_index, num_shards, augmentation="inception"
+    tf,
+    files,
+    batch_size,
+    image_size,
+    num_classes,
+    data_format,
+    shard_index,
+    num_shards,
+    augmentation="inception",
+    input_format="tfrecord",
 ):
-    """tf.data pipeline over TFRecord shards yielding (images, labels) batches for one worker;
-    `augmentation`: the workload's --augmentation (inception: random crop and flip; none: whole)."""
+    """tf.data pipeline over TFRecord (or LMDB) shards yielding (images, labels) batches for one
+    worker; `augmentation`: the workload's --augmentation (inception: random crop and flip; none:
+    whole); `input_format`: dtfbench.workload.formats."""
     autotune = tf.data.AUTOTUNE
     file_ds = tf.data.Dataset.from_tensor_slices(list(files))
     if len(files) >= num_shards:
@@ -61,7 +72,7 @@ def real_dataset(
         # in the temporary folder (on every node, each run).
         records = file_ds.interleave(
             tf.autograph.experimental.do_not_convert(
-                lambda f: tf.data.TFRecordDataset(f, buffer_size=READ_BUFFER_BYTES)
+                lambda f: formats.file_records(tf, f, input_format, READ_BUFFER_BYTES)
             ),
             cycle_length=min(8, max(1, len(files) // num_shards)),
             num_parallel_calls=autotune,
@@ -69,7 +80,13 @@ def real_dataset(
         )
     else:
         # Fewer files than workers: every worker reads all files and keeps every n-th record.
-        records = tf.data.TFRecordDataset(file_ds, buffer_size=READ_BUFFER_BYTES).shard(num_shards, shard_index)
+        if input_format == "lmdb":
+            records = file_ds.flat_map(
+                tf.autograph.experimental.do_not_convert(lambda f: formats.file_records(tf, f, input_format))
+            )
+        else:
+            records = tf.data.TFRecordDataset(file_ds, buffer_size=READ_BUFFER_BYTES)
+        records = records.shard(num_shards, shard_index)
         records = records.repeat()
     records = records.shuffle(SHUFFLE_RECORDS)
 
@@ -126,7 +143,7 @@ def parse_and_preprocess(tf, record, image_size, num_classes, data_format, augme
 SCAN_SECONDS = 30.0
 
 
-def describe_data_loss(tf, exc, data_dir, during):
+def describe_data_loss(tf, exc, data_dir, during, input_format="tfrecord"):
     """One line for TF's DataLossError in the input pipeline (a damaged TFRecord): what TF said
     (`corrupted record at N`), and the shard of `data_dir` that holds it, found by reading the
     shards through TF's record reader, which checks each record's CRC (within SCAN_SECONDS)."""
@@ -134,12 +151,19 @@ def describe_data_loss(tf, exc, data_dir, during):
     import time
 
     from .evaluation import eval_files
-    from .flags import tfrecord_files
+    from .flags import train_files
 
     message = " ".join(str(getattr(exc, "message", None) or exc).split())
     said = re.search(r"(corrupted record at \d+|truncated record at \d+|[Dd]ata loss:[^\[]*)", message)
     what = said.group(1).strip() if said else message[:200]
-    files = tfrecord_files(data_dir) + eval_files(data_dir) if data_dir else []
+    if input_format == "lmdb":
+        # No record checksums to scan for: LMDB's pages have none.
+        return "%s failed: the training data is damaged (%s); copy the LMDB files of %s again" % (
+            during,
+            what,
+            data_dir,
+        )
+    files = train_files(data_dir) + eval_files(data_dir) if data_dir else []
     started, damaged, read = time.monotonic(), [], 0
     for path in files:
         if time.monotonic() - started > SCAN_SECONDS:

@@ -22,13 +22,12 @@ much of that went to evaluating. Preprocessing is deterministic: decode, resize 
 --image_size, scale to [-1, 1]; no crop, no flip.
 """
 
-import glob
 import os
 import time
 
-from . import data
+from . import data, formats
 from .errors import RunFailure
-from .flags import tfrecord_files
+from .flags import train_files
 
 EVAL_PATTERN = "validation-*"
 # A held-out split whose shards hold at most this many bytes is decoded once and kept in memory
@@ -39,15 +38,17 @@ CACHE_BYTES = 64 << 20
 TOP_K = 5
 
 
-def eval_files(data_dir):
-    return sorted(f for f in glob.glob(os.path.join(data_dir, EVAL_PATTERN)) if os.path.isfile(f))
+def eval_files(data_dir, input_format="tfrecord"):
+    return formats.shard_files(data_dir, "validation", input_format)
 
 
 def top_k(num_classes):
     return min(TOP_K, num_classes - 1)
 
 
-def eval_input(tf, files, batch_size, image_size, num_classes, data_format, num_eval_batches=0):
+def eval_input(
+    tf, files, batch_size, image_size, num_classes, data_format, num_eval_batches=0, input_format="tfrecord"
+):
     """The held-out split as (dataset, count): in file order, deterministic, the last batch short.
 
     A small split (CACHE_BYTES) is decoded once into memory and repeated, so that the pipeline
@@ -62,7 +63,7 @@ def eval_input(tf, files, batch_size, image_size, num_classes, data_format, num_
         # The training pipeline's parse without its augmentation: the whole image, resized.
         return data.parse_and_preprocess(tf, record, image_size, num_classes, data_format, "none")
 
-    records = tf.data.TFRecordDataset(list(files))
+    records = formats.records(tf, files, input_format)
     # Not autograph-converted (data.py says why).
     parse = tf.autograph.experimental.do_not_convert(parse)
     if sum(os.path.getsize(f) for f in files) > CACHE_BYTES:
@@ -213,19 +214,20 @@ def epoch_examples(files, given=0):
     return None
 
 
-def record_count(tf, files):
+def record_count(tf, files, input_format="tfrecord"):
     """The records of `files` as an int64 scalar (a graph op in a graph, a value eagerly)."""
-    return tf.data.TFRecordDataset(list(files)).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)
+    return formats.record_count(tf, files, input_format)
 
 
 def epoch_size(config, count):
     """An epoch's training images (time to accuracy, a warm-up): --num_examples_per_epoch, ImageNet's
     count, or `count()` of a small training split; RunFailure naming the flag otherwise."""
-    files = tfrecord_files(config.data_dir)
+    files = train_files(config.data_dir, config.input_format)
     known = epoch_examples(files, config.num_examples_per_epoch)
     if known:
         return known
-    if sum(os.path.getsize(f) for f in files) > COUNT_TRAIN_BYTES:
+    # An LMDB file knows its count; TFRecords are read to be counted.
+    if config.input_format != "lmdb" and sum(os.path.getsize(f) for f in files) > COUNT_TRAIN_BYTES:
         raise RunFailure(
             f"an epoch's size (for --num_epochs or --warmup_epochs): the training images of --data_dir {config.data_dir} are too many to "
             f"count at every start ({len(files)} train-* shards, over {COUNT_TRAIN_BYTES >> 20} MB); give "

@@ -6,7 +6,6 @@ devices exist run after the import, in ``check_devices``, still before any serve
 """
 
 import argparse
-import glob
 import os
 from dataclasses import asdict, dataclass
 
@@ -14,6 +13,7 @@ from ..plan.catalog import LOCAL_VARIABLE_UPDATES, MODEL_SPECS
 from ..plan.catalog import VARIABLE_UPDATES as CLUSTER_VARIABLE_UPDATES
 from .cluster import ClusterInfo, build_cluster, parse_tf_config
 from .errors import PROG, UsageError
+from .formats import FORMATS, LMDB_SUFFIX, lmdb_module, shard_files
 
 VARIABLE_UPDATES = CLUSTER_VARIABLE_UPDATES + LOCAL_VARIABLE_UPDATES
 PS_MODES = ("parameter_server", "distributed_replicated")
@@ -84,6 +84,13 @@ def build_parser():
         help="NCHW (GPU only) or NHWC; default NCHW on GPU, NHWC on CPU",
     )
     add("--data_dir", default="", help="directory of ImageNet TFRecords train-*; empty: synthetic data")
+    add(
+        "--input_format",
+        default="tfrecord",
+        choices=FORMATS,
+        help="how --data_dir holds the records: tfrecord (train-*, validation-*) or lmdb (train-*.lmdb, "
+        "validation-*.lmdb; `dtfbench tfrecords --format lmdb` writes them)",
+    )
     add(
         "--augmentation",
         default="inception",
@@ -220,6 +227,7 @@ class Config:
     image_size: int
     num_classes: int
     data_format: str
+    input_format: str
     data_dir: str
     augmentation: str
     optimizer: str
@@ -268,9 +276,9 @@ def parse(argv=None, environ=None):
             f"{spec.min_image_size}; use --image_size {spec.min_image_size} or more (default {spec.default_image_size})"
         )
     if args.data_dir:
-        check_data_dir(args.data_dir)
+        check_data_dir(args.data_dir, args.input_format)
     if args.eval_during_training_every_n_steps:
-        check_eval_data(args.data_dir)
+        check_eval_data(args.data_dir, args.input_format)
     _check_target(args)
     _check_warmup(args)
     if cluster.job_name != "ps":
@@ -382,11 +390,23 @@ def _check_cpu_choices(args):
         )
 
 
-def check_data_dir(data_dir):
-    """The real-data path needs ImageNet TFRecord shards named train-* in --data_dir."""
+def check_data_dir(data_dir, input_format="tfrecord"):
+    """The real-data path needs ImageNet-format shards named train-* in --data_dir."""
     if not os.path.isdir(data_dir):
         raise UsageError(f"--data_dir {data_dir}: not a directory; give the folder holding the train-* TFRecords")
-    if not tfrecord_files(data_dir):
+    if input_format == "lmdb":
+        if not train_files(data_dir, input_format):
+            raise UsageError(
+                f"--data_dir {data_dir}: no LMDB files named {TFRECORD_PATTERN}{LMDB_SUFFIX} for --input_format lmdb; "
+                "write them with `python -m dtfbench tfrecords --format lmdb --output_dir DIR`, or read the "
+                "TFRecords (--input_format tfrecord)"
+            )
+        try:
+            lmdb_module()
+        except ImportError as err:
+            raise UsageError(str(err)) from None
+        return
+    if not train_files(data_dir):
         raise UsageError(
             f"--data_dir {data_dir}: no TFRecord files named {TFRECORD_PATTERN}; generate some with"
             " `python -m dtfbench tfrecords --output_dir DIR` or leave --data_dir empty for synthetic data"
@@ -468,7 +488,7 @@ def _check_checkpoints(args):
         raise UsageError(f"--checkpoint_dir {args.checkpoint_dir}: {problem}")
 
 
-def check_eval_data(data_dir):
+def check_eval_data(data_dir, input_format="tfrecord"):
     """Evaluation reads the held-out validation-* shards beside the train-* ones."""
     from .evaluation import EVAL_PATTERN, eval_files
 
@@ -478,16 +498,17 @@ def check_eval_data(data_dir):
             f"--data_dir with {TFRECORD_PATTERN} and {EVAL_PATTERN} shards (`python -m dtfbench tfrecords "
             "--dataset digits --output_dir DIR` makes a small one), or leave evaluation off"
         )
-    if not eval_files(data_dir):
+    if not eval_files(data_dir, input_format):
         raise UsageError(
-            f"--data_dir {data_dir}: no held-out shards named {EVAL_PATTERN} for "
+            f"--data_dir {data_dir}: no held-out {input_format} shards named {EVAL_PATTERN} for "
             "--eval_during_training_every_n_steps; add ImageNet's validation shards (or make a set with "
             "`python -m dtfbench tfrecords --dataset digits`), or leave evaluation off"
         )
 
 
-def tfrecord_files(data_dir):
-    return sorted(f for f in glob.glob(os.path.join(data_dir, TFRECORD_PATTERN)) if os.path.isfile(f))
+def train_files(data_dir, input_format="tfrecord"):
+    """The training shards of `data_dir` in `input_format` (dtfbench.workload.formats)."""
+    return shard_files(data_dir, "train", input_format)
 
 
 def check_devices(config, num_visible_gpus):

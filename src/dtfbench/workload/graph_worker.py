@@ -16,7 +16,7 @@ from . import checkpoints, data, evaluation, learning_rate, variable_update
 from .cnn_models import build_network
 from .coordination import Coordination, ps_cpu, wait_for_count
 from .errors import RunFailure
-from .flags import tfrecord_files
+from .flags import train_files
 from .liveness import wait_for_ports
 from .placement import GreedyLoadBalancingStrategy, RoundRobinStrategy, ps_task_of
 from .reporting import describe_tf_error
@@ -95,7 +95,7 @@ def session_config(tf, config, cluster):
 def _tower_inputs(tf, config, cluster, devices, cpu_device):
     inputs, initializers = [], []
     if config.data_dir:
-        files = tfrecord_files(config.data_dir)
+        files = train_files(config.data_dir, config.input_format)
         with tf.device(cpu_device), tf.name_scope("input_pipeline"):
             dataset = data.real_dataset(
                 tf,
@@ -107,6 +107,7 @@ def _tower_inputs(tf, config, cluster, devices, cpu_device):
                 cluster.task_index,
                 cluster.num_workers,
                 config.augmentation,
+                config.input_format,
             )
             iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
             initializers.append(iterator.initializer)
@@ -133,12 +134,13 @@ def _eval_ops(tf, config, cpu_device, device):
     with tf.device(cpu_device), tf.name_scope("eval_input"):
         dataset, count = evaluation.eval_input(
             tf,
-            evaluation.eval_files(config.data_dir),
+            evaluation.eval_files(config.data_dir, config.input_format),
             config.batch_size,
             config.image_size,
             config.num_classes,
             config.data_format,
             config.num_eval_batches,
+            config.input_format,
         )
         iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
         images, labels = iterator.get_next()
@@ -239,7 +241,9 @@ def build_worker_graph(tf, config, cluster):
         train_count = None
         if (config.num_epochs or schedule.warms_up) and config.data_dir:
             with tf.device(cpu_device):
-                train_count = evaluation.record_count(tf, tfrecord_files(config.data_dir))
+                train_count = evaluation.record_count(
+                    tf, train_files(config.data_dir, config.input_format), config.input_format
+                )
         saver = None
         checkpoints_on = config.checkpoint_every_steps or config.checkpoint_every_secs or config.restore_checkpoint
         if checkpoints_on and (cluster.is_chief or not cluster.is_distributed):
@@ -405,7 +409,9 @@ class GraphWorker:
         try:
             return sess.run(fetches, options=self.step_options)
         except self.tf.errors.DataLossError as exc:  # a damaged shard: this worker's input, no peer's fault
-            raise RunFailure(data.describe_data_loss(self.tf, exc, self.config.data_dir, what)) from None
+            raise RunFailure(
+                data.describe_data_loss(self.tf, exc, self.config.data_dir, what, self.config.input_format)
+            ) from None
         except self.tf.errors.OpError as exc:
             raise RunFailure(describe_tf_error(exc, self.cluster, what)) from None
 

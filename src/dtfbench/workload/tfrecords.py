@@ -2,6 +2,7 @@
 
     python -m dtfbench tfrecords --output_dir D --shards 4 --images_per_shard 64 [--image_size 64]
     python -m dtfbench tfrecords --output_dir D --dataset digits [--shards 4 --validation_shards 1]
+    python -m dtfbench tfrecords --output_dir D --format lmdb ...
 
 Files are named like ImageNet's build_imagenet_data.py output (train-00000-of-00004, and
 validation-*), with the same feature keys, so the real-data path of ``dtfbench train`` reads
@@ -18,6 +19,11 @@ images, 35-37 of each digit), a training image otherwise (1,433), so the held-ou
 every run is measured on the same images, every digit a fifth. (Every 5th image of the whole
 set would hold out 0s and 5s only: the set cycles through the digits.)
 
+``--format lmdb`` writes the same records (the same images, labels and order) as one LMDB file
+a shard, ``train-00000-of-00004.lmdb`` (dtfbench.workload.formats), for ``dtfbench train
+--input_format lmdb``: the Summitdev study's TFRecords-against-LMDB comparison. Into a folder
+that holds the TFRecords already, both formats sit side by side.
+
 Beside the shards, ``SHA256SUMS`` (``sha256sum``'s format; ``sha256sum -c SHA256SUMS`` checks
 them): a staging to node-local disk (dtfbench.node.stage_data) checks every copy against it.
 """
@@ -28,6 +34,8 @@ import os
 import sys
 
 import numpy as np
+
+from . import formats
 
 PROG = "dtfbench tfrecords"
 NUM_LABELS = 1000  # ImageNet: labels 1..1000 (0 is background)
@@ -44,14 +52,23 @@ def shard_name(split, index, total):
 
 
 def write_checksums(output_dir, paths):
-    """SHA256SUMS of `paths` (files in output_dir), as ``sha256sum`` writes it, replaced whole."""
-    lines = []
-    for path in sorted(paths):
+    """SHA256SUMS of `paths` (files in output_dir), as ``sha256sum`` writes it, replaced whole; the
+    lines of other files still there are kept (the other format's, written into the same folder)."""
+    sums = {}
+    listed = os.path.join(output_dir, "SHA256SUMS")
+    if os.path.isfile(listed):
+        with open(listed) as handle:
+            for line in handle:
+                digest, _, name = line.rstrip("\n").partition("  ")
+                if name and os.path.isfile(os.path.join(output_dir, name)):
+                    sums[name] = digest
+    for path in paths:
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-        lines.append(f"{digest.hexdigest()}  {os.path.basename(path)}\n")
+        sums[os.path.basename(path)] = digest.hexdigest()
+    lines = [f"{sums[name]}  {name}\n" for name in sorted(sums)]
     temporary = os.path.join(output_dir, ".SHA256SUMS.partial")
     with open(temporary, "w") as handle:
         handle.writelines(lines)
@@ -94,12 +111,12 @@ def example(tf, encoded, height, width, label, filename, text=None):
     )
 
 
-def write_split(tf, output_dir, split, shards, images_per_shard, image_size, seed):
+def write_split(tf, output_dir, split, shards, images_per_shard, image_size, seed, input_format="tfrecord"):
     rng = np.random.default_rng(seed)
     paths = []
     for shard in range(shards):
         path = os.path.join(output_dir, shard_name(split, shard, shards))
-        with tf.io.TFRecordWriter(path) as writer:
+        with formats.writer(tf, path, input_format) as writer:
             for n in range(images_per_shard):
                 pixels = make_image(rng, image_size)
                 encoded = tf.io.encode_jpeg(pixels, quality=90).numpy()
@@ -107,7 +124,7 @@ def write_split(tf, output_dir, split, shards, images_per_shard, image_size, see
                 filename = f"{split}_{shard:05d}_{n:05d}.JPEG"
                 record = example(tf, encoded, pixels.shape[0], pixels.shape[1], label, filename)
                 writer.write(record.SerializeToString())
-        paths.append(path)
+        paths.append(formats.written_path(path, input_format))
     return paths
 
 
@@ -139,12 +156,12 @@ def digit_image(pixels, size):
     return np.asarray(grey.resize((size, size), Image.BILINEAR).convert("RGB"))
 
 
-def write_digits(tf, output_dir, split, items, shards, image_size):
+def write_digits(tf, output_dir, split, items, shards, image_size, input_format="tfrecord"):
     """One split of the digits, dealt round-robin over `shards` files, in load_digits' order."""
     paths = []
     for shard in range(shards):
         path = os.path.join(output_dir, shard_name(split, shard, shards))
-        with tf.io.TFRecordWriter(path) as writer:
+        with formats.writer(tf, path, input_format) as writer:
             for n in range(shard, len(items), shards):
                 pixels, digit = items[n]
                 image = digit_image(pixels, image_size)
@@ -152,7 +169,7 @@ def write_digits(tf, output_dir, split, items, shards, image_size):
                 filename = f"{split}_{n:05d}_digit{digit}.JPEG"
                 record = example(tf, encoded, image_size, image_size, digit + 1, filename, f"digit {digit}")
                 writer.write(record.SerializeToString())
-        paths.append(path)
+        paths.append(formats.written_path(path, input_format))
     return paths
 
 
@@ -164,6 +181,12 @@ def main(argv=None):
         choices=DATASETS,
         default="synthetic",
         help="synthetic: gradients with random labels (speed only); digits: scikit-learn's handwritten digits",
+    )
+    parser.add_argument(
+        "--format",
+        choices=formats.FORMATS,
+        default="tfrecord",
+        help="tfrecord: ImageNet's TFRecord shards; lmdb: the same records, one LMDB file a shard (NAME.lmdb)",
     )
     parser.add_argument("--shards", type=int, default=4, help="train-* files")
     parser.add_argument("--images_per_shard", type=int, default=None, help="synthetic only (default 64)")
@@ -205,20 +228,28 @@ def main(argv=None):
         )
         return 2
     split = digits_split() if digits else None
+    if args.format == "lmdb":
+        try:
+            formats.lmdb_module()
+        except ImportError as err:
+            print(f"{PROG}: error: --format lmdb: {err}", file=sys.stderr)
+            return 2
     os.makedirs(args.output_dir, exist_ok=True)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
     if digits:
-        paths = write_digits(tf, args.output_dir, "train", split["train"], args.shards, args.image_size)
+        paths = write_digits(tf, args.output_dir, "train", split["train"], args.shards, args.image_size, args.format)
         paths += write_digits(
-            tf, args.output_dir, "validation", split["validation"], args.validation_shards, args.image_size
+            tf, args.output_dir, "validation", split["validation"], args.validation_shards, args.image_size, args.format
         )
         write_checksums(args.output_dir, paths)
         for path in paths:
             print(path)
         return 0
-    paths = write_split(tf, args.output_dir, "train", args.shards, args.images_per_shard, args.image_size, args.seed)
+    paths = write_split(
+        tf, args.output_dir, "train", args.shards, args.images_per_shard, args.image_size, args.seed, args.format
+    )
     if args.validation_shards:
         paths += write_split(
             tf,
@@ -228,6 +259,7 @@ def main(argv=None):
             args.images_per_shard,
             args.image_size,
             args.seed + 1,
+            args.format,
         )
     write_checksums(args.output_dir, paths)
     for path in paths:
