@@ -91,10 +91,11 @@ def test_one_process_counts_its_epoch_and_evaluates_from_lmdb(tasks, digits):
     assert result["config"]["input_format"] == "lmdb"
 
 
-def test_workers_under_a_parameter_server_each_read_their_own_lmdb_shards(tasks, digits):
+@pytest.mark.parametrize("mode, num_ps", [("parameter_server", 1), ("collective_all_reduce", 0)])
+def test_two_workers_each_read_their_own_lmdb_shards(tasks, digits, mode, num_ps):
     _, lmdbs = digits
     ps, workers = tasks.cluster(
-        "parameter_server", 1, 2,
+        mode, num_ps, 2,
         extra=[*LEARN, "--num_batches", "40", "--eval_during_training_every_n_steps", "40", "--data_dir", str(lmdbs),
                "--input_format", "lmdb"],
     )  # fmt: skip
