@@ -62,6 +62,13 @@ options:
     description: Minutes the nodes are paid for besides the runs (launching and configuring them).
     type: float
     default: 0
+  checkpoint_gb_per_s:
+    description:
+      - The rate the nodes save checkpoints at, in GB/s, for runs with C(checkpoint_every_steps) or
+        C(checkpoint_every_secs) - each save writes the model's variables (twice with the momentum optimizer's
+        slots). Empty for 0.3, TF's save to a local disk (D3, docs/storage.md); a shared file system under load
+        writes slower.
+    type: raw
 notes:
   - Supports check mode (it changes nothing in any mode).
 """

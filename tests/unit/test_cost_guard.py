@@ -55,6 +55,27 @@ def test_only_runs_still_to_do_count_and_batch_scales_the_steps():
     assert double.cost_usd == pytest.approx(2 * full.cost_usd) and "scaled by batch size" in double.basis
 
 
+def test_checkpoints_add_their_saves_at_the_rate_given_or_the_local_disks():
+    """Issue 55: ResNet-50 (25.6 M variables, 0.103 GB; 0.205 GB with momentum's slots) saved every
+    25 of 100 steps: 4 saves a run, each GB / rate."""
+    sweep = dict(STUDY, model="resnet50", repetitions=1, num_ps=1, variable_update="parameter_server", gpus=1)
+    plain = cost_guard.planned_runs(sweep, 1, 1)
+    saved = [dict(r, checkpoint_every_steps=25, optimizer="momentum") for r in plain]
+    before = cost_guard.estimate(plain, "p2.xlarge", 1, 1, run_overhead_s=0)
+    local = cost_guard.estimate(saved, "p2.xlarge", 1, 1, run_overhead_s=0)
+    shared = cost_guard.estimate(saved, "p2.xlarge", 1, 1, run_overhead_s=0, checkpoint_gb_per_s=0.01)
+    gb = 25_636_712 * 4 * 2 / 1e9
+    assert (local.hours - before.hours) * 3600 == pytest.approx(4 * gb / cost_guard.CHECKPOINT_GB_PER_S)
+    assert (shared.hours - before.hours) * 3600 == pytest.approx(4 * gb / 0.01)
+    assert "checkpoints add" in local.basis and "TF's save to a local disk" in local.basis
+    assert "checkpoints add" not in before.basis and "(saved at 0.01 GB/s: given)" in shared.basis
+    # Every S seconds: as many saves as the run's seconds hold.
+    timed = dict(plain[0], checkpoint_every_secs=10)
+    assert cost_guard.checkpoint_seconds(timed, 95.0, 1.0) == pytest.approx(9 * 25_636_712 * 4 / 1e9)
+    with pytest.raises(cost_guard.GuardError, match=re.escape("checkpoint_gb_per_s='fast': give the rate")):
+        cost_guard.estimate(saved, "p2.xlarge", 1, 1, checkpoint_gb_per_s="fast")
+
+
 @pytest.mark.parametrize("itype, gpus, table", [("g5.xlarge", 1, "p2.xlarge"), ("p3.8xlarge", 4, "p2.8xlarge")])
 def test_a_type_without_a_table_says_what_its_estimate_is_based_on(itype, gpus, table):
     runs = cost_guard.planned_runs(dict(STUDY, num_ps=1), 2, gpus)

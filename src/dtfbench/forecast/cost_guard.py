@@ -17,6 +17,11 @@ step, another model is timed as InceptionV3 (said in ``basis`` too). all-reduce 
 by the model's ring when the fit holds a multi-node all-reduce run, else as
 distributed_replicated with one PS (the published tables have none, and a ring without its
 fitted per-hop cost would price it far too low).
+
+A run with checkpoints (checkpoint_every_steps or _secs) adds its saves: each writes the model's
+variables (twice their size with the momentum optimizer's slots) at ``checkpoint_gb_per_s``,
+D3's measured rate of TF's save to a local disk unless given (a shared file system under load
+writes slower: the store's ``checkpoint_gb_per_s`` of a run says what it did); ``basis`` says so.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ PUBLISHED_MODEL = "inception3"
 PUBLISHED_BATCH = 64
 # Types without a published table are timed with the K80 table of the same node shape.
 FALLBACK_SYSTEM = {1: "aws-p2.xlarge", 8: "aws-p2.8xlarge"}
+# The rate a checkpoint is saved at unless given: TF's save of ResNet-50 to a local disk, measured
+# by benchmarks/checkpoint_cost.py (D3: 0.27-0.33 GB/s; docs/storage.md).
+CHECKPOINT_GB_PER_S = 0.3
 
 
 class GuardError(ValueError):
@@ -158,6 +166,24 @@ def _step_seconds(fit: scaling_model.Fit, run: Mapping[str, Any], gpus_per_insta
     return fit.step_time(config) * batch / PUBLISHED_BATCH
 
 
+def checkpoint_seconds(run: Mapping[str, Any], run_seconds: float, gb_per_s: float = CHECKPOINT_GB_PER_S) -> float:
+    """What a run's checkpoints add to it: its saves x (the checkpoint's GB / gb_per_s); 0 without.
+
+    The saves: every checkpoint_every_steps of the measured steps, or every checkpoint_every_secs
+    of its `run_seconds`; the checkpoint: the model's variables (MODEL_VARIABLES; another model
+    counts as InceptionV3), twice with the momentum optimizer's slots."""
+    every_steps, every_secs = run.get("checkpoint_every_steps"), run.get("checkpoint_every_secs")
+    if not (every_steps or every_secs):
+        return 0.0
+    if every_steps:
+        saves = int(run.get("steps") or 0) // int(every_steps)
+    else:
+        saves = int(run_seconds // float(every_secs))
+    model = run.get("model") if run.get("model") in scaling_model.MODEL_VARIABLES else PUBLISHED_MODEL
+    gb = scaling_model.Variables.of(model).total_bytes / 1e9 * (2 if run.get("optimizer") == "momentum" else 1)
+    return saves * gb / gb_per_s
+
+
 def estimate(
     runs: Sequence[Mapping[str, Any]],
     instance_type: str,
@@ -167,6 +193,7 @@ def estimate(
     price_file: str | None = None,
     setup_minutes: float = 0.0,
     run_overhead_s: float = forecast.DEFAULT_RUN_OVERHEAD_S,
+    checkpoint_gb_per_s: float | None = None,
 ) -> Estimate:
     """The predicted cost of the `runs` not yet done (``done`` false) on `instances` nodes."""
     price = _price(instance_type, price_usd_per_hour, price_file)
@@ -181,10 +208,25 @@ def estimate(
         basis += f"; {', '.join(models)} timed as {PUBLISHED_MODEL}"
     if any(int(r.get("batch_size") or PUBLISHED_BATCH) != PUBLISHED_BATCH for r in pending):
         basis += f"; steps scaled by batch size / {PUBLISHED_BATCH}"
-    seconds = 0.0
+    try:
+        rate = CHECKPOINT_GB_PER_S if checkpoint_gb_per_s in (None, "") else float(checkpoint_gb_per_s)
+    except (TypeError, ValueError):
+        rate = -1.0
+    if not rate > 0:
+        raise GuardError(
+            f"checkpoint_gb_per_s={checkpoint_gb_per_s!r}: give the rate the nodes write checkpoints at, in GB/s "
+            f"above 0, or leave it out for {CHECKPOINT_GB_PER_S:g} (TF's save to a local disk)"
+        )
+    seconds = saving = 0.0
     for run in pending:
         steps = int(run.get("warmup_steps") or 0) + int(run.get("steps") or 0)
-        seconds += run_overhead_s + steps * _step_seconds(fit, run, gpus_per_instance)
+        training = steps * _step_seconds(fit, run, gpus_per_instance)
+        saving += checkpoint_seconds(run, training, rate)
+        seconds += run_overhead_s + training
+    seconds += saving
+    if saving:
+        given = "given" if checkpoint_gb_per_s not in (None, "") else "TF's save to a local disk, D3"
+        basis += f"; checkpoints add {saving / 3600.0:.2f} h (saved at {rate:g} GB/s: {given})"
     run_hours = seconds / 3600.0
     hours = run_hours + setup_minutes / 60.0
     note = f"{price.source}, {price.as_of}" if price.source != "price_usd_per_hour" else "price_usd_per_hour"
@@ -256,6 +298,7 @@ ARGUMENT_SPEC = dict(
     price_file=dict(type="str", default=""),
     max_cost_usd=dict(type="raw"),
     setup_minutes=dict(type="float", default=0),
+    checkpoint_gb_per_s=dict(type="raw"),
 )
 SPEC_OPTIONS = dict(required_one_of=[("runs", "sweep")], mutually_exclusive=[("runs", "sweep")])
 ERRORS = (GuardError, pricing.PriceError)
@@ -281,6 +324,7 @@ def from_params(params: Mapping[str, Any]) -> dict[str, Any]:
         price,
         params["price_file"],
         params["setup_minutes"],
+        checkpoint_gb_per_s=params.get("checkpoint_gb_per_s"),
     )
     try:
         check(estimate_, params["max_cost_usd"])
