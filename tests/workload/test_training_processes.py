@@ -148,6 +148,7 @@ def test_real_data_from_generated_tfrecords(tasks, tmp_path):
     assert made.returncode == 0, made.stderr
     names = sorted(p.name for p in data_dir.iterdir())
     assert names == [
+        "SHA256SUMS",
         "train-00000-of-00004",
         "train-00001-of-00004",
         "train-00002-of-00004",

@@ -373,6 +373,7 @@ def build_result(
         # training top-1/top-5, where it prints them, are not held-out accuracy.
         "accuracy": None,
         "mlperf_log": None,  # their program writes none
+        "checkpoints": None,  # nor times its checkpoints (the plan refuses checkpoint_every_* for it)
         # The step header to the total line, as this adapter saw them come (docs/network.md).
         "measured_window": (
             {"start": parser.measured_start, "end": parser.measured_end, "clock": "epoch", "source": "step lines"}
