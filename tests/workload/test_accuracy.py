@@ -323,11 +323,13 @@ def test_linear_scaling_warms_the_rate_up_to_the_global_batchs(tasks, digits, tm
     else:
         assert 0.01 < rates[0] < rates[1] < 0.02 and rates[2:] == pytest.approx([0.02, 0.02]), rates
         # The first evaluation's rate is the schedule's at a whole number of global updates: 2 warm-up and
-        # 20 measured ones, or one fewer (the rate read is the one the last update applied). Under sync PS a
-        # faster non-chief worker can take the chief's tokens, so the global step may also lead its count.
+        # 20 measured ones, or one fewer (the rate read is the one the last update applied). Under sync PS an
+        # update takes any two workers' gradients: a faster non-chief worker makes the global step lead the
+        # chief's count, a slower one makes it lag, down to the chief's 22 gradients alone (11 updates; seen:
+        # 20 on a loaded machine).
         updates = (rates[0] / 0.01 - 1) * (1433 / 32)
         assert updates == pytest.approx(round(updates), abs=0.05), rates
-        low, high = (21, 22) if mode == "collective_all_reduce" else (21, 30)
+        low, high = (21, 22) if mode == "collective_all_reduce" else (11, 30)
         assert low <= round(updates) <= high, rates
         assert "learning rate 0.02 = 0.01 x 2 (32 images an update, --lr_scaling linear), reached over 1 epochs" in (
             workers[0].stderr
