@@ -26,6 +26,8 @@ FORMATS = ("tfrecord", "lmdb")
 LMDB_SUFFIX = ".lmdb"
 # The most an LMDB file written here may grow to: address space only (the file grows as written).
 LMDB_MAP_SIZE = 1 << 40
+# Records handed from Python to TF at a time when reading LMDB.
+LMDB_CHUNK = 64
 
 
 def shard_files(data_dir, split, input_format="tfrecord"):
@@ -63,12 +65,23 @@ def _lmdb_reader(path):
         return env
 
 
-def lmdb_values(path):
-    """Every value of the LMDB file `path` (bytes, or str as TF's generator args come), in key order."""
+def lmdb_values(path, chunk=1):
+    """Every value of the LMDB file `path` (bytes, or str as TF's generator args come), in key order;
+    with `chunk` > 1, lists of up to that many values."""
     env = _lmdb_reader(path.decode() if isinstance(path, bytes) else path)
     with env.begin() as txn:
+        if chunk <= 1:
+            for _, value in txn.cursor():
+                yield value
+            return
+        values = []
         for _, value in txn.cursor():
-            yield value
+            values.append(value)
+            if len(values) == chunk:
+                yield values
+                values = []
+        if values:
+            yield values
 
 
 def lmdb_entries(files):
@@ -119,7 +132,11 @@ def written_path(path, input_format):
 def file_records(tf, path, input_format, buffer_size=None):
     """One shard's serialized records as a dataset (`path` a string tensor: inside an interleave)."""
     if input_format == "lmdb":
-        return tf.data.Dataset.from_generator(lmdb_values, args=(path,), output_signature=tf.TensorSpec([], tf.string))
+        # Chunks of records, unbatched: one Python call per LMDB_CHUNK records, not per record.
+        chunks = tf.data.Dataset.from_generator(
+            lmdb_values, args=(path, LMDB_CHUNK), output_signature=tf.TensorSpec([None], tf.string)
+        )
+        return chunks.unbatch()
     return tf.data.TFRecordDataset(path, buffer_size=buffer_size)
 
 
