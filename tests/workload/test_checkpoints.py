@@ -123,3 +123,13 @@ def test_a_checkpoint_setting_that_cannot_work_is_refused_before_tensorflow_star
         ["--variable_update", "independent", *SMALL, *args] if "--variable_update" not in args else [*SMALL, *args]
     )
     assert done.returncode != 0 and message in done.stderr, done.stderr[-2000:]
+
+
+def test_a_restore_from_a_folder_without_a_checkpoint_names_the_folder_and_the_fix(tasks, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    task = tasks.start(
+        "restore", ["--variable_update", "independent", *SMALL, "--restore_checkpoint", "--checkpoint_dir", str(empty)]
+    )
+    assert task.wait(RUN_TIMEOUT) != 0
+    assert f"--restore_checkpoint: no checkpoint in --checkpoint_dir {empty}; save one first" in task.stderr

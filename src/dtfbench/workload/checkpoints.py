@@ -23,6 +23,8 @@ import os
 import shutil
 import time
 
+from .errors import RunFailure
+
 PREFIX = "model.ckpt"
 
 
@@ -40,6 +42,17 @@ def writable_problem(folder):
             "for the model's variables"
         )
     return None
+
+
+def latest(tf, folder):
+    """The newest checkpoint of `folder`, for --restore_checkpoint; RunFailure where there is none."""
+    path = tf.train.latest_checkpoint(folder)
+    if path is None:
+        raise RunFailure(
+            f"--restore_checkpoint: no checkpoint in --checkpoint_dir {folder}; save one first "
+            "(--checkpoint_every_steps N)"
+        )
+    return path
 
 
 def checkpoint_bytes(path):

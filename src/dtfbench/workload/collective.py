@@ -254,12 +254,7 @@ def _checkpoints(tf, config, cluster, report, watchdog, variables, optimizer):
                 checkpoints.remove_scratch(folder)
 
     def restore():
-        latest = tf.train.latest_checkpoint(config.checkpoint_dir)
-        if latest is None:
-            raise RunFailure(
-                f"--restore_checkpoint: no checkpoint in --checkpoint_dir {config.checkpoint_dir}; save one first "
-                "(--checkpoint_every_steps N)"
-            )
+        latest = checkpoints.latest(tf, config.checkpoint_dir)
         watchdog.arm(watchdog_bound(config.startup_timeout), "restoring the checkpoint")
         try:
             state.restore(latest).expect_partial()

@@ -373,12 +373,7 @@ class GraphWorker:
                 ) from None
 
         def restore():
-            latest = tf.train.latest_checkpoint(config.checkpoint_dir)
-            if latest is None:
-                raise RunFailure(
-                    f"--restore_checkpoint: no checkpoint in --checkpoint_dir {config.checkpoint_dir}; save one first "
-                    "(--checkpoint_every_steps N)"
-                )
+            latest = checkpoints.latest(tf, config.checkpoint_dir)
             self.watchdog.arm(watchdog_bound(self.config.startup_timeout), "restoring the checkpoint")
             try:
                 with built.graph.as_default():
