@@ -500,7 +500,7 @@ def check_eval_data(data_dir, input_format="tfrecord"):
         )
     if not eval_files(data_dir, input_format):
         raise UsageError(
-            f"--data_dir {data_dir}: no held-out {input_format} shards named {EVAL_PATTERN} for "
+            f"--data_dir {data_dir}: no held-out shards named {EVAL_PATTERN}{LMDB_SUFFIX if input_format == 'lmdb' else ''} for "
             "--eval_during_training_every_n_steps; add ImageNet's validation shards (or make a set with "
             "`python -m dtfbench tfrecords --dataset digits`), or leave evaluation off"
         )
