@@ -38,7 +38,7 @@ def locked(project_root, name):
 
 
 def wheelhouse_for_nodes(project_root, python):
-    """The wheels of the lock's tensorflow-cpu, boto3, awscrt, isal and mlperf-logging for the nodes' python, downloaded here."""
+    """The wheels of the lock's tensorflow-cpu, boto3, awscrt, isal, mlperf-logging and lmdb for the nodes' python, downloaded here."""
     tag = subprocess.run(
         [python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -50,6 +50,7 @@ def wheelhouse_for_nodes(project_root, python):
         f"awscrt=={locked(project_root, 'awscrt')}",
         f"isal=={locked(project_root, 'isal')}",
         f"mlperf-logging=={locked(project_root, 'mlperf-logging')}",
+        f"lmdb=={locked(project_root, 'lmdb')}",
     )
 
 
