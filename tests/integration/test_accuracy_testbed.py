@@ -20,14 +20,15 @@ from dtfbench.results import staging, store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
-# Top-1 0.3 (three times chance) is the target: the question is whether every mode stops at its
-# target, and asynchronous distributed_replicated at momentum 0.01 reached 0.33 at its first
-# evaluation and then fell to chance for 20 epochs on a loaded machine (what asynchronous updates
-# can do, docs/accuracy.md), where 0.5 was asked; the cap leaves room for a slow machine.
+# The question is whether every mode stops at its target, not how reliably each learns: at momentum
+# and a learning rate of 0.01, asynchronous distributed_replicated across the test bed's hosts once
+# reached top-1 0.33 and fell to chance for 20 epochs, and once diverged at step 40 (what stale
+# updates can do, docs/accuracy.md). Half that rate, and top-1 0.3 (three times chance) as the
+# target; the cap leaves room for a slow machine.
 # The test bed's profile's own flags (playbooks/vars/systems/testbed.yml), which benchmark_extra_args replaces.
 TESTBED_FLAGS = ["--num_intra_threads", "1", "--num_inter_threads", "1"]
 TO_TARGET = dict(
-    model="lenet", image_size=32, batch_size=16, optimizer="momentum", learning_rate=0.01, eval_every_steps=20,
+    model="lenet", image_size=32, batch_size=16, optimizer="momentum", learning_rate=0.005, eval_every_steps=20,
     target_accuracy=0.3, max_epochs=20, data="real", network_probe="false",
 )  # fmt: skip
 
