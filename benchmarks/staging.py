@@ -39,8 +39,7 @@ Engines (the ones not installed are reported as missing, not measured):
                   none here, so the same work as dtfbench)
   raw             this file's --raw-get mode with the engine's own client (s3sync.make_client,
                   asking for S3's checksum as the engine's GETs do): LIST, then a thread pool of
-                  GET -> file, nothing else, in a frame chunk of its own as the engine's command
-                  runs (dtfbench.__main__.call_with_frame_room). The ceiling for the engine: the
+                  GET -> file, nothing else. The ceiling for the engine: the
                   gap to it is the cost of the guarantees.
   raw-boto3       the same loop as most people write it: a default boto3 client (which also
                   validates the S3 checksum of every object that has one)
@@ -64,8 +63,6 @@ import sys
 if len(sys.argv) == 6 and sys.argv[1] == "--raw-get":
     import os
     from concurrent.futures import ThreadPoolExecutor
-
-    from dtfbench.__main__ import call_with_frame_room
 
     def raw_get(client_kind, url, dest, workers):
         bucket, _, prefix = url[len("s3://") :].partition("/")
@@ -97,11 +94,8 @@ if len(sys.argv) == 6 and sys.argv[1] == "--raw-get":
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(get, keys))
 
-    # In a frame chunk of its own, as every dtfbench command runs: without it this process sat
-    # at a chunk's end of CPython 3.11-3.13 (2,670 munmaps of 16 KiB a run; __main__.py says
-    # why), a cost of the interpreter, not of the loop.
     _, _, kind, source, destination, parallel = sys.argv
-    call_with_frame_room(raw_get, kind, source, destination, int(parallel))
+    raw_get(kind, source, destination, int(parallel))
     sys.exit(0)
 
 import argparse  # noqa: E402

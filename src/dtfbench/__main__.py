@@ -6,7 +6,7 @@ nodes' virtualenv Python), so the interpreter that runs a command is always the 
 Each command is the ``main(argv)`` of one module, imported only once it is chosen: the
 workload (``train``) runs on nodes without the report's matplotlib/scipy or Ansible, and
 ``record`` runs on the controller without TensorFlow. ``dtfbench <command> --help`` is the
-command's own help. Every command runs in a frame chunk of its own (call_with_frame_room).
+command's own help.
 """
 
 import importlib
@@ -61,40 +61,12 @@ def main(argv=None):
             file=sys.stderr,
         )
         return 2
-    return call_with_frame_room(run_command, name, args)
+    return run_command(name, args)
 
 
 def run_command(name, args):
     """Import command `name`'s module (TensorFlow too, for `train`) and run its main(args)."""
     return importlib.import_module(COMMANDS[name][0]).main(args)
-
-
-def call_with_frame_room(function, *args, **kwargs):
-    """``function(*args, **kwargs)``, called from a frame larger than a chunk of CPython's frame
-    stack (_ROOMY_LOCALS): what it calls starts in a chunk of its own, with room to spare."""
-    return function(*args, **kwargs)
-
-
-# CPython 3.11 to 3.13 keeps a thread's frames in chunks of 16 KiB and frees a chunk as soon as
-# the first frame in it returns (until gh-142183's fix of 2026, which keeps one spare): calls
-# that reach past a chunk's end map and unmap 16 KiB each time. Where an end falls depends only
-# on how deep the caller is, and the commands' hot paths sat at ends: `import tensorflow` in
-# `train` mapped 17,806 chunks (its import 1.52 -> 1.37 s in the room), botocore's client and
-# LIST parsing in `s3sync` 5,815 for a no-op re-sync of 303 keys (213 to 5,854 as the caller
-# sat 0 to 30 small frames deeper). CPython sizes a new chunk to the frame plus 1,000 words,
-# doubling from 16 KiB: a frame of 8,000 more locals (~8,020 words, 63 KiB; a 64-KiB chunk
-# takes ~7,190) gets one of 128 KiB, and the ~65 KiB left there is far more than those calls
-# reach (TensorFlow's nested imports go past 36 KiB: 708 chunks with that much room; 1
-# with 65). On the Pythons with the fix this costs one 128-KiB chunk a process, so the check
-# is for 3.11 and newer; elsewhere this is the plain call it reads as.
-_ROOMY_LOCALS = 8000
-if sys.implementation.name == "cpython" and sys.version_info >= (3, 11):
-    _code = call_with_frame_room.__code__
-    call_with_frame_room.__code__ = _code.replace(
-        co_varnames=_code.co_varnames + tuple(f"_room{i}" for i in range(_ROOMY_LOCALS)),
-        co_nlocals=_code.co_nlocals + _ROOMY_LOCALS,
-    )
-    del _code
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ import base64
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -499,39 +498,3 @@ def test_noop_resync_of_1152_shards_costs_one_listing(moto, s3, tmp_path):
     listing = time.monotonic() - listing
     assert wall - listing < 0.5, f"re-sync {wall:.2f} s, of which the LIST alone {listing:.2f} s"
     assert cpu < 1.0, f"a re-sync with nothing to do used {cpu:.2f} s of CPU"
-
-
-# `python -c` with (depth, argv...): `dtfbench s3sync argv` called from `depth` frames deeper.
-CALLED_FROM_DEPTH = """
-import sys
-from dtfbench.__main__ import main
-def called_from(depth):
-    return main(["s3sync", *sys.argv[2:]]) if depth == 0 else called_from(depth - 1)
-sys.exit(called_from(int(sys.argv[1])))
-"""
-
-
-def test_the_cli_maps_no_frame_chunk_a_call_however_deep_it_is_called(moto, s3, tmp_path):
-    """CPython 3.11-3.13 frees a 16-KiB chunk of its frame stack as soon as the first frame in
-    it returns, so calls at a chunk's end map and unmap one each time; botocore makes ~19 calls
-    a key in a LIST, and where a chunk ends among them depends on the caller's depth alone.
-    `dtfbench`'s commands run in call_with_frame_room (src/dtfbench/__main__.py): a re-sync of
-    300 keys with nothing to do unmaps a few dozen times at each of 16 depths (without it: 379
-    to 5,856 times). Counted by strace (munmap alone, in the kernel's filter)."""
-    if shutil.which("strace") is None:
-        pytest.skip("no strace here: run scripts/test-deps.sh (installs strace)")
-    put_objects(s3, shard_set(300, 100))
-    env = dict(os.environ, **moto.env)
-    argv = [SOURCE, str(tmp_path / "data"), "--workers", "4"]
-    subprocess.run([sys.executable, "-m", "dtfbench", "s3sync", *argv], env=env, check=True, capture_output=True)
-    munmaps = {}
-    for depth in range(16):
-        counts = tmp_path / f"strace-{depth}.txt"
-        subprocess.run(
-            ["strace", "-f", "--seccomp-bpf", "-c", "-e", "trace=munmap", "-o", str(counts),
-             sys.executable, "-c", CALLED_FROM_DEPTH, str(depth), *argv],
-            env=env, check=True, capture_output=True,
-        )  # fmt: skip
-        rows = [line.split() for line in counts.read_text().splitlines()]
-        munmaps[depth] = next((int(row[3]) for row in rows if row[-1:] == ["munmap"]), 0)
-    assert max(munmaps.values()) < 100, f"munmaps of a no-op re-sync of 300 keys, by the caller's depth: {munmaps}"

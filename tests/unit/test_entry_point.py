@@ -105,20 +105,3 @@ def test_commands_have_no_entry_point_of_their_own():
     mains = {str(f.relative_to(SRC)) for f in files if f.name == "__main__.py" or MAIN_GUARD in f.read_text()}
     assert mains <= RUN_AS_FILES, sorted(mains - RUN_AS_FILES)
     assert sorted(p.name for p in SRC.glob("*.py")) == ["__init__.py", "__main__.py"]
-
-
-def test_a_command_runs_in_a_frame_of_its_own_chunk_and_passes_everything_through():
-    """call_with_frame_room's frame must be too large for a 64-KiB chunk of CPython's frame
-    stack (the frame plus 1,000 words, in 8-byte words), so that CPython gives it a 128-KiB one
-    (see __main__.py; the munmaps themselves: tests/aws/test_dataset_sync.py); arguments,
-    results and exceptions pass through as in a plain call."""
-    from dtfbench.__main__ import call_with_frame_room
-
-    if sys.implementation.name == "cpython" and sys.version_info >= (3, 11):
-        code = call_with_frame_room.__code__
-        assert code.co_nlocals == len(code.co_varnames)
-        assert (code.co_nlocals + code.co_stacksize + 1000) * 8 > 64 * 1024
-    assert call_with_frame_room(dict, [("a", 1)], b=2) == {"a": 1, "b": 2}
-    with pytest.raises(SystemExit) as exit_:
-        call_with_frame_room(sys.exit, 3)
-    assert exit_.value.code == 3
