@@ -303,48 +303,11 @@ def build_result(
     total = parser.total_images_per_sec
     last = parser.steps[-1] if parser.steps else None
     step_rate = last["images_per_sec"] if last else None
-    num_batches = _as_int(flags.get("num_batches"))
-    if total is not None:
-        measured = num_batches if num_batches is not None else (last["step"] if last else 0)
-    else:
-        measured = last["step"] if last else 0
+    measured = _measured_steps(parser, flags)
     mean_step = images_per_step / step_rate if images_per_step and step_rate else None
-
-    reason = None
-    if error:
-        reason = error
-    elif returncode and (returncode < 0 or stopped_by is not None):
-        number = -returncode if returncode < 0 else stopped_by
-        reason = "tf_cnn_benchmarks was stopped by %s" % _signal_name(number)
-        if returncode > 0:
-            reason += " (exit code %d)" % returncode
-    elif returncode:
-        reason = "tf_cnn_benchmarks exited with code %d" % returncode
-        line = parser.error_line()
-        if line:
-            reason += ": " + line
-    elif total is None:
-        reason = (
-            "tf_cnn_benchmarks exited 0 but printed no 'total images/sec' line (%d step rows); "
-            "see the task's log" % len(parser.steps)
-        )
+    reason = _failure_reason(parser, returncode, stopped_by, error)
     status = "ok" if reason is None else "failed"
-
-    config = dict((key, value) for key, value in flags.items())
-    config.update(
-        {
-            "job_name": flags.get("job_name") or "worker",
-            "task_index": _as_int(flags.get("task_index"), 0),
-            "model": flags.get("model") or parser.header.get("Model"),
-            "batch_size": per_device,
-            "num_gpus": num_gpus,
-            "variable_update": flags.get("variable_update") or parser.header.get("Variables"),
-            "cross_replica_sync": _as_bool(flags.get("cross_replica_sync"), True),
-            # tf_cnn_benchmarks takes each model's own size; it prints none.
-            "image_size": None,
-            "data_dir": flags.get("data_dir") or None,
-        }
-    )
+    config = _result_config(parser, flags, per_device, num_gpus)
     result = {
         "schema": SCHEMA_VERSION,
         "status": status,
@@ -375,11 +338,7 @@ def build_result(
         "mlperf_log": None,  # their program writes none
         "checkpoints": None,  # nor times its checkpoints (the plan refuses checkpoint_every_* for it)
         # The step header to the total line, as this adapter saw them come (docs/network.md).
-        "measured_window": (
-            {"start": parser.measured_start, "end": parser.measured_end, "clock": "epoch", "source": "step lines"}
-            if parser.measured_start is not None and parser.measured_end is not None
-            else None
-        ),
+        "measured_window": _measured_window(parser),
         "workload": {
             "name": "tf_cnn_benchmarks",
             "label": workload,
@@ -391,6 +350,66 @@ def build_result(
     }
     result["samples"] = samples(result)
     return result
+
+
+def _measured_steps(parser, flags):
+    """The measured steps: --num_batches once the total line came, else the last step row's number."""
+    last = parser.steps[-1] if parser.steps else None
+    num_batches = _as_int(flags.get("num_batches"))
+    if parser.total_images_per_sec is not None:
+        return num_batches if num_batches is not None else (last["step"] if last else 0)
+    return last["step"] if last else 0
+
+
+def _failure_reason(parser, returncode, stopped_by, error):
+    """Why the run failed (the adapter's error, a signal, an exit code, no total line), or None."""
+    if error:
+        return error
+    if returncode and (returncode < 0 or stopped_by is not None):
+        number = -returncode if returncode < 0 else stopped_by
+        reason = "tf_cnn_benchmarks was stopped by %s" % _signal_name(number)
+        if returncode > 0:
+            reason += " (exit code %d)" % returncode
+        return reason
+    if returncode:
+        reason = "tf_cnn_benchmarks exited with code %d" % returncode
+        line = parser.error_line()
+        if line:
+            reason += ": " + line
+        return reason
+    if parser.total_images_per_sec is None:
+        return (
+            "tf_cnn_benchmarks exited 0 but printed no 'total images/sec' line (%d step rows); "
+            "see the task's log" % len(parser.steps)
+        )
+    return None
+
+
+def _result_config(parser, flags, per_device, num_gpus):
+    """The script's flags as the result's config, with the fields dtfbench reads filled in."""
+    config = dict((key, value) for key, value in flags.items())
+    config.update(
+        {
+            "job_name": flags.get("job_name") or "worker",
+            "task_index": _as_int(flags.get("task_index"), 0),
+            "model": flags.get("model") or parser.header.get("Model"),
+            "batch_size": per_device,
+            "num_gpus": num_gpus,
+            "variable_update": flags.get("variable_update") or parser.header.get("Variables"),
+            "cross_replica_sync": _as_bool(flags.get("cross_replica_sync"), True),
+            # tf_cnn_benchmarks takes each model's own size; it prints none.
+            "image_size": None,
+            "data_dir": flags.get("data_dir") or None,
+        }
+    )
+    return config
+
+
+def _measured_window(parser):
+    """When the measured steps began and ended, as this adapter saw their lines come, or None."""
+    if parser.measured_start is None or parser.measured_end is None:
+        return None
+    return {"start": parser.measured_start, "end": parser.measured_end, "clock": "epoch", "source": "step lines"}
 
 
 def write_result_atomically(path, result):

@@ -4,7 +4,8 @@ plot as its JSON sidecar)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from . import reference as reference_data
@@ -46,7 +47,7 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
     used: set[str] = set()
     all_speedup: list[dict[str, Any]] = []
     seen_ref: set[tuple] = set()
-    for _g, (system, workload, model, batch_size) in enumerate(analysis.groups()):
+    for system, workload, model, batch_size in analysis.groups():
         group = [
             r for r in analysis.best if _group_of(r) == (system, workload, model, batch_size) and r["status"] == "ok"
         ]
@@ -58,164 +59,181 @@ def plot_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
         used.add(slug)
         theirs = analysis.ref_system(system)
         refs = analysis.matcher.rows_for(system) if theirs else []
-        datas = list(dict.fromkeys(r["data"] for r in group))
-        ref_datas = [d for d in datas if any(r["data"] == d for r in refs)]
         title = _group_title(system, workload, model, batch_size)
-
-        def make(key: str, ci: bool) -> list[dict[str, Any]]:
-            series = [
-                _series(
-                    f"{system} {d}",
-                    "ours",
-                    _points([r for r in group if r["data"] == d], key, ci),
-                    DATA_STYLE.get(d, 2),
-                    system=system,
-                    data=d,
-                )
-                for d in datas
-            ]
-            series += [
-                _series(
-                    f"{reference_data.display_name(theirs)} {d} (published)",
-                    "published",
-                    _points([r for r in refs if r["data"] == d], key),
-                    DATA_STYLE.get(d, 2),
-                    system=theirs,
-                    data=d,
-                )
-                for d in ref_datas
-            ]
-            return [s for s in series if s["points"]]
-
-        xs = sorted({p["x"] for s in make("speedup", False) for p in s["points"]})
-        specs.append(
-            (
-                f"images_per_sec-{slug}",
-                {
-                    "plot": "images_per_sec",
-                    "kind": "bar",
-                    "x_scale": "category",
-                    "title": f"Training throughput: {title}",
-                    "x_label": "Number of GPUs",
-                    "y_label": "images/sec",
-                    "legend_title": "Data",
-                    "legend_loc": "upper left",
-                    "series": make("images_per_sec", True),
-                },
-            )
-        )
-        specs.append(
-            (
-                f"speedup-{slug}",
-                {
-                    "plot": "speedup",
-                    "kind": "line",
-                    "x_scale": "log2",
-                    "y_scale": "log2",
-                    "title": f"Speedup: {title}",
-                    "x_label": "Number of GPUs",
-                    "y_label": "speedup",
-                    "legend_title": "Data",
-                    "legend_loc": "upper left",
-                    "series": ([_series("ideal", "ideal", [{"x": x, "y": float(x)} for x in xs], 0)] if xs else [])
-                    + make("speedup", False),
-                },
-            )
-        )
-        specs.append(
-            (
-                f"efficiency-{slug}",
-                {
-                    "plot": "efficiency",
-                    "kind": "line",
-                    "x_scale": "log2",
-                    "title": f"Scaling efficiency: {title}",
-                    "x_label": "Number of GPUs",
-                    "y_label": "efficiency",
-                    "legend_title": "Data",
-                    "legend_loc": "lower left",
-                    "series": ([_series("ideal", "ideal", [{"x": x, "y": 1.0} for x in xs], 0)] if xs else [])
-                    + make("efficiency", False),
-                },
-            )
-        )
+        series_of = partial(_data_series, system, group, theirs, refs)
+        specs += _scaling_specs(series_of, slug, title)
         specs += step_split_specs(group, slug, title)
         specs += modes_specs(
             [r for r in analysis.modes if _group_of(r) == (system, workload, model, batch_size)], slug, title
         )
-        for s in make("speedup", False):
-            if s["source"] == "published":
-                if (s["system"], s["data"]) in seen_ref:
-                    continue
-                seen_ref.add((s["system"], s["data"]))
-            all_speedup.append(
-                dict(
-                    s,
-                    label=s["label"]
-                    if s["source"] == "published"
-                    else f"{system} ({model}, bs {batch_size}{_workload_suffix(workload)}) {s['data']}",
-                )
-            )
-
-    if analysis.io:
-        series = []
-        io_groups = list(dict.fromkeys(_group_of(r) for r in analysis.io))
-        several = len({group[0] for group in io_groups}) < len(io_groups)
-        for k, (system, workload, model, batch_size) in enumerate(io_groups):
-            rows = [r for r in analysis.io if _group_of(r) == (system, workload, model, batch_size)]
-            label = f"{system} ({model}, bs {batch_size}{_workload_suffix(workload)})" if several else system
-            series.append(_series(label, "ours", _points(rows, "io_overhead"), k, system=system))
-            theirs = analysis.ref_system(system)
-            if theirs and not any(s["source"] == "published" and s["system"] == theirs for s in series):
-                ref_rows = [r for (ref_system, _), r in analysis.ref_io.items() if ref_system == theirs]
-                points = _points(ref_rows, "io_overhead")
-                if points:
-                    series.append(
-                        _series(
-                            f"{reference_data.display_name(theirs)} (published)", "published", points, k, system=theirs
-                        )
-                    )
-        specs.append(
-            (
-                "io_overhead",
-                {
-                    "plot": "io_overhead",
-                    "kind": "bar",
-                    "x_scale": "category",
-                    "annotate": True,
-                    "title": "I/O overhead in distributed training: (synthetic - real) / synthetic",
-                    "x_label": "Number of GPUs",
-                    "y_label": "I/O overhead [%]",
-                    "legend_title": "System",
-                    "legend_loc": "upper left",
-                    "series": series,
-                },
-            )
-        )
-
-    ours_all = [s for s in all_speedup if s["source"] == "ours"]
-    if len(ours_all) > 1:
-        for k, s in enumerate(all_speedup):
-            s["style"] = k
-        xs = sorted({p["x"] for s in all_speedup for p in s["points"]})
-        specs.append(
-            (
-                "speedup-all",
-                {
-                    "plot": "speedup_all",
-                    "kind": "line",
-                    "x_scale": "log2",
-                    "y_scale": "log2",
-                    "title": "Speedup, every system",
-                    "x_label": "Number of GPUs",
-                    "y_label": "speedup",
-                    "legend_title": "System",
-                    "legend_loc": "upper left",
-                    "series": [_series("ideal", "ideal", [{"x": x, "y": float(x)} for x in xs], 0)] + all_speedup,
-                },
-            )
-        )
+        all_speedup += _speedup_all_series(series_of("speedup", False), (system, workload, model, batch_size), seen_ref)
+    specs += _io_overhead_specs(analysis)
+    specs += _speedup_all_specs(all_speedup)
     return specs + accuracy_specs(analysis)
+
+
+def _data_series(
+    system: str, group: list[Mapping[str, Any]], theirs: str | None, refs: list[Mapping[str, Any]], key: str, ci: bool
+) -> list[dict[str, Any]]:
+    """A group's series of `key` per data kind, ours then the published ones beside them (those with points)."""
+    datas = list(dict.fromkeys(r["data"] for r in group))
+    ref_datas = [d for d in datas if any(r["data"] == d for r in refs)]
+    series = [
+        _series(
+            f"{system} {d}",
+            "ours",
+            _points([r for r in group if r["data"] == d], key, ci),
+            DATA_STYLE.get(d, 2),
+            system=system,
+            data=d,
+        )
+        for d in datas
+    ]
+    series += [
+        _series(
+            f"{reference_data.display_name(theirs)} {d} (published)",
+            "published",
+            _points([r for r in refs if r["data"] == d], key),
+            DATA_STYLE.get(d, 2),
+            system=theirs,
+            data=d,
+        )
+        for d in ref_datas
+    ]
+    return [s for s in series if s["points"]]
+
+
+def _scaling_specs(
+    series_of: Callable[[str, bool], list[dict[str, Any]]], slug: str, title: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """A group's images/sec bars, and its speedup and efficiency against the ideal line."""
+    xs = sorted({p["x"] for s in series_of("speedup", False) for p in s["points"]})
+    images_per_sec = {
+        "plot": "images_per_sec",
+        "kind": "bar",
+        "x_scale": "category",
+        "title": f"Training throughput: {title}",
+        "x_label": "Number of GPUs",
+        "y_label": "images/sec",
+        "legend_title": "Data",
+        "legend_loc": "upper left",
+        "series": series_of("images_per_sec", True),
+    }
+    speedup = {
+        "plot": "speedup",
+        "kind": "line",
+        "x_scale": "log2",
+        "y_scale": "log2",
+        "title": f"Speedup: {title}",
+        "x_label": "Number of GPUs",
+        "y_label": "speedup",
+        "legend_title": "Data",
+        "legend_loc": "upper left",
+        "series": ([_series("ideal", "ideal", [{"x": x, "y": float(x)} for x in xs], 0)] if xs else [])
+        + series_of("speedup", False),
+    }
+    efficiency = {
+        "plot": "efficiency",
+        "kind": "line",
+        "x_scale": "log2",
+        "title": f"Scaling efficiency: {title}",
+        "x_label": "Number of GPUs",
+        "y_label": "efficiency",
+        "legend_title": "Data",
+        "legend_loc": "lower left",
+        "series": ([_series("ideal", "ideal", [{"x": x, "y": 1.0} for x in xs], 0)] if xs else [])
+        + series_of("efficiency", False),
+    }
+    return [
+        (f"images_per_sec-{slug}", images_per_sec),
+        (f"speedup-{slug}", speedup),
+        (f"efficiency-{slug}", efficiency),
+    ]
+
+
+def _speedup_all_series(series: list[dict[str, Any]], group_key: tuple, seen_ref: set[tuple]) -> list[dict[str, Any]]:
+    """A group's speedup series for the every-system plot, labelled by group; each published one only once."""
+    system, workload, model, batch_size = group_key
+    out = []
+    for s in series:
+        if s["source"] == "published":
+            if (s["system"], s["data"]) in seen_ref:
+                continue
+            seen_ref.add((s["system"], s["data"]))
+        out.append(
+            dict(
+                s,
+                label=s["label"]
+                if s["source"] == "published"
+                else f"{system} ({model}, bs {batch_size}{_workload_suffix(workload)}) {s['data']}",
+            )
+        )
+    return out
+
+
+def _io_overhead_specs(analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
+    """The I/O overhead bars of every group, each system's published overhead beside it (none without I/O rows)."""
+    if not analysis.io:
+        return []
+    series = []
+    io_groups = list(dict.fromkeys(_group_of(r) for r in analysis.io))
+    several = len({group[0] for group in io_groups}) < len(io_groups)
+    for k, (system, workload, model, batch_size) in enumerate(io_groups):
+        rows = [r for r in analysis.io if _group_of(r) == (system, workload, model, batch_size)]
+        label = f"{system} ({model}, bs {batch_size}{_workload_suffix(workload)})" if several else system
+        series.append(_series(label, "ours", _points(rows, "io_overhead"), k, system=system))
+        theirs = analysis.ref_system(system)
+        if theirs and not any(s["source"] == "published" and s["system"] == theirs for s in series):
+            ref_rows = [r for (ref_system, _), r in analysis.ref_io.items() if ref_system == theirs]
+            points = _points(ref_rows, "io_overhead")
+            if points:
+                series.append(
+                    _series(f"{reference_data.display_name(theirs)} (published)", "published", points, k, system=theirs)
+                )
+    return [
+        (
+            "io_overhead",
+            {
+                "plot": "io_overhead",
+                "kind": "bar",
+                "x_scale": "category",
+                "annotate": True,
+                "title": "I/O overhead in distributed training: (synthetic - real) / synthetic",
+                "x_label": "Number of GPUs",
+                "y_label": "I/O overhead [%]",
+                "legend_title": "System",
+                "legend_loc": "upper left",
+                "series": series,
+            },
+        )
+    ]
+
+
+def _speedup_all_specs(all_speedup: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Speedup of every group in one plot, restyled one by one (none unless several of ours)."""
+    ours_all = [s for s in all_speedup if s["source"] == "ours"]
+    if len(ours_all) <= 1:
+        return []
+    for k, s in enumerate(all_speedup):
+        s["style"] = k
+    xs = sorted({p["x"] for s in all_speedup for p in s["points"]})
+    return [
+        (
+            "speedup-all",
+            {
+                "plot": "speedup_all",
+                "kind": "line",
+                "x_scale": "log2",
+                "y_scale": "log2",
+                "title": "Speedup, every system",
+                "x_label": "Number of GPUs",
+                "y_label": "speedup",
+                "legend_title": "System",
+                "legend_loc": "upper left",
+                "series": [_series("ideal", "ideal", [{"x": x, "y": float(x)} for x in xs], 0)] + all_speedup,
+            },
+        )
+    ]
 
 
 SPLIT_PARTS = (

@@ -32,6 +32,7 @@ def _model_label(row: Mapping[str, Any]) -> str:
 
 
 def format_table(summaries: list[dict[str, Any]]) -> str:
+    """The per-configuration table printed after a sweep, then its failed runs, bounds and environment splits."""
     header = (
         "system",
         "model",
@@ -64,42 +65,51 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
         header += ("top-1", "top-5")
     if timed:
         header += ("to target s",)
-    lines = [header]
-    for s in summaries:
-        runs = f"{s['runs'] - s['failed']}/{s['runs']}"
-        lines.append(
-            (
-                str(s["system"]),
-                _model_label(s),
-                str(s["data"]),
-                str(s["gpus"]),
-                _f(s["num_workers"], "d"),
-                str(s["num_ps"]),
-                str(s["variable_update"]),
-                runs,
-                _f(s["images_per_sec_per_worker"], ".2f"),
-                _f(s["images_per_sec"], ".2f"),
-                _f(s.get("ci_half_width"), ".2f"),
-                _f(s["images_per_sec_min"], ".2f"),
-                _f(s["images_per_sec_max"], ".2f"),
-                _variability(s.get("spread")),
-                _variability(s.get("cv")),
-                _f(s["speedup"], ".2f"),
-                _f(s["efficiency"], ".4f"),
-                _nic_in_out(s),
-                _share(s.get("nic_share")),
-                str(s.get("bound") or "-"),
-            )
-            + tuple(_setting(k, s.get(k)) for k in settings)
-            + ((_f(s.get("eval_top1"), ".4f"), _f(s.get("eval_top5"), ".4f")) if evaluated else ())
-            + ((_tta(s),) if timed else ())
-        )
+    lines = [header] + [_summary_cells(s, settings, evaluated, timed) for s in summaries]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = [
         "  ".join(cell.rjust(w) if i >= 3 else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths)))
         for line in lines
     ]
     text.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(text + _summary_notes(summaries))
+
+
+def _summary_cells(s: Mapping[str, Any], settings: list[str], evaluated: bool, timed: bool) -> tuple[str, ...]:
+    """One configuration's cells of format_table, in the order of its header."""
+    runs = f"{s['runs'] - s['failed']}/{s['runs']}"
+    return (
+        (
+            str(s["system"]),
+            _model_label(s),
+            str(s["data"]),
+            str(s["gpus"]),
+            _f(s["num_workers"], "d"),
+            str(s["num_ps"]),
+            str(s["variable_update"]),
+            runs,
+            _f(s["images_per_sec_per_worker"], ".2f"),
+            _f(s["images_per_sec"], ".2f"),
+            _f(s.get("ci_half_width"), ".2f"),
+            _f(s["images_per_sec_min"], ".2f"),
+            _f(s["images_per_sec_max"], ".2f"),
+            _variability(s.get("spread")),
+            _variability(s.get("cv")),
+            _f(s["speedup"], ".2f"),
+            _f(s["efficiency"], ".4f"),
+            _nic_in_out(s),
+            _share(s.get("nic_share")),
+            str(s.get("bound") or "-"),
+        )
+        + tuple(_setting(k, s.get(k)) for k in settings)
+        + ((_f(s.get("eval_top1"), ".4f"), _f(s.get("eval_top5"), ".4f")) if evaluated else ())
+        + ((_tta(s),) if timed else ())
+    )
+
+
+def _summary_notes(summaries: list[dict[str, Any]]) -> list[str]:
+    """The lines below format_table's table: failed runs, what bounds each step, environment splits."""
+    text = []
     failures = [
         f"  {s['gpus']} GPUs, {s['num_ps']} PS, {s['variable_update']}: {reason}"
         for s in summaries
@@ -117,7 +127,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     split = report_environment.splits(summaries, report_environment.labels(summaries))
     if split:
         text += ["", "kept apart by their environment (the report's environments.md):"] + [f"  {s}" for s in split]
-    return "\n".join(text)
+    return text
 
 
 # Configuration keys a plan sets only when asked (dtfbench.plan.sweep.OPTIONAL_KEYS): a column each in
@@ -337,7 +347,14 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
     rows = best_rows(analysis)
     with_ref = analysis.reference != "none"
     csv_text = _csv(BEST_CSV + (BEST_REF_CSV if with_ref else ()), rows)
+    md = _best_intro(analysis, with_ref)
+    for group_key in analysis.groups():
+        md += _best_group(analysis, [r for r in rows if _group_of(r) == group_key], group_key)
+    return csv_text, "\n".join(md) + "\n"
 
+
+def _best_intro(analysis: Analysis, with_ref: bool) -> list[str]:
+    """best_configurations.md's title, what its columns mean, and the analysis' notes."""
     md = [
         "# Best configuration per system and GPU count",
         "",
@@ -356,87 +373,91 @@ def best_tables(analysis: Analysis) -> tuple[str, str]:
         ]
     for notes_line in analysis.notes:
         md += ["", f"> Note: {markdown.text(notes_line)}"]
-    for system, workload, model, batch_size in analysis.groups():
-        group = [r for r in rows if _group_of(r) == (system, workload, model, batch_size)]
-        matched = analysis.ref_system(system) is not None
-        md += ["", f"## {_group_title(system, workload, model, batch_size)}", ""]
-        label = _ref_label(analysis, system)
-        if label:
-            md += [label, ""]
-        header = [
-            "GPUs",
-            "data",
-            "PS",
-            "variable update",
-            "img/s",
-            "95% CI",
-            "n",
-            "speedup",
-            "efficiency",
+    return md
+
+
+def _best_group(analysis: Analysis, group: list[dict[str, Any]], group_key: tuple) -> list[str]:
+    """One plot group's section of best_configurations.md: its best table, failures, modes, I/O, accuracy."""
+    system, workload, model, batch_size = group_key
+    matched = analysis.ref_system(system) is not None
+    md = ["", f"## {_group_title(system, workload, model, batch_size)}", ""]
+    label = _ref_label(analysis, system)
+    if label:
+        md += [label, ""]
+    md += _best_table(group, matched)
+    failed_groups = [r for r in group if r["status"] != "ok"]
+    if failed_groups:
+        md += ["", "Failed (every configuration of the GPU count failed; see failures.md):", ""]
+        md += [
+            "- " + markdown.text(f"{r['gpus']} GPUs, {r['data']}: {'; '.join(r['reasons']) or stats.NO_REASON}")
+            for r in failed_groups
+        ]
+    md += _modes_section([r for r in analysis.modes if _group_of(r) == group_key])
+    md += _io_overhead_section(analysis, system, [r for r in analysis.io if _group_of(r) == group_key], matched)
+    md += _fastest_to_target([r for r in analysis.summaries if _group_of(r) == group_key])
+    return md
+
+
+def _best_table(group: list[dict[str, Any]], matched: bool) -> list[str]:
+    """The Markdown table of a group's best configuration per GPU count, the published one beside it when matched."""
+    header = ["GPUs", "data", "PS", "variable update", "img/s", "95% CI", "n", "speedup", "efficiency"]
+    if matched:
+        header += [
+            "published PS",
+            "published variable update",
+            "published img/s",
+            "Δ img/s",
+            "published efficiency",
+            "Δ efficiency",
+        ]
+    header += ["busiest NIC GB/s in/out", "in+out of link", "bound"]
+    body = []
+    for r in group:
+        failed = r["status"] != "ok"
+        line = [
+            r["gpus"],
+            r["data"],
+            _f(r["num_ps"], "d") if not failed else "-",
+            r["variable_update"] or "-",
+            "failed" if failed else _f(r["images_per_sec"]),
+            _ci(r["ci_low"], r["ci_high"]),
+            f"{r['n_ok']}/{r['runs']}",
+            _f(r["speedup"]),
+            _f(r["efficiency"], ".4f"),
         ]
         if matched:
-            header += [
-                "published PS",
-                "published variable update",
-                "published img/s",
-                "Δ img/s",
-                "published efficiency",
-                "Δ efficiency",
+            line += [
+                _f(r.get("ref_num_ps"), "d"),
+                r.get("ref_variable_update") or "-",
+                _f(r.get("ref_images_per_sec")),
+                _pct(r.get("diff_images_per_sec_pct")),
+                _f(r.get("ref_efficiency"), ".4f"),
+                _pct(r.get("diff_efficiency_pct")),
             ]
-        header += ["busiest NIC GB/s in/out", "in+out of link", "bound"]
-        body = []
-        for r in group:
-            failed = r["status"] != "ok"
-            line = [
-                r["gpus"],
-                r["data"],
-                _f(r["num_ps"], "d") if not failed else "-",
-                r["variable_update"] or "-",
-                "failed" if failed else _f(r["images_per_sec"]),
-                _ci(r["ci_low"], r["ci_high"]),
-                f"{r['n_ok']}/{r['runs']}",
-                _f(r["speedup"]),
-                _f(r["efficiency"], ".4f"),
-            ]
-            if matched:
-                line += [
-                    _f(r.get("ref_num_ps"), "d"),
-                    r.get("ref_variable_update") or "-",
-                    _f(r.get("ref_images_per_sec")),
-                    _pct(r.get("diff_images_per_sec_pct")),
-                    _f(r.get("ref_efficiency"), ".4f"),
-                    _pct(r.get("diff_efficiency_pct")),
-                ]
-            line += [_nic_in_out(r), _share(r.get("nic_share")), r.get("bound") or "-"]
-            body.append(line)
-        md += _md_table(header, body)
-        failed_groups = [r for r in group if r["status"] != "ok"]
-        if failed_groups:
-            md += ["", "Failed (every configuration of the GPU count failed; see failures.md):", ""]
-            md += [
-                "- " + markdown.text(f"{r['gpus']} GPUs, {r['data']}: {'; '.join(r['reasons']) or stats.NO_REASON}")
-                for r in failed_groups
-            ]
-        md += _modes_section([r for r in analysis.modes if _group_of(r) == (system, workload, model, batch_size)])
-        io_group = [r for r in analysis.io if _group_of(r) == (system, workload, model, batch_size)]
-        if io_group:
-            md += ["", "### I/O overhead", ""]
-            header = ["GPUs", "synthetic img/s", "real img/s", "I/O overhead %"]
-            if matched:
-                header += ["published I/O overhead %", "Δ"]
-            body = []
-            for r in io_group:
-                line = [r["gpus"], _f(r["synthetic"]), _f(r["real"]), _f(r["io_overhead"])]
-                if matched:
-                    ref_io = analysis.ref_io.get((analysis.ref_system(system), r["gpus"]))
-                    ref_value = ref_io["io_overhead"] if ref_io else None
-                    line += [_f(ref_value), _pp(None if ref_value is None else r["io_overhead"] - ref_value)]
-                body.append(line)
-            md += _md_table(header, body)
-        md += _fastest_to_target(
-            [r for r in analysis.summaries if _group_of(r) == (system, workload, model, batch_size)]
-        )
-    return csv_text, "\n".join(md) + "\n"
+        line += [_nic_in_out(r), _share(r.get("nic_share")), r.get("bound") or "-"]
+        body.append(line)
+    return _md_table(header, body)
+
+
+def _io_overhead_section(
+    analysis: Analysis, system: str, io_group: list[Mapping[str, Any]], matched: bool
+) -> list[str]:
+    """best_configurations.md's I/O overhead part of one group (nothing without synthetic and real results)."""
+    if not io_group:
+        return []
+    md = ["", "### I/O overhead", ""]
+    header = ["GPUs", "synthetic img/s", "real img/s", "I/O overhead %"]
+    if matched:
+        header += ["published I/O overhead %", "Δ"]
+    body = []
+    for r in io_group:
+        line = [r["gpus"], _f(r["synthetic"]), _f(r["real"]), _f(r["io_overhead"])]
+        if matched:
+            ref_io = analysis.ref_io.get((analysis.ref_system(system), r["gpus"]))
+            ref_value = ref_io["io_overhead"] if ref_io else None
+            line += [_f(ref_value), _pp(None if ref_value is None else r["io_overhead"] - ref_value)]
+        body.append(line)
+    return md + _md_table(header, body)
 
 
 def fastest_to_target(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -653,74 +674,86 @@ def configuration_tables(analysis: Analysis) -> tuple[str, str]:
         group = [r for r in rows if _group_of(r) == (system, workload, model, batch_size)]
         matched = analysis.ref_system(system) is not None
         md += ["", f"## {_group_title(system, workload, model, batch_size)}", ""]
-        header = [
-            "data",
-            "GPUs",
-            "workers",
-            "PS",
-            "variable update",
-            "runs ok",
-            "img/s",
-            "95% CI",
-            "min",
-            "max",
-            "spread",
-            "CV",
-            "speedup",
-            "efficiency",
-            "best",
-        ]
-        evaluated = any(r.get("eval_top1") is not None for r in group)
-        timed = any(r.get("tta_runs") for r in group)
-        settings = _setting_columns(group, shown=("batch_size",))  # the group's title names its batch
-        header += settings
-        if evaluated:
-            header += ["top-1", "top-5"]
-        if timed:
-            header += ["time to target s (MLPerf)", "CV", "converged"]
-        if matched:
-            header += ["published img/s (best config)", "Δ img/s"]
-        header += ["failures"]
-        group.sort(
-            key=lambda r: (
-                r["data"] != "synthetic",
-                str(r["data"]),
-                r["gpus"] or 0,
-                str(r["variable_update"]),
-                r["num_ps"] or 0,
-            )
-        )
-        body = []
-        for r in group:
-            line = [
-                r["data"],
-                r["gpus"],
-                _f(r["num_workers"], "d"),
-                r["num_ps"],
-                r["variable_update"],
-                f"{r['n_ok']}/{r['runs']}",
-                _f(r["images_per_sec"]) if r["status"] == "ok" else "failed",
-                _ci(r["ci_low"], r["ci_high"]),
-                _f(r["images_per_sec_min"]),
-                _f(r["images_per_sec_max"]),
-                _variability(r.get("spread")),
-                _variability(r.get("cv")),
-                _f(r["speedup"]),
-                _f(r["efficiency"], ".4f"),
-                "★" if r["is_best"] else "",
-            ]
-            line += [_setting(k, r.get(k)) for k in settings]
-            if evaluated:
-                line += [_f(r.get("eval_top1"), ".4f"), _f(r.get("eval_top5"), ".4f")]
-            if timed:
-                line += [_tta(r), _share(r.get("tta_cv")), f"{r.get('tta_converged') or 0}/{r.get('tta_runs') or 0}"]
-            if matched:
-                line += [_f(r.get("ref_images_per_sec")), _pct(r.get("diff_images_per_sec_pct"))]
-            line += ["; ".join(f"{n}× {reason}" for reason, n in _reason_counts(r["failures"])) or ""]
-            body.append(line)
-        md += _md_table(header, body)
+        group.sort(key=_configuration_order)  # the table and the bounds after it list them in this order
+        md += _configuration_table(group, matched)
         md += _where_the_time_goes([r for r in group if r["status"] == "ok"])
     return csv_text, "\n".join(md) + "\n"
+
+
+def _configuration_order(r: Mapping[str, Any]) -> tuple:
+    """The sort key of configurations.md's rows: synthetic data first, then data, GPUs, mode, PSs."""
+    return (
+        r["data"] != "synthetic",
+        str(r["data"]),
+        r["gpus"] or 0,
+        str(r["variable_update"]),
+        r["num_ps"] or 0,
+    )
+
+
+def _configuration_table(group: list[dict[str, Any]], matched: bool) -> list[str]:
+    """The Markdown table of a group's configurations, in the order given."""
+    header = [
+        "data",
+        "GPUs",
+        "workers",
+        "PS",
+        "variable update",
+        "runs ok",
+        "img/s",
+        "95% CI",
+        "min",
+        "max",
+        "spread",
+        "CV",
+        "speedup",
+        "efficiency",
+        "best",
+    ]
+    evaluated = any(r.get("eval_top1") is not None for r in group)
+    timed = any(r.get("tta_runs") for r in group)
+    settings = _setting_columns(group, shown=("batch_size",))  # the group's title names its batch
+    header += settings
+    if evaluated:
+        header += ["top-1", "top-5"]
+    if timed:
+        header += ["time to target s (MLPerf)", "CV", "converged"]
+    if matched:
+        header += ["published img/s (best config)", "Δ img/s"]
+    header += ["failures"]
+    return _md_table(header, [_configuration_cells(r, settings, evaluated, timed, matched) for r in group])
+
+
+def _configuration_cells(
+    r: Mapping[str, Any], settings: list[str], evaluated: bool, timed: bool, matched: bool
+) -> list[Any]:
+    """One configuration's cells of configurations.md, in the order of its group's header."""
+    line = [
+        r["data"],
+        r["gpus"],
+        _f(r["num_workers"], "d"),
+        r["num_ps"],
+        r["variable_update"],
+        f"{r['n_ok']}/{r['runs']}",
+        _f(r["images_per_sec"]) if r["status"] == "ok" else "failed",
+        _ci(r["ci_low"], r["ci_high"]),
+        _f(r["images_per_sec_min"]),
+        _f(r["images_per_sec_max"]),
+        _variability(r.get("spread")),
+        _variability(r.get("cv")),
+        _f(r["speedup"]),
+        _f(r["efficiency"], ".4f"),
+        "★" if r["is_best"] else "",
+    ]
+    line += [_setting(k, r.get(k)) for k in settings]
+    if evaluated:
+        line += [_f(r.get("eval_top1"), ".4f"), _f(r.get("eval_top5"), ".4f")]
+    if timed:
+        line += [_tta(r), _share(r.get("tta_cv")), f"{r.get('tta_converged') or 0}/{r.get('tta_runs') or 0}"]
+    if matched:
+        line += [_f(r.get("ref_images_per_sec")), _pct(r.get("diff_images_per_sec_pct"))]
+    line += ["; ".join(f"{n}× {reason}" for reason, n in _reason_counts(r["failures"])) or ""]
+    return line
 
 
 def _where_the_time_goes(group: list[Mapping[str, Any]]) -> list[str]:

@@ -37,8 +37,22 @@ def _bool(text):
 
 
 def build_parser():
+    """The parser of every flag, in the order --help lists them."""
     p = _OneLineParser(prog=PROG, description="tf_cnn_benchmarks-style distributed training benchmark")
-    add = p.add_argument
+    _add_cluster_flags(p)
+    _add_model_and_data_flags(p)
+    _add_optimizer_flags(p)
+    _add_measurement_flags(p)
+    _add_accuracy_flags(p)
+    _add_checkpoint_flags(p)
+    _add_runtime_flags(p)
+    _add_lifecycle_flags(p)
+    return p
+
+
+def _add_cluster_flags(parser):
+    """Add the cluster flags: this task's place in the cluster and how it shares the variables."""
+    add = parser.add_argument
     # Cluster (tf_cnn_benchmarks names). TF_CONFIG is read when none of these is given.
     add("--job_name", default="", help="ps or worker (empty: single process)")
     add("--task_index", type=int, default=0, help="index of this task in its job's host list")
@@ -65,6 +79,11 @@ def build_parser():
         choices=("cpu", "gpu"),
         help="where distributed_replicated keeps a worker's copies and aggregates its towers",
     )
+
+
+def _add_model_and_data_flags(parser):
+    """Add the flags of the model, its devices and the images it trains on."""
+    add = parser.add_argument
     # Model and data.
     add("--model", default="inception3", choices=sorted(MODEL_SPECS))
     add("--batch_size", type=int, default=64, help="images per device per step (the study: 64)")
@@ -99,6 +118,11 @@ def build_parser():
         "(tf_cnn_benchmarks'); none: the whole image resized, as evaluation reads it (small or "
         "orientation-bound images such as the digits)",
     )
+
+
+def _add_optimizer_flags(parser):
+    """Add the flags of the optimizer, its learning rate and the weight decay."""
+    add = parser.add_argument
     add("--optimizer", default="sgd", choices=("sgd", "momentum"))
     add("--learning_rate", type=float, default=0.005)
     add("--momentum", type=float, default=0.9, help="momentum of --optimizer momentum")
@@ -120,10 +144,20 @@ def build_parser():
         default=4e-5,
         help="L2 weight decay added to the loss, batch-norm variables excepted (tf_cnn_benchmarks'); 0: none",
     )
+
+
+def _add_measurement_flags(parser):
+    """Add the flags of the steps: the unmeasured warm-up, the measured ones and their lines."""
+    add = parser.add_argument
     # Measurement.
     add("--num_warmup_batches", type=int, default=10, help="unmeasured steps before the measured ones")
     add("--num_batches", type=int, default=100, help="measured steps")
     add("--display_every", type=int, default=10, help="print a step line every N measured steps")
+
+
+def _add_accuracy_flags(parser):
+    """Add the flags of held-out evaluation and of training to a target accuracy."""
+    add = parser.add_argument
     # Held-out accuracy (tf_cnn_benchmarks' names; dtfbench.workload.evaluation).
     add(
         "--eval_during_training_every_n_steps",
@@ -151,6 +185,11 @@ def build_parser():
         default=0,
         help="training images an epoch (0: counted in train-* up to 256 MB of shards; ImageNet's 1,281,167 in its 1024)",
     )
+
+
+def _add_checkpoint_flags(parser):
+    """Add the flags of saving and restoring checkpoints."""
+    add = parser.add_argument
     # Checkpoints (the Summitdev study: ~5 s for LeNet, ~70 s for ResNet-101; dtfbench.workload.checkpoints).
     add(
         "--checkpoint_every_steps",
@@ -171,6 +210,11 @@ def build_parser():
         action="store_true",
         help="before the first step, restore the variables from --checkpoint_dir's latest checkpoint (timed)",
     )
+
+
+def _add_runtime_flags(parser):
+    """Add the flags of the seed, TensorFlow's threads, the result file and GPU sampling."""
+    add = parser.add_argument
     add(
         "--tf_random_seed",
         type=int,
@@ -186,6 +230,11 @@ def build_parser():
         default=1.0,
         help="seconds between nvidia-smi samples of GPU utilisation during the measured steps; 0: off",
     )
+
+
+def _add_lifecycle_flags(parser):
+    """Add the timeouts that bound each stage of a task's life."""
+    add = parser.add_argument
     # Lifecycle bounds.
     add(
         "--step_timeout",
@@ -205,7 +254,6 @@ def build_parser():
         default=0.0,
         help="a PS gives up (exit 1) after this many seconds without a worker finishing; 0: no limit",
     )
-    return p
 
 
 @dataclass(frozen=True)
