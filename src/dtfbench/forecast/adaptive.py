@@ -44,7 +44,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -337,40 +337,12 @@ def decide(
     started = any(r.get("done") for r in here)
     why = stop_reason(best_by_count(ok_below, settings.rank_by), settings) if settings.stops and not started else None
     if why:
-        later = sorted({int(r["gpus"]) for r in planned if int(r["gpus"]) >= gpus})
-        decision.update(
-            action="stopped",
-            reason=f"stopped before {gpus} GPUs: {why}; skipped {', '.join(map(str, later))} GPUs",
-            run_ids=[],
-            kept=[],
-            skipped=configs,
-            skipped_counts=later,
-        )
-        try:
-            fit = fitted()
-            for count in later:
-                runs = [r for r in planned if int(r["gpus"]) == count and r["variable_update"] in MODELLED_UPDATES]
-                if runs:
-                    rate, run = max(((fit.images_per_sec(planned_config(fit, r)), r) for r in runs), key=lambda x: x[0])
-                    decision["predicted"][str(count)] = {
-                        "images_per_sec": rate,
-                        "num_ps": run["num_ps"],
-                        "variable_update": run["variable_update"],
-                    }
-        except Exception as err:  # noqa: BLE001 - a prediction is extra information; the stop stands
-            decision["prediction_note"] = f"no prediction for the skipped counts: {err}"
-        return decision
+        return _stopped(decision, planned, gpus, configs, why, fitted)
     if not settings.num_ps_auto:
         decision.update(action="full", reason=f"{gpus} GPUs: every planned configuration")
         return decision
-    if not any(int(r["gpus"]) > 1 for r in ok_below) or not any(int(r["gpus"]) == 1 for r in ok_below):
-        missing = (
-            "nothing measured yet"
-            if not ok_below
-            else "no 1-GPU run in this sweep (it gives the compute)"
-            if not any(int(r["gpus"]) == 1 for r in ok_below)
-            else "nothing measured above 1 GPU yet"
-        )
+    missing = _not_calibrated(ok_below)
+    if missing:
         decision.update(
             action="full", reason=f"{gpus} GPUs: every planned PS count ({missing}: the model is not calibrated)"
         )
@@ -383,8 +355,87 @@ def decide(
             reason=f"{gpus} GPUs: every planned PS count (the model could not be fitted to the smaller counts: {err})",
         )
         return decision
-    kept, skipped, predicted = [], [], {}
     epochs = epochs_to_target(ok_below) if settings.rank_by == TIME_TO_ACCURACY else {}
+    kept, skipped, predicted, ranked_by = _narrowed(here, fit, settings, epochs, gpus)
+    keep_set = set(kept)
+    decision.update(
+        action="narrowed" if skipped else "full",
+        reason=_narrowed_reason(gpus, kept, len(configs), ranked_by),
+        run_ids=[r["run_id"] for r in here if (r["variable_update"], int(r["num_ps"])) in keep_set],
+        kept=sorted(kept),
+        skipped=sorted(skipped),
+        predicted=predicted,
+        fit={
+            "t1_s": fit.t1,
+            "bandwidth_gb_s": fit.bandwidth_gb_s if math.isfinite(fit.bandwidth_gb_s) else None,
+            "rms_relative_error": fit.rms_relative_error,
+            "points": fit.points,
+        },
+    )
+    return decision
+
+
+def _stopped(
+    decision: dict[str, Any],
+    planned: Sequence[Mapping[str, Any]],
+    gpus: int,
+    configs: list[tuple[str, int]],
+    why: str,
+    fitted: Callable[[], Any],
+) -> dict[str, Any]:
+    """`decision` as a stop at `gpus` and every larger count, with the model's best prediction for
+    each skipped count where it can be fitted (what the stop gives up, for the record)."""
+    later = sorted({int(r["gpus"]) for r in planned if int(r["gpus"]) >= gpus})
+    decision.update(
+        action="stopped",
+        reason=f"stopped before {gpus} GPUs: {why}; skipped {', '.join(map(str, later))} GPUs",
+        run_ids=[],
+        kept=[],
+        skipped=configs,
+        skipped_counts=later,
+    )
+    try:
+        _predict_best(fitted(), planned, later, decision["predicted"])
+    except Exception as err:  # noqa: BLE001 - a prediction is extra information; the stop stands
+        decision["prediction_note"] = f"no prediction for the skipped counts: {err}"
+    return decision
+
+
+def _predict_best(fit, planned: Sequence[Mapping[str, Any]], counts: Iterable[int], into: dict[str, Any]) -> None:
+    """Put in `into`, by count, the planned modelled configuration `fit` predicts fastest there. Filled
+    count by count, so that what was predicted before an error stays."""
+    for count in counts:
+        runs = [r for r in planned if int(r["gpus"]) == count and r["variable_update"] in MODELLED_UPDATES]
+        if runs:
+            rate, run = max(((fit.images_per_sec(planned_config(fit, r)), r) for r in runs), key=lambda x: x[0])
+            into[str(count)] = {
+                "images_per_sec": rate,
+                "num_ps": run["num_ps"],
+                "variable_update": run["variable_update"],
+            }
+
+
+def _not_calibrated(ok_below: Sequence[Mapping[str, Any]]) -> str | None:
+    """What the sweep lacks below this count to fit the model (a 1-GPU run gives the compute, a larger
+    one the communication); None: nothing, it can be fitted."""
+    one_gpu = any(int(r["gpus"]) == 1 for r in ok_below)
+    if one_gpu and any(int(r["gpus"]) > 1 for r in ok_below):
+        return None
+    if not ok_below:
+        return "nothing measured yet"
+    if not one_gpu:
+        return "no 1-GPU run in this sweep (it gives the compute)"
+    return "nothing measured above 1 GPU yet"
+
+
+def _narrowed(
+    here: Sequence[Mapping[str, Any]], fit, settings: Settings, epochs: Mapping[str, Mapping[int, float]], gpus: int
+) -> tuple[list[tuple[str, int]], list[tuple[str, int]], dict[str, float], list[str]]:
+    """num_ps=auto at this count: each modelled variable_update's PS counts ranked by the fit (or by
+    the predicted time to the target), the best kept with their neighbours. Returns the (update,
+    num_ps) kept and skipped, the predicted images/sec by "update/num_ps", and how each update was ranked
+    where the reason must say it."""
+    kept, skipped, predicted = [], [], {}
     ranked_by = []
     for update in sorted({r["variable_update"] for r in here}):
         runs = [r for r in here if r["variable_update"] == update]
@@ -406,29 +457,19 @@ def decide(
         kept += [(update, p) for p in chosen]
         skipped += [(update, p) for p in counts if p not in chosen]
         predicted.update({f"{update}/{p}": rates[p] for p in counts})
-    keep_set = set(kept)
-    decision.update(
-        action="narrowed" if skipped else "full",
-        reason=(
-            f"{gpus} GPUs: {len(kept)} of {len(configs)} configurations (num_ps=auto: the model fitted to "
-            f"the sweep's runs below {gpus} GPUs ranks "
-            + "; ".join(f"{u} {', '.join(str(p) for v, p in kept if v == u)} PS" for u in sorted({u for u, _ in kept}))
-            + " best, with neighbours"
-            + (f"; {'; '.join(ranked_by)}" if ranked_by else "")
-            + ")"
-        ),
-        run_ids=[r["run_id"] for r in here if (r["variable_update"], int(r["num_ps"])) in keep_set],
-        kept=sorted(kept),
-        skipped=sorted(skipped),
-        predicted=predicted,
-        fit={
-            "t1_s": fit.t1,
-            "bandwidth_gb_s": fit.bandwidth_gb_s if math.isfinite(fit.bandwidth_gb_s) else None,
-            "rms_relative_error": fit.rms_relative_error,
-            "points": fit.points,
-        },
+    return kept, skipped, predicted, ranked_by
+
+
+def _narrowed_reason(gpus: int, kept: Sequence[tuple[str, int]], configurations: int, ranked_by: Sequence[str]) -> str:
+    """The reason of a num_ps=auto decision: how many configurations run, and which PS counts of each update."""
+    return (
+        f"{gpus} GPUs: {len(kept)} of {configurations} configurations (num_ps=auto: the model fitted to "
+        f"the sweep's runs below {gpus} GPUs ranks "
+        + "; ".join(f"{u} {', '.join(str(p) for v, p in kept if v == u)} PS" for u in sorted({u for u, _ in kept}))
+        + " best, with neighbours"
+        + (f"; {'; '.join(ranked_by)}" if ranked_by else "")
+        + ")"
     )
-    return decision
 
 
 def step(request: Mapping[str, Any], db: str) -> dict[str, Any]:

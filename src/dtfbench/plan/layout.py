@@ -224,6 +224,32 @@ def compute_layout(
     dict described in ``docs/design.md``.  Raises :class:`LayoutError`.
     """
     hosts = _normalise_hosts(hosts)
+    gpus, num_ps, devices_per_worker = _checked_counts(gpus, num_ps, devices_per_worker)
+    if not isinstance(ps_on_worker_nodes, bool):
+        raise LayoutError("ps_on_worker_nodes must be a boolean, got %r" % (ps_on_worker_nodes,))
+    ps_port_base, worker_port_base = _checked_port_bases(ps_port_base, worker_port_base)
+    num_workers = _num_workers(gpus, devices_per_worker)
+
+    workers_on, remaining = _place_workers(hosts, num_workers, devices_per_worker)
+    worker_host_indices = [index for index, _ in workers_on]
+    ps_host_indices, spare = _place_parameter_servers(hosts, worker_host_indices, num_ps, ps_on_worker_nodes)
+
+    wanted = _wanted(num_workers, devices_per_worker, num_ps, ps_on_worker_nodes)
+    if remaining:
+        _refuse_too_few_workers(hosts, wanted, devices_per_worker)
+    if ps_on_worker_nodes and num_ps > len(ps_host_indices):
+        _refuse_too_few_ps_slots(hosts, wanted, worker_host_indices, ps_host_indices)
+    if not ps_on_worker_nodes and num_ps > len(spare):
+        _refuse_too_few_spare_hosts(hosts, wanted, worker_host_indices, num_ps, spare)
+    _check_host_ports(hosts, workers_on, ps_host_indices, worker_port_base, ps_port_base)
+
+    ps_tasks = _ps_tasks(hosts, ps_host_indices, ps_port_base)
+    worker_tasks = _worker_tasks(hosts, workers_on, devices_per_worker, worker_port_base)
+    return _layout(hosts, ps_tasks, worker_tasks, set(ps_host_indices) | set(worker_host_indices), num_workers, num_ps)
+
+
+def _checked_counts(gpus, num_ps, devices_per_worker):
+    """gpus, num_ps and devices_per_worker as ints in range: each wrong one named before any placement."""
     gpus = _as_int(gpus, "gpus")
     if gpus < 1:
         raise LayoutError("gpus must be >= 1 (the total number of devices to train on), got %d" % gpus)
@@ -233,13 +259,21 @@ def compute_layout(
     devices_per_worker = _as_int(devices_per_worker, "devices_per_worker")
     if devices_per_worker < 1:
         raise LayoutError("devices_per_worker must be >= 1, got %d" % devices_per_worker)
-    if not isinstance(ps_on_worker_nodes, bool):
-        raise LayoutError("ps_on_worker_nodes must be a boolean, got %r" % (ps_on_worker_nodes,))
+    return gpus, num_ps, devices_per_worker
+
+
+def _checked_port_bases(ps_port_base, worker_port_base):
+    """The two port bases as TCP ports (1..65535): a task's port is its base plus its index on the host."""
     ps_port_base = _as_int(ps_port_base, "ps_port_base")
     worker_port_base = _as_int(worker_port_base, "worker_port_base")
     for option, value in (("ps_port_base", ps_port_base), ("worker_port_base", worker_port_base)):
         if not 1 <= value <= 65535:
             raise LayoutError("%s must be a TCP port in 1..65535, got %d" % (option, value))
+    return ps_port_base, worker_port_base
+
+
+def _num_workers(gpus, devices_per_worker):
+    """How many workers drive the gpus: a worker takes devices_per_worker devices, so gpus must divide."""
     if gpus % devices_per_worker:
         lower = gpus - gpus % devices_per_worker
         raise LayoutError(
@@ -252,10 +286,12 @@ def compute_layout(
                 lower + devices_per_worker,
             )
         )
-    num_workers = gpus // devices_per_worker
+    return gpus // devices_per_worker
 
-    # Workers fill the hosts in order.
-    workers_on = []  # (host index, number of workers)
+
+def _place_workers(hosts, num_workers, devices_per_worker):
+    """Workers fill the hosts in order: ([(host index, workers on it)], workers left without a host)."""
+    workers_on = []
     remaining = num_workers
     for index, host in enumerate(hosts):
         if remaining == 0:
@@ -264,7 +300,12 @@ def compute_layout(
         if slots:
             workers_on.append((index, slots))
             remaining -= slots
-    worker_host_indices = [index for index, _ in workers_on]
+    return workers_on, remaining
+
+
+def _place_parameter_servers(hosts, worker_host_indices, num_ps, ps_on_worker_nodes):
+    """The host index of each parameter server, and the hosts without a worker (spare; [] when the
+    PSs share the worker hosts). Fewer than num_ps where the hosts run out: the caller says so."""
     if ps_on_worker_nodes:
         # Round-robin over the worker hosts, each up to its max_ps.
         ps_host_indices = []
@@ -274,60 +315,75 @@ def compute_layout(
                 if len(ps_host_indices) < num_ps and room[index]:
                     ps_host_indices.append(index)
                     room[index] -= 1
-        spare = []
-    else:
-        used = set(worker_host_indices)
-        spare = [index for index in range(len(hosts)) if index not in used]
-        ps_host_indices = spare[:num_ps]
+        return ps_host_indices, []
+    used = set(worker_host_indices)
+    spare = [index for index in range(len(hosts)) if index not in used]
+    return spare[:num_ps], spare
 
-    total_devices = sum(host["devices"] for host in hosts)
+
+def _wanted(num_workers, devices_per_worker, num_ps, ps_on_worker_nodes):
+    """What the layout asks of the hosts, in words, for the errors that say they are too few."""
     placement = "on the worker nodes" if ps_on_worker_nodes else "on separate nodes"
     wanted = "%s of %s" % (_plural(num_workers, "worker"), _plural(devices_per_worker, "device"))
     if num_ps:
         wanted += " and %s (%s)" % (_plural(num_ps, "parameter server"), placement)
-    if remaining:
-        capacity = sum(host["devices"] // devices_per_worker for host in hosts)
-        raise LayoutError(
-            "the allocated nodes are not enough for %s: %s %s, room for %s of %s; "
-            "add hosts or lower gpus/num_ps%s"
-            % (
-                wanted,
-                _hosts_offer(len(hosts)),
-                _plural(total_devices, "device"),
-                _plural(capacity, "worker"),
-                _plural(devices_per_worker, "device"),
-                "" if devices_per_worker == 1 else "/devices_per_worker",
-            )
-        )
-    if ps_on_worker_nodes and num_ps > len(ps_host_indices):
-        limits = sorted({hosts[index]["max_ps"] for index in worker_host_indices})
-        each = (
-            "at most one parameter server"
-            if limits == [1]
-            else "at most its max_ps parameter servers (%s)" % ", ".join(map(str, limits))
-        )
-        raise LayoutError(
-            "the allocated nodes are not enough for %s: the workers occupy %s and each takes "
-            "%s; lower num_ps to %d, raise the hosts' max_ps (inventory: tf_max_ps), or set "
-            "ps_on_worker_nodes=false and add hosts for the parameter servers"
-            % (wanted, _plural(len(worker_host_indices), "host"), each, len(ps_host_indices))
-        )
-    if not ps_on_worker_nodes and num_ps > len(spare):
-        raise LayoutError(
-            "the allocated nodes are not enough for %s: %s %s; the workers need %s and "
-            "the parameter servers %s more, but only %s left; add hosts or lower gpus/num_ps "
-            "(or set ps_on_worker_nodes=true)"
-            % (
-                wanted,
-                _hosts_offer(len(hosts)),
-                _plural(total_devices, "device"),
-                _plural(len(worker_host_indices), "host"),
-                _plural(num_ps, "host"),
-                _plural(len(spare), "host is", "hosts are"),
-            )
-        )
+    return wanted
 
-    # Ports per host, checked before anything is built.
+
+def _refuse_too_few_workers(hosts, wanted, devices_per_worker):
+    """LayoutError: the hosts' devices cannot hold every worker."""
+    total_devices = sum(host["devices"] for host in hosts)
+    capacity = sum(host["devices"] // devices_per_worker for host in hosts)
+    raise LayoutError(
+        "the allocated nodes are not enough for %s: %s %s, room for %s of %s; "
+        "add hosts or lower gpus/num_ps%s"
+        % (
+            wanted,
+            _hosts_offer(len(hosts)),
+            _plural(total_devices, "device"),
+            _plural(capacity, "worker"),
+            _plural(devices_per_worker, "device"),
+            "" if devices_per_worker == 1 else "/devices_per_worker",
+        )
+    )
+
+
+def _refuse_too_few_ps_slots(hosts, wanted, worker_host_indices, ps_host_indices):
+    """LayoutError: the worker hosts' max_ps slots cannot hold every parameter server."""
+    limits = sorted({hosts[index]["max_ps"] for index in worker_host_indices})
+    each = (
+        "at most one parameter server"
+        if limits == [1]
+        else "at most its max_ps parameter servers (%s)" % ", ".join(map(str, limits))
+    )
+    raise LayoutError(
+        "the allocated nodes are not enough for %s: the workers occupy %s and each takes "
+        "%s; lower num_ps to %d, raise the hosts' max_ps (inventory: tf_max_ps), or set "
+        "ps_on_worker_nodes=false and add hosts for the parameter servers"
+        % (wanted, _plural(len(worker_host_indices), "host"), each, len(ps_host_indices))
+    )
+
+
+def _refuse_too_few_spare_hosts(hosts, wanted, worker_host_indices, num_ps, spare):
+    """LayoutError: too few hosts are left beside the workers' for one parameter server each."""
+    total_devices = sum(host["devices"] for host in hosts)
+    raise LayoutError(
+        "the allocated nodes are not enough for %s: %s %s; the workers need %s and "
+        "the parameter servers %s more, but only %s left; add hosts or lower gpus/num_ps "
+        "(or set ps_on_worker_nodes=true)"
+        % (
+            wanted,
+            _hosts_offer(len(hosts)),
+            _plural(total_devices, "device"),
+            _plural(len(worker_host_indices), "host"),
+            _plural(num_ps, "host"),
+            _plural(len(spare), "host is", "hosts are"),
+        )
+    )
+
+
+def _check_host_ports(hosts, workers_on, ps_host_indices, worker_port_base, ps_port_base):
+    """Check every used host's port ranges (_check_ports) before any task is built."""
     ps_count = {}
     for index in ps_host_indices:
         ps_count[index] = ps_count.get(index, 0) + 1
@@ -337,6 +393,9 @@ def compute_layout(
             hosts[index]["name"], worker_count.get(index, 0), ps_count.get(index, 0), worker_port_base, ps_port_base
         )
 
+
+def _ps_tasks(hosts, ps_host_indices, ps_port_base):
+    """The parameter server tasks, numbered in placement order; the k-th on a host listens on ps_port_base + k."""
     ps_tasks = []
     next_ps_port = {}
     for task_index, index in enumerate(ps_host_indices):
@@ -344,6 +403,11 @@ def compute_layout(
         port = ps_port_base + next_ps_port.get(index, 0)
         next_ps_port[index] = next_ps_port.get(index, 0) + 1
         ps_tasks.append(_task(host, "ps", task_index, port, "", 0, "cpu"))
+    return ps_tasks
+
+
+def _worker_tasks(hosts, workers_on, devices_per_worker, worker_port_base):
+    """The worker tasks, numbered in host order; the k-th on a host gets its k-th block of devices."""
     worker_tasks = []
     for index, count in workers_on:
         host = hosts[index]
@@ -364,9 +428,12 @@ def compute_layout(
                     host["device_type"],
                 )
             )
+    return worker_tasks
 
+
+def _layout(hosts, ps_tasks, worker_tasks, used, num_workers, num_ps):
+    """The layout dict (docs/design.md) of the tasks; `used`: the indices of the hosts that run any."""
     tasks = ps_tasks + worker_tasks
-    used = set(ps_host_indices) | set(worker_host_indices)
     hosts_used = [host["name"] for index, host in enumerate(hosts) if index in used]
     per_host = dict((name, []) for name in hosts_used)
     for task in tasks:

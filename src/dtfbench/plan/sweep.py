@@ -612,6 +612,61 @@ def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class _Sweep:
+    """A sweep request, validated: the axes and settings build_plan expands into runs."""
+
+    workload: workloads.Workload
+    timeouts: dict[str, int]
+    extra_args: list[str]
+    gpus: list[int]
+    models: list[str]
+    batch_sizes: list[int]
+    updates: list[str]
+    data: list[str]  # synthetic and/or real ("both" expanded)
+    adaptive: dict[str, Any]  # _adaptive's settings
+    num_ps_given: list[int] | None  # None: each configuration's default_num_ps
+    repetitions: int
+    warmup_steps: int
+    steps: int
+    devices_per_worker: int
+    ps_on_worker_nodes: bool
+    image_size: int  # 0: the model's own
+    sweep_id: str
+    accuracy: dict[str, Any]
+    training_axes: dict[str, list[Any]]
+    warmup: dict[str, Any]
+    data_dirs: list[str | None]  # [None]: no data_dir
+    staging: dict[str, str] | None
+    checkpointing: dict[str, Any]
+    syncs: list[bool | None]
+    caches: list[str | None]
+    input_formats: list[str | None]
+    notes: list[str]
+
+    @property
+    def mixed_modes(self) -> bool:
+        """_mixed_modes of the sweep's variable updates."""
+        return _mixed_modes(self.updates)
+
+
+@dataclass(frozen=True)
+class _Configuration:
+    """One point of the sweep's product that has a cluster layout: its runs differ only in their variants."""
+
+    gpus: int
+    model: str
+    batch_size: int
+    variable_update: str
+    num_ps: int
+    data: str
+
+
+def _mixed_modes(updates: list[str]) -> bool:
+    """Whether all-reduce (no parameter servers) runs beside PS modes, so num_ps applies to some runs only."""
+    return ALL_REDUCE in updates and len(updates) > 1
+
+
 def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> dict[str, Any]:
     """Validate `request` against `hosts` (the layout's host list) and expand it into runs.
 
@@ -625,8 +680,99 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     Every run is pending (``done`` false); ``resume`` marks those the store holds. Repeated
     axis values are folded, with a note.
     """
+    sweep = _validated(request, hosts)
+    runs = _expand(sweep, hosts, request)
+    config = _recorded_config(sweep)
+    _number_runs(runs, sweep.sweep_id)
+    workload = sweep.workload
+    return {
+        "sweep_id": sweep.sweep_id,
+        "runs": runs,
+        "total_runs": len(runs),
+        "pending_runs": len(runs),
+        "workload": workload.as_dict(),
+        "program": workload.program(),
+        "capabilities": workload.capabilities.as_dict(),
+        "sweep_config": config,
+        # Every data location the sweep reads (the dataset check looks in each, on every node).
+        "data_dirs": [d for d in sweep.data_dirs if d is not None] if "real" in sweep.data else [],
+        # data_staging=copy: every node copies source (data_dir) to target (stage_dir) before the first run.
+        "staging": sweep.staging,
+        # checkpoint_every_steps/_secs: the folder worker 0 saves into (checked writable on every node first).
+        "checkpoint_dir": sweep.checkpointing.get("checkpoint_dir"),
+        "notes": sweep.notes,
+        "adaptive": sweep.adaptive if _is_adaptive(sweep.adaptive) else None,
+    }
+
+
+def _validated(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> _Sweep:
+    """Every check of `request` (and that there are hosts), before any layout: in this order, which
+    decides the error a request with several wrong inputs gets."""
+    notes: list[str] = []
     timeouts = _timeouts(request)
     launcher = str(request.get("launcher") or "ssh")
+    workload, extra_args = _checked_workload(request, launcher)
+    gpus, models, batch_sizes, updates, data = _axes(request, workload, notes)
+    adaptive, num_ps_given = _ps_settings(request, gpus, launcher, notes)
+    repetitions, warmup_steps, steps, devices_per_worker, ps_on_worker_nodes, image_size = _run_shape(
+        request, workload, models
+    )
+    sweep_id = _sweep_id(request)
+    accuracy = _accuracy_settings(request, workload, data)
+    if adaptive["rank_by"] == "time_to_accuracy" and not accuracy.get("target_accuracy"):
+        raise PlanError(
+            "rank_by=time_to_accuracy ranks by the time to a target; give target_accuracy (with eval_every_steps "
+            "and max_epochs), or rank_by=images_per_sec"
+        )
+    training_axes, warmup = _training_settings(request, workload, data, notes)
+    data_dirs = _data_dirs(request, data, notes)
+    staging = _staging(request, data, data_dirs)
+    checkpointing = _checkpointing(request, workload, updates)
+    if not hosts:
+        raise PlanError(f"the inventory has no TF nodes; add hosts to the tf_nodes group{_left_out(request)}")
+    if num_ps_given is not None and _mixed_modes(updates):
+        notes.append(
+            f"num_ps={','.join(map(str, num_ps_given))} applies to "
+            f"{', '.join(u for u in updates if u != ALL_REDUCE)}; {ALL_REDUCE} has no parameter "
+            "servers and runs with num_ps 0"
+        )
+    syncs = _syncs(request, updates, notes)
+    caches = _caches(request, data, notes)
+    input_formats = _input_formats(request, data, workload, notes)
+    return _Sweep(
+        workload=workload,
+        timeouts=timeouts,
+        extra_args=extra_args,
+        gpus=gpus,
+        models=models,
+        batch_sizes=batch_sizes,
+        updates=updates,
+        data=data,
+        adaptive=adaptive,
+        num_ps_given=num_ps_given,
+        repetitions=repetitions,
+        warmup_steps=warmup_steps,
+        steps=steps,
+        devices_per_worker=devices_per_worker,
+        ps_on_worker_nodes=ps_on_worker_nodes,
+        image_size=image_size,
+        sweep_id=sweep_id,
+        accuracy=accuracy,
+        training_axes=training_axes,
+        warmup=warmup,
+        data_dirs=data_dirs,
+        staging=staging,
+        checkpointing=checkpointing,
+        syncs=syncs,
+        caches=caches,
+        input_formats=input_formats,
+        notes=notes,
+    )
+
+
+def _checked_workload(request: Mapping[str, Any], launcher: str) -> tuple[workloads.Workload, list[str]]:
+    """The workload and its extra_args, checked first: its capabilities decide which models and
+    variable updates the rest of the request may name."""
     try:
         workload = workloads.parse_workload(request.get("workload"))
         workload.check_request(
@@ -640,12 +786,19 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         extra_args = workloads.extra_args(request.get("extra_args"))
     except workloads.WorkloadError as err:
         raise PlanError(str(err)) from None
-    known_models = workload.capabilities.models
-    known_updates = workload.capabilities.variable_updates
-    notes: list[str] = []
+    return workload, extra_args
+
+
+def _axes(
+    request: Mapping[str, Any], workload: workloads.Workload, notes: list[str]
+) -> tuple[list[int], list[str], list[int], list[str], list[str]]:
+    """The sweep's axes but num_ps (gpus, model, batch_size, variable_update, data), checked and
+    folded, with their defaults; data=both is synthetic and real."""
     gpus = _fold("gpus", _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1), notes)
     models = _fold(
-        "model", _choices("model", as_list("model", request.get("model")) or ["small_cnn"], known_models), notes
+        "model",
+        _choices("model", as_list("model", request.get("model")) or ["small_cnn"], workload.capabilities.models),
+        notes,
     )
     batch_sizes = _fold(
         "batch_size", _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [32], 1), notes
@@ -655,7 +808,7 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         _choices(
             "variable_update",
             as_list("variable_update", request.get("variable_update")) or ["parameter_server"],
-            known_updates,
+            workload.capabilities.variable_updates,
         ),
         notes,
     )
@@ -663,12 +816,28 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         "data", _choices("data", as_list("data", request.get("data")) or ["synthetic"], DATA_CHOICES + ("both",)), notes
     )
     data = ["synthetic", "real"] if "both" in data else data
+    return gpus, models, batch_sizes, updates, data
+
+
+def _ps_settings(
+    request: Mapping[str, Any], gpus: list[int], launcher: str, notes: list[str]
+) -> tuple[dict[str, Any], list[int] | None]:
+    """The adaptive settings (_adaptive) and the PS counts asked for: None where each configuration
+    takes default_num_ps (num_ps not given, or num_ps=auto, which narrows those as the sweep goes)."""
     num_ps_request = as_list("num_ps", request.get("num_ps"))
     adaptive = _adaptive(request, num_ps_request, gpus)
     _check_submit(bool(request.get("submit", True)), launcher, adaptive)
     if adaptive["num_ps_auto"]:
         num_ps_request = []
     num_ps_given = _fold("num_ps", _ints("num_ps", num_ps_request, 0), notes) if num_ps_request else None
+    return adaptive, num_ps_given
+
+
+def _run_shape(
+    request: Mapping[str, Any], workload: workloads.Workload, models: list[str]
+) -> tuple[int, int, int, int, bool, int]:
+    """(repetitions, warmup_steps, steps, devices_per_worker, ps_on_worker_nodes, image_size): what
+    every run shares, checked; image_size also against the models (0: each model's own)."""
     (repetitions,) = _ints("repetitions", [request.get("repetitions", 5)], 1)
     (warmup_steps,) = _ints("warmup_steps", [request.get("warmup_steps", 10)], 0)
     (steps,) = _ints("steps", [request.get("steps", 100)], 1)
@@ -679,163 +848,210 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         workload.check_models(models, image_size)
     except workloads.WorkloadError as err:
         raise PlanError(str(err)) from None
+    return repetitions, warmup_steps, steps, devices_per_worker, ps_on_worker_nodes, image_size
+
+
+def _sweep_id(request: Mapping[str, Any]) -> str:
+    """sweep_id ("sweep" unless given), checked to be a plain name: it names files, directories and Slurm jobs."""
     sweep_id = str(request.get("sweep_id") or "sweep")
     if not SWEEP_ID.match(sweep_id):
         raise PlanError(
             f"sweep_id={sweep_id!r} is not a plain name; use letters, digits, '.', '_' and '-' "
             "(up to 64, starting with a letter or digit)"
         )
-    accuracy = _accuracy_settings(request, workload, data)
-    if adaptive["rank_by"] == "time_to_accuracy" and not accuracy.get("target_accuracy"):
-        raise PlanError(
-            "rank_by=time_to_accuracy ranks by the time to a target; give target_accuracy (with eval_every_steps "
-            "and max_epochs), or rank_by=images_per_sec"
-        )
-    training_axes, warmup = _training_settings(request, workload, data, notes)
-    trainings = _trainings(training_axes, warmup)
+    return sweep_id
+
+
+def _data_dirs(request: Mapping[str, Any], data: list[str], notes: list[str]) -> list[str | None]:
+    """The data locations ([None]: none given), which real data needs. Several (a comma list: a shared
+    copy and a local one) are a sweep axis of the real-data runs; their storage (each node's file
+    system under it) tells them apart in the store."""
     if "real" in data and not request.get("data_dir"):
         raise PlanError(
             "data=real needs a dataset: set data_dir to a directory of ImageNet TFRecords "
             "(train-*), or use data=synthetic"
         )
-    # Several data locations (a comma list: a shared copy and a local one) are a sweep axis of the
-    # real-data runs; their storage (each node's file system under it) tells them apart in the store.
-    data_dirs = _fold("data_dir", [str(d) for d in as_list("data_dir", request.get("data_dir"))], notes) or [None]
-    staging = _staging(request, data, data_dirs)
-    checkpointing = _checkpointing(request, workload, updates)
-    if not hosts:
-        raise PlanError(f"the inventory has no TF nodes; add hosts to the tf_nodes group{_left_out(request)}")
+    return _fold("data_dir", [str(d) for d in as_list("data_dir", request.get("data_dir"))], notes) or [None]
 
+
+def _expand(sweep: _Sweep, hosts: list[Mapping[str, Any]], request: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every run of the sweep, not numbered yet: the product of its axes (AXES' order, the last
+    varying fastest) and each GPU count's PS counts, each such configuration's layout computed on
+    `hosts` (so that a point that does not fit fails now), times its variants and repetitions."""
+    trainings = _trainings(sweep.training_axes, sweep.warmup)
     runs: list[dict[str, Any]] = []
-    mixed_modes = ALL_REDUCE in updates and len(updates) > 1
-    if num_ps_given is not None and mixed_modes:
-        notes.append(
-            f"num_ps={','.join(map(str, num_ps_given))} applies to "
-            f"{', '.join(u for u in updates if u != ALL_REDUCE)}; {ALL_REDUCE} has no parameter "
-            "servers and runs with num_ps 0"
-        )
-    syncs = _syncs(request, updates, notes)
-    caches = _caches(request, data, notes)
-    input_formats = _input_formats(request, data, workload, notes)
-    for n_gpus, model, batch_size, update, data_kind in itertools.product(gpus, models, batch_sizes, updates, data):
-        if n_gpus % devices_per_worker:
+    for n_gpus, model, batch_size, update, data_kind in itertools.product(
+        sweep.gpus, sweep.models, sweep.batch_sizes, sweep.updates, sweep.data
+    ):
+        if n_gpus % sweep.devices_per_worker:
             raise PlanError(
-                f"gpus={n_gpus} is not a multiple of devices_per_worker={devices_per_worker}; "
-                f"choose gpus in steps of {devices_per_worker}"
+                f"gpus={n_gpus} is not a multiple of devices_per_worker={sweep.devices_per_worker}; "
+                f"choose gpus in steps of {sweep.devices_per_worker}"
             )
-        num_workers = n_gpus // devices_per_worker
-        ps_values = num_ps_given if num_ps_given is not None else default_num_ps(num_workers, update)
-        if num_ps_given is not None and mixed_modes:
-            # PS counts only where there are PSs: all-reduce runs once, with none; the PS
-            # modes take the counts above 0.
-            ps_values = [0] if update == ALL_REDUCE else [p for p in num_ps_given if p >= 1] or [0]
-        for num_ps in ps_values:
-            if update == ALL_REDUCE and num_ps:
-                raise PlanError(
-                    f"num_ps={num_ps} with variable_update={ALL_REDUCE}: all-reduce "
-                    "has no parameter servers; use num_ps=0 or another variable_update"
+        for num_ps in _ps_counts(sweep, n_gpus // sweep.devices_per_worker, update):
+            layout = _configuration_layout(sweep, hosts, request, n_gpus, update, num_ps)
+            if layout is None:
+                continue
+            configuration = _Configuration(n_gpus, model, batch_size, update, num_ps, data_kind)
+            runs += _configuration_runs(sweep, configuration, layout, trainings)
+    return runs
+
+
+def _ps_counts(sweep: _Sweep, num_workers: int, update: str) -> list[int]:
+    """The PS counts a configuration runs with: those given, else the study's (default_num_ps)."""
+    if sweep.num_ps_given is None:
+        return default_num_ps(num_workers, update)
+    if sweep.mixed_modes:
+        # PS counts only where there are PSs: all-reduce runs once, with none; the PS
+        # modes take the counts above 0.
+        return [0] if update == ALL_REDUCE else [p for p in sweep.num_ps_given if p >= 1] or [0]
+    return sweep.num_ps_given
+
+
+def _configuration_layout(
+    sweep: _Sweep, hosts: list[Mapping[str, Any]], request: Mapping[str, Any], n_gpus: int, update: str, num_ps: int
+) -> dict[str, Any] | None:
+    """The cluster layout of `n_gpus` with `num_ps` on `hosts`, the PS count checked against the update
+    first; None where the default PS sweep has gone past the PS slots the nodes have (it stops there)."""
+    if update == ALL_REDUCE and num_ps:
+        raise PlanError(
+            f"num_ps={num_ps} with variable_update={ALL_REDUCE}: all-reduce "
+            "has no parameter servers; use num_ps=0 or another variable_update"
+        )
+    if update != ALL_REDUCE and num_ps < 1:
+        raise PlanError(
+            f"num_ps=0 with variable_update={update}: this mode keeps the variables "
+            "on parameter servers; give num_ps >= 1"
+        )
+    try:
+        return compute_layout(
+            hosts,
+            gpus=n_gpus,
+            num_ps=num_ps,
+            devices_per_worker=sweep.devices_per_worker,
+            ps_on_worker_nodes=sweep.ps_on_worker_nodes,
+        )
+    except LayoutError as err:
+        # The default sweep stops where the nodes run out of PS slots; a value the
+        # user asked for must fit.
+        if (
+            sweep.num_ps_given is None
+            and num_ps > 1
+            and _fits(hosts, n_gpus, 1, sweep.devices_per_worker, sweep.ps_on_worker_nodes)
+        ):
+            return None
+        raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}{_left_out(request)}") from None
+
+
+def _configuration_runs(
+    sweep: _Sweep, configuration: _Configuration, layout: Mapping[str, Any], trainings: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The runs of one configuration: each variant (data location, input format, sync, training
+    setting, page cache: those of real data or PS modes only where they apply) times the repetitions."""
+    real = configuration.data == "real"
+    runs = []
+    for data_dir, input_format, sync, training, cache, repetition in itertools.product(
+        sweep.data_dirs if real else [None],
+        sweep.input_formats if real else [None],
+        sweep.syncs if configuration.variable_update != ALL_REDUCE else [None],
+        trainings,
+        sweep.caches if real else [None],
+        range(1, sweep.repetitions + 1),
+    ):
+        run = _run_keys(sweep, configuration, layout, repetition)
+        run.update(sweep.accuracy)
+        run.update(training)
+        run.update(sweep.checkpointing)
+        if sync is not None:
+            run["sync"] = sync
+        if cache is not None:
+            run["cache"] = cache
+        if input_format is not None:
+            run["input_format"] = input_format
+        if sweep.staging is not None and data_dir is not None:
+            data_dir = run["data_dir"] = sweep.staging["target"]  # the runs read the node-local copy
+        elif len(sweep.data_dirs) > 1 and data_dir is not None:
+            run["data_dir"] = data_dir  # one of several: the run's own (the roles read it)
+        # The command line the launcher runs (the workload's contract): the roles run it as it is.
+        try:
+            run.update(
+                sweep.workload.run_fields(
+                    run,
+                    layout=layout,
+                    where=f"gpus={configuration.gpus}, num_ps={configuration.num_ps}",
+                    data_dir=data_dir,
+                    timeouts=sweep.timeouts,
+                    extra_args=sweep.extra_args,
                 )
-            if update != ALL_REDUCE and num_ps < 1:
-                raise PlanError(
-                    f"num_ps=0 with variable_update={update}: this mode keeps the variables "
-                    "on parameter servers; give num_ps >= 1"
-                )
-            try:
-                layout = compute_layout(
-                    hosts,
-                    gpus=n_gpus,
-                    num_ps=num_ps,
-                    devices_per_worker=devices_per_worker,
-                    ps_on_worker_nodes=ps_on_worker_nodes,
-                )
-            except LayoutError as err:
-                # The default sweep stops where the nodes run out of PS slots; a value the
-                # user asked for must fit.
-                if (
-                    num_ps_given is None
-                    and num_ps > 1
-                    and _fits(hosts, n_gpus, 1, devices_per_worker, ps_on_worker_nodes)
-                ):
-                    continue
-                raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}{_left_out(request)}") from None
-            for data_dir, input_format, sync, training, cache, repetition in itertools.product(
-                data_dirs if data_kind == "real" else [None],
-                input_formats if data_kind == "real" else [None],
-                syncs if update != ALL_REDUCE else [None],
-                trainings,
-                caches if data_kind == "real" else [None],
-                range(1, repetitions + 1),
-            ):
-                run = {
-                    "gpus": n_gpus,
-                    "model": model,
-                    "batch_size": batch_size,
-                    "image_size": image_size or None,
-                    "variable_update": update,
-                    "num_ps": num_ps,
-                    "data": data_kind,
-                    "repetition": repetition,
-                    "num_workers": layout["num_workers"],
-                    "devices_per_worker": devices_per_worker,
-                    "worker_nodes": len({t["host"] for t in layout["tasks"] if t["job"] == "worker"}),
-                    "ps_on_worker_nodes": ps_on_worker_nodes,
-                    "warmup_steps": warmup_steps,
-                    "steps": steps,
-                    "workload": workload.label,
-                }
-                run.update(accuracy)
-                run.update(training)
-                run.update(checkpointing)
-                if sync is not None:
-                    run["sync"] = sync
-                if cache is not None:
-                    run["cache"] = cache
-                if input_format is not None:
-                    run["input_format"] = input_format
-                if staging is not None and data_dir is not None:
-                    data_dir = run["data_dir"] = staging["target"]  # the runs read the node-local copy
-                elif len(data_dirs) > 1 and data_dir is not None:
-                    run["data_dir"] = data_dir  # one of several: the run's own (the roles read it)
-                # The command line the launcher runs (the workload's contract): the roles run it as it is.
-                try:
-                    run.update(
-                        workload.run_fields(
-                            run,
-                            layout=layout,
-                            where=f"gpus={n_gpus}, num_ps={num_ps}",
-                            data_dir=data_dir,
-                            timeouts=timeouts,
-                            extra_args=extra_args,
-                        )
-                    )
-                except workloads.WorkloadError as err:
-                    raise PlanError(str(err)) from None
-                runs.append(run)
-    config = sweep_config(
-        gpus=gpus,
-        model=models,
-        batch_size=batch_sizes,
-        image_size=image_size,
-        variable_update=updates,
-        num_ps=num_ps_given if num_ps_given is not None else ("auto" if adaptive["num_ps_auto"] else "default"),
-        data=data,
-        repetitions=repetitions,
-        warmup_steps=warmup_steps,
-        steps=steps,
-        devices_per_worker=devices_per_worker,
-        ps_on_worker_nodes=ps_on_worker_nodes,
-        workload=workload.label,
-        **accuracy,
-        **training_axes,
-        **warmup,
-        **({"sync": [s for s in syncs if s is not None]} if syncs != [None] else {}),
-        **({"cache": caches} if caches != [None] else {}),
-        **({"input_format": [f or "tfrecord" for f in input_formats]} if input_formats != [None] else {}),
-        **({"data_dir": data_dirs} if len(data_dirs) > 1 else {}),
-        **({"data_staging": "copy", "stage_dir": staging["target"]} if staging else {}),
-        **{k: v for k, v in checkpointing.items() if k != "checkpoint_dir"},
-        **{k: v for k, v in adaptive.items() if k != "num_ps_auto" and v is not None},
+            )
+        except workloads.WorkloadError as err:
+            raise PlanError(str(err)) from None
+        runs.append(run)
+    return runs
+
+
+def _run_keys(
+    sweep: _Sweep, configuration: _Configuration, layout: Mapping[str, Any], repetition: int
+) -> dict[str, Any]:
+    """The keys every run has: its configuration, repetition and layout's shape, and what all runs share."""
+    return {
+        "gpus": configuration.gpus,
+        "model": configuration.model,
+        "batch_size": configuration.batch_size,
+        "image_size": sweep.image_size or None,
+        "variable_update": configuration.variable_update,
+        "num_ps": configuration.num_ps,
+        "data": configuration.data,
+        "repetition": repetition,
+        "num_workers": layout["num_workers"],
+        "devices_per_worker": sweep.devices_per_worker,
+        "worker_nodes": len({t["host"] for t in layout["tasks"] if t["job"] == "worker"}),
+        "ps_on_worker_nodes": sweep.ps_on_worker_nodes,
+        "warmup_steps": sweep.warmup_steps,
+        "steps": sweep.steps,
+        "workload": sweep.workload.label,
+    }
+
+
+def _recorded_config(sweep: _Sweep) -> dict[str, Any]:
+    """The sweep's configuration as recorded with its runs (sweep_config): the optional settings only
+    where given, so that a resume compares what was asked."""
+    return sweep_config(
+        gpus=sweep.gpus,
+        model=sweep.models,
+        batch_size=sweep.batch_sizes,
+        image_size=sweep.image_size,
+        variable_update=sweep.updates,
+        num_ps=_recorded_num_ps(sweep),
+        data=sweep.data,
+        repetitions=sweep.repetitions,
+        warmup_steps=sweep.warmup_steps,
+        steps=sweep.steps,
+        devices_per_worker=sweep.devices_per_worker,
+        ps_on_worker_nodes=sweep.ps_on_worker_nodes,
+        workload=sweep.workload.label,
+        **sweep.accuracy,
+        **sweep.training_axes,
+        **sweep.warmup,
+        **({"sync": [s for s in sweep.syncs if s is not None]} if sweep.syncs != [None] else {}),
+        **({"cache": sweep.caches} if sweep.caches != [None] else {}),
+        **({"input_format": [f or "tfrecord" for f in sweep.input_formats]} if sweep.input_formats != [None] else {}),
+        **({"data_dir": sweep.data_dirs} if len(sweep.data_dirs) > 1 else {}),
+        **({"data_staging": "copy", "stage_dir": sweep.staging["target"]} if sweep.staging else {}),
+        **{k: v for k, v in sweep.checkpointing.items() if k != "checkpoint_dir"},
+        **{k: v for k, v in sweep.adaptive.items() if k != "num_ps_auto" and v is not None},
     )
+
+
+def _recorded_num_ps(sweep: _Sweep) -> list[int] | str:
+    """num_ps as recorded: the counts given, else auto or default (each GPU count's default_num_ps)."""
+    if sweep.num_ps_given is not None:
+        return sweep.num_ps_given
+    return "auto" if sweep.adaptive["num_ps_auto"] else "default"
+
+
+def _number_runs(runs: list[dict[str, Any]], sweep_id: str) -> None:
+    """Number the runs in plan order: index, run_id (sweep, position, configuration digest) and done=false."""
     width = len(str(len(runs)))
     for index, run in enumerate(runs, start=1):
         # The digest makes the id name the configuration, not only its position: resuming a
@@ -844,24 +1060,6 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         run["index"] = index
         run["run_id"] = f"{sweep_id}-{index:0{width}d}-{digest}"
         run["done"] = False
-    return {
-        "sweep_id": sweep_id,
-        "runs": runs,
-        "total_runs": len(runs),
-        "pending_runs": len(runs),
-        "workload": workload.as_dict(),
-        "program": workload.program(),
-        "capabilities": workload.capabilities.as_dict(),
-        "sweep_config": config,
-        # Every data location the sweep reads (the dataset check looks in each, on every node).
-        "data_dirs": [d for d in data_dirs if d is not None] if "real" in data else [],
-        # data_staging=copy: every node copies source (data_dir) to target (stage_dir) before the first run.
-        "staging": staging,
-        # checkpoint_every_steps/_secs: the folder worker 0 saves into (checked writable on every node first).
-        "checkpoint_dir": checkpointing.get("checkpoint_dir"),
-        "notes": notes,
-        "adaptive": adaptive if _is_adaptive(adaptive) else None,
-    }
 
 
 def resume(plan: dict[str, Any], recorded: Recorded, extend: bool = False) -> dict[str, Any]:
