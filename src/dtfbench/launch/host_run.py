@@ -7,6 +7,11 @@ A library for the tf_host_run module (library/tf_host_run.py documents the state
 they return): ``HostRun(params, check_mode, warn).run()`` returns the result of one state or
 raises ``TaskError``. Each task is a ``TfTask`` (``task.py``); while it waits, the call
 watches for the controller going away and then stops every task of the run on this host.
+
+``HostRun`` holds what every state shares (the run's tasks, their names and options, the
+supervisors this call started, the controller watch); each state is a stage of its own:
+``HostCheck`` (checked), ``HostStart`` (started, and the start of finished), ``HostFinish``
+(finished) and ``HostStop`` (stopped); ``NicSamplerTask`` is the host's NIC sampler.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -100,6 +105,11 @@ class HostRun(object):
     ``params``: the tf_host_run module's options; ``check_mode``: change nothing; ``warn``: a
     function that takes a warning's text. ``run()`` returns the result of ``params["state"]``
     or raises TaskError (its message, and the result fields).
+
+    Each state is a stage's (``HostCheck``, ``HostStart``, ``HostFinish``, ``HostStop``); what
+    they share stays here: the tasks, their names, command lines and TfTask options, the
+    TfTask calls (with the supervisors this call started), the controller watch and the
+    interrupt it leads to, and the call's result.
     """
 
     def __init__(self, params, check_mode=False, warn=None):
@@ -118,12 +128,12 @@ class HostRun(object):
         # for a few ms after its start (TfTask.is_supervisor; issue #19: a worker started
         # last was "gone before port ... was ready", its log empty, at 64 test-bed hosts).
         self.children = {}
-        # What the wait saw of each running task: its heartbeat's mtime and when the wait saw
-        # it change ({name: (mtime_ns, seen_at)}, on this host's clock: a run directory on a
-        # shared file system may carry another clock's mtimes), and since when its program
-        # has been a zombie that its supervisor has not recorded ({name: seen_at}).
-        self.beats = {}
-        self.unrecorded = {}
+        # The stages (below), and the NIC sampler that the start and the stop run beside them.
+        self.nic = NicSamplerTask(self)
+        self.checking = HostCheck(self)
+        self.starting = HostStart(self)
+        self.finishing = HostFinish(self)
+        self.stopping = HostStop(self)
 
     # ---- helpers -------------------------------------------------------------------
 
@@ -194,7 +204,7 @@ class HostRun(object):
             inspector.signal_all(loners, groups, signal.SIGTERM)
         reports = [self.call(self.task_params(task), "stopped")[1] for task in self.tasks]
         if self.tasks:
-            self.call(self.nic_params(), "stopped")
+            self.call(self.nic.task_params(), "stopped")
         stopped = [r["name"] for r in reports if r.get("terminated")]
         self.fail(
             "interrupted: %s; stopped %s" % (why, ", ".join(stopped) or "nothing (no task ran)"),
@@ -204,26 +214,69 @@ class HostRun(object):
             tasks=reports,
         )
 
-    # ---- checked -------------------------------------------------------------------
+    @staticmethod
+    def any_started(reports):
+        # Only a task that this call started is a change: one that already ran is left as it
+        # is ("not started again"), so a repeated call reports changed=false.
+        return any(report.get("changed") for report in reports)
+
+    # ---- states ----------------------------------------------------------------------
 
     def checked(self):
-        stored = procfs.read(os.path.join(self.run_dir, COMPLETE_MARKER))
+        return self.checking.checked()
+
+    def started(self):
+        return self.starting.started()
+
+    def finished(self):
+        return self.finishing.finished()
+
+    def stopped(self):
+        return self.stopping.stopped()
+
+    def wait_all_ready(self, reports):
+        """Poll every task's port until all accept (``HostStart.wait_all_ready``)."""
+        return self.starting.wait_all_ready(reports)
+
+    def run(self):
+        state = self.params["state"]
+        if state in ("started", "finished"):
+            missing = [o for o in ("cluster_spec", "program") if not self.params[o]]
+            if missing:
+                self.fail("%s required with state=%s" % (" and ".join(missing), state))
+        return getattr(self, state)()
+
+
+class HostCheck(object):
+    """The checked state of a ``HostRun``: whether the run can start on this host.
+
+    Owns the look before anything of the run starts anywhere: the complete marker of a run
+    done already (its stored results), the ports (another sweep's claim waited for, a listener
+    named), the room on the run directory's disk, the data directory's read rate.
+    """
+
+    def __init__(self, host):
+        self.host = host
+
+    def checked(self):
+        host = self.host
+        stored = procfs.read(os.path.join(host.run_dir, COMPLETE_MARKER))
         complete, stored_results = False, None
         if stored is not None:
             try:
                 stored_results = json.loads(stored)
                 complete = isinstance(stored_results, list)
             except ValueError:
-                self.warn("the marker %s/%s is not valid JSON: the run is done again" % (self.run_dir, COMPLETE_MARKER))
+                host.warn("the marker %s/%s is not valid JSON: the run is done again" % (host.run_dir, COMPLETE_MARKER))
         busy = []
         if not complete:
             # Another sweep's run on this host holds its ports from its tasks' start, before they
             # listen (launch/port_claim.py): wait for it to end, up to the ready timeout, then
             # say which run holds the port.
-            deadline = time.monotonic() + (0.0 if self.check_mode else self.params["ready_timeout"])
-            for task in self.tasks:
+            deadline = time.monotonic() + (0.0 if host.check_mode else host.params["ready_timeout"])
+            for task in host.tasks:
                 held = port_claim.wait_released(
-                    self.run_root, task["address"], task["port"], deadline - time.monotonic(), ignore_run=self.run_id
+                    host.run_root, task["address"], task["port"], deadline - time.monotonic(), ignore_run=host.run_id
                 )
                 if held is not None or _port_open(task["address"], task["port"], 1.0):
                     entry = dict(
@@ -231,10 +284,10 @@ class HostRun(object):
                         task_index=task["task_index"],
                         address=task["address"],
                         port=task["port"],
-                        pids=self.task(task).listener_hint(task["port"]),
+                        pids=host.task(task).listener_hint(task["port"]),
                     )
                     if held is not None:
-                        entry.update(claimed_by=port_claim.describe(held), waited=round(self.params["ready_timeout"]))
+                        entry.update(claimed_by=port_claim.describe(held), waited=round(host.params["ready_timeout"]))
                     busy.append(dict(entry, msg=busy_port(entry)))
         result = dict(
             changed=False,
@@ -242,55 +295,70 @@ class HostRun(object):
             busy=busy,
             # Before anything of the run starts anywhere, as the ports: a disk without room
             # for the run's logs and results would fail it, or lose what it measured, later.
-            room_problem=None if complete else room_problem(self.run_dir),
-            run_id=self.params["run_id"],
-            run_dir=self.run_dir,
+            room_problem=None if complete else room_problem(host.run_dir),
+            run_id=host.params["run_id"],
+            run_dir=host.run_dir,
         )
         if complete:
             result["stored_results"] = stored_results
-        if self.params["data_read_dir"]:
+        if host.params["data_read_dir"]:
             # Just before the run, not during it (which would slow the run down), in the call
             # the run pays anyway: a task of its own cost every run a module call a host.
             from ..node import read_throughput
 
             result["data_read"] = read_throughput.measured(
-                self.params["data_read_dir"], files=self.params["data_read_files"], cache=self.params["data_cache"]
+                host.params["data_read_dir"], files=host.params["data_read_files"], cache=host.params["data_cache"]
             )
-        return self.done(**result)
+        return host.done(**result)
 
-    # ---- the NIC sampler -------------------------------------------------------------
 
-    def nic_tag(self):
-        first = self.tasks[0]
+class NicSamplerTask(object):
+    """This host's NIC sampler: one more task of the run (nic_sampler.py), in a fork of its
+    supervisor.
+
+    Owns the sampler's task (its name and samples file carry the host's first task), its start
+    before the host's tasks, which never fails the run, and its stop, which gives this host's
+    NIC figures over nic_window. ``host``: the ``HostRun``.
+    """
+
+    def __init__(self, host):
+        self.host = host
+
+    def tag(self):
+        host = self.host
+        first = host.tasks[0]
         return "%s-%s-%d" % (NIC_TASK, first["job"], first["task_index"])
 
-    def nic_samples(self):
-        return os.path.join(self.run_dir, "%s.samples" % self.nic_tag())
+    def samples(self):
+        host = self.host
+        return os.path.join(host.run_dir, "%s.samples" % self.tag())
 
-    def nic_params(self, **extra):
+    def task_params(self, **extra):
+        host = self.host
         params = dict(
-            name="%s-%s" % (self.params["run_id"], self.nic_tag()),
-            run_dir=self.run_dir,
-            grace_period=min(self.params["grace_period"], 2.0),
-            log_tail_lines=self.params["log_tail_lines"],
+            name="%s-%s" % (host.params["run_id"], self.tag()),
+            run_dir=host.run_dir,
+            grace_period=min(host.params["grace_period"], 2.0),
+            log_tail_lines=host.params["log_tail_lines"],
         )
         params.update(extra)
         return params
 
-    def start_nic_sampler(self, table=None):
+    def start(self, table=None):
         """Start this host's NIC sampler (before its tasks, so that its samples span their
         measured steps). Never fails the run: a sampler that cannot start is a warning, and
         the host's NIC figures are unknown, with why."""
-        interval = self.params["nic_sample_interval"]
-        if not interval or self.check_mode or not self.tasks:
+        host = self.host
+        interval = host.params["nic_sample_interval"]
+        if not interval or host.check_mode or not host.tasks:
             return
-        samples = self.nic_samples()
-        address, max_runtime = self.tasks[0]["address"], self.params["max_runtime"]
+        samples = self.samples()
+        address, max_runtime = host.tasks[0]["address"], host.params["max_runtime"]
         try:
             if os.path.exists(samples):
                 os.unlink(samples)
         except (IOError, OSError) as error:
-            self.warn("the NIC sampler cannot be set up in %s: %s" % (self.run_dir, error))
+            host.warn("the NIC sampler cannot be set up in %s: %s" % (host.run_dir, error))
             return
 
         def sampler():
@@ -308,62 +376,90 @@ class HostRun(object):
             "--max-runtime",
             str(max_runtime),
         ]
-        failed, result = self.call(
-            self.nic_params(argv=argv, program=sampler, wait_ready=False, max_runtime=max_runtime),
+        failed, result = host.call(
+            self.task_params(argv=argv, program=sampler, wait_ready=False, max_runtime=max_runtime),
             "started",
             table=table,
         )
         if failed:
-            self.warn("the NIC sampler did not start: %s" % result["msg"])
+            host.warn("the NIC sampler did not start: %s" % result["msg"])
 
-    def stop_nic_sampler(self):
+    def stop(self):
         """Stop the sampler; this host's NIC figures over ``nic_window`` (docs/network.md)."""
-        if not self.params["nic_sample_interval"]:
+        host = self.host
+        if not host.params["nic_sample_interval"]:
             return nic_sampler.unknown("the NIC sampler is off (nic_sample_interval=0)")
-        if not self.tasks:
+        if not host.tasks:
             return nic_sampler.unknown("no task of the run on this host")
-        failed, result = self.call(self.nic_params(), "stopped", self.check_mode)
+        failed, result = host.call(self.task_params(), "stopped", host.check_mode)
         if failed:
-            self.warn("the NIC sampler did not stop: %s" % result["msg"])
-        window = self.params["nic_window"]
+            host.warn("the NIC sampler did not stop: %s" % result["msg"])
+        window = host.params["nic_window"]
         if window is None:
             return nic_sampler.unknown("no measured window was given (the run failed or gave no results)")
-        return nic_sampler.host_figures(self.nic_samples(), window)
+        return nic_sampler.host_figures(self.samples(), window)
 
-    # ---- started / finished ----------------------------------------------------------
+
+class HostStart(object):
+    """The started state of a ``HostRun`` (and the start of its finished state).
+
+    Owns the start of every task and the wait until every port accepts: the ports claimed
+    first (all or none, launch/port_claim.py), one look at the process table for every task's
+    leftovers, the NIC sampler started before the tasks; in check mode, what would start.
+    """
+
+    def __init__(self, host):
+        self.host = host
+
+    def started(self):
+        host = self.host
+        reports = self.start_and_wait()
+        if host.check_mode:
+            return self.check_mode_result(reports)
+        return host.done(changed=host.any_started(reports), tasks=reports)
+
+    def start_and_wait(self):
+        """Start every task and wait until all are ready (in check mode: start nothing)."""
+        host = self.host
+        host.watch = ControllerWatch()
+        reports = self.start_all()
+        if not host.check_mode:
+            self.wait_all_ready(reports)
+        return reports
 
     def start_all(self):
         """Start every task without waiting; returns the per-task reports."""
+        host = self.host
         # One look at the process table for every task's leftovers, not one a task: a look
         # reads every process's environment (three looks a host and run, ~4 ms each with the
         # processes of 16 test-bed hosts).
-        table = None if self.check_mode else procfs.table()
+        table = None if host.check_mode else procfs.table()
         # Every port claimed before anything starts (launch/port_claim.py): a port that another
         # sweep's run holds refuses the start with nothing started.
-        claims = {} if self.check_mode else self.claim_all()
+        claims = {} if host.check_mode else self.claim_all()
         try:
-            self.start_nic_sampler(table)
+            host.nic.start(table)
             reports = []
-            for task in self.tasks:
-                params = self.task_params(
+            for task in host.tasks:
+                params = host.task_params(
                     task,
-                    argv=self.argv(task),
+                    argv=host.argv(task),
                     wait_ready=False,
-                    max_runtime=self.params["max_runtime"],
-                    ready_timeout=self.params["ready_timeout"],
+                    max_runtime=host.params["max_runtime"],
+                    ready_timeout=host.params["ready_timeout"],
                     environment=dict(
-                        self.params["environment"], CUDA_VISIBLE_DEVICES=task.get("cuda_visible_devices") or ""
+                        host.params["environment"], CUDA_VISIBLE_DEVICES=task.get("cuda_visible_devices") or ""
                     ),
                 )
                 if task["job"] == "ps":
                     # A PS never takes a GPU.
                     params["environment"]["CUDA_VISIBLE_DEVICES"] = ""
-                claim = claims.get(self.name(task))
-                failed, result = self.call(dict(params, port_claim=claim), "started", self.check_mode, table)
+                claim = claims.get(host.name(task))
+                failed, result = host.call(dict(params, port_claim=claim), "started", host.check_mode, table)
                 if claim is not None and result.get("pid"):
                     port_claim.name_holder(claim, result["pid"])
                 if failed:
-                    self.fail(result["msg"], changed=True, failed_at=time.time(), tasks=reports + [result])
+                    host.fail(result["msg"], changed=True, failed_at=time.time(), tasks=reports + [result])
                 reports.append(result)
             return reports
         finally:
@@ -382,17 +478,18 @@ class HostRun(object):
         Claims are a guard, as the sweep markers are: a run root that is not safe to write in
         (the task's start refuses it, naming why) or a disk that refuses the claim's file (full,
         read-only: the check names the disk) starts the run without them, never fails it."""
-        if unsafe_dir_path(self.run_root, os.geteuid()) is not None:
+        host = self.host
+        if unsafe_dir_path(host.run_root, os.geteuid()) is not None:
             return {}
-        deadline = time.monotonic() + self.params["ready_timeout"]
-        ordered = sorted(self.tasks, key=lambda task: (str(task["address"]), int(task["port"])))
+        deadline = time.monotonic() + host.params["ready_timeout"]
+        ordered = sorted(host.tasks, key=lambda task: (str(task["address"]), int(task["port"])))
         while True:
             claims, blocked = self.try_claims(ordered)
             if blocked is None:
                 return claims
             task, held = blocked
             held = port_claim.wait_released(
-                self.run_root, task["address"], task["port"], deadline - time.monotonic(), ignore_run=self.run_id
+                host.run_root, task["address"], task["port"], deadline - time.monotonic(), ignore_run=host.run_id
             )
             if held is not None:
                 entry = dict(
@@ -401,28 +498,29 @@ class HostRun(object):
                     address=task["address"],
                     port=task["port"],
                     claimed_by=port_claim.describe(held),
-                    waited=round(self.params["ready_timeout"]),
+                    waited=round(host.params["ready_timeout"]),
                 )
-                self.fail(busy_port(entry), changed=False, failed_at=time.time())
+                host.fail(busy_port(entry), changed=False, failed_at=time.time())
 
     def try_claims(self, ordered):
         """({task name: descriptor}, None) with every port claimed that can be, or ({}, (task,
         holder)) for the first port another run holds, with every claim taken let go again."""
+        host = self.host
         claims = {}
         try:
             for task in ordered:
-                owner = dict(run_id=self.run_id, job=task["job"], task_index=task["task_index"])
+                owner = dict(run_id=host.run_id, job=task["job"], task_index=task["task_index"])
                 try:
-                    descriptor, held = port_claim.take(self.run_root, task["address"], task["port"], owner)
+                    descriptor, held = port_claim.take(host.run_root, task["address"], task["port"], owner)
                 except OSError as error:
-                    self.warn(
+                    host.warn(
                         "port %d on %s is not claimed for %s %d (%s): a sweep started beside this one could take it"
                         % (task["port"], task["address"], task["job"], task["task_index"], error)
                     )
                     continue
                 if descriptor is not None:
-                    claims[self.name(task)] = descriptor
-                elif held.get("run_id") != self.run_id:
+                    claims[host.name(task)] = descriptor
+                elif held.get("run_id") != host.run_id:
                     for taken in claims.values():
                         os.close(taken)
                     return {}, (task, held)
@@ -434,13 +532,14 @@ class HostRun(object):
 
     def wait_all_ready(self, reports):
         """Poll every task's port until all accept; fail fast on a task that exits first."""
-        deadline = time.time() + self.params["ready_timeout"]
-        waiting = list(range(len(self.tasks)))
+        host = self.host
+        deadline = time.time() + host.params["ready_timeout"]
+        waiting = list(range(len(host.tasks)))
         polls = ready_polls()
         while waiting:
             for position in list(waiting):
-                task = self.tasks[position]
-                inspector = self.task(task)
+                task = host.tasks[position]
+                inspector = host.task(task)
                 pid = inspector.read_pid()
                 if not inspector.is_supervisor(pid):
                     record = inspector.read_exit(pid) or {}
@@ -451,32 +550,32 @@ class HostRun(object):
                         waiting.remove(position)
                         continue
                     # Gone before its port was ready: TfTask's ready phrases it, with the log tail.
-                    failed, result = self.call(self.task_params(task, ready_timeout=0), "ready")
+                    failed, result = host.call(host.task_params(task, ready_timeout=0), "ready")
                     if failed:
                         record = result.get("exit") or {}
-                        self.fail(
+                        host.fail(
                             result["msg"], changed=True, failed_at=record.get("ended") or time.time(), tasks=reports
                         )
                 if _port_open(task["address"], task["port"], 0.2):
                     reports[position]["ready"] = True
-                    reports[position]["ready_after"] = round(time.time() - self.started_at, 3)
+                    reports[position]["ready_after"] = round(time.time() - host.started_at, 3)
                     waiting.remove(position)
-            self.check_controller()
+            host.check_controller()
             if waiting and time.time() >= deadline:
                 late = ", ".join(
                     "%s %d on %s:%d"
                     % (
-                        self.tasks[p]["job"],
-                        self.tasks[p]["task_index"],
-                        self.tasks[p]["address"],
-                        self.tasks[p]["port"],
+                        host.tasks[p]["job"],
+                        host.tasks[p]["task_index"],
+                        host.tasks[p]["address"],
+                        host.tasks[p]["port"],
                     )
                     for p in waiting
                 )
-                first = self.task(self.tasks[waiting[0]])
-                self.fail(
+                first = host.task(host.tasks[waiting[0]])
+                host.fail(
                     first.with_tail(
-                        "%s did not accept connections within ready_timeout=%s s" % (late, self.params["ready_timeout"])
+                        "%s did not accept connections within ready_timeout=%s s" % (late, host.params["ready_timeout"])
                     ),
                     changed=True,
                     failed_at=time.time(),
@@ -485,48 +584,61 @@ class HostRun(object):
             if waiting:
                 time.sleep(next(polls))
 
-    def start_and_wait(self):
-        """Start every task and wait until all are ready (in check mode: start nothing)."""
-        self.watch = ControllerWatch()
-        reports = self.start_all()
-        if not self.check_mode:
-            self.wait_all_ready(reports)
-        return reports
-
     def check_mode_result(self, reports):
         # TfTask in check mode starts nothing and says which tasks it would start: those
         # that already run are no change (as without check mode).
+        host = self.host
         would = [report["name"] for report in reports if report.get("changed")]
-        return self.done(
+        return host.done(
             changed=bool(would),
             tasks=reports,
             msg="check mode: would start %s" % ", ".join(would) if would else "check mode: every task already runs",
         )
 
-    def started(self):
-        reports = self.start_and_wait()
-        if self.check_mode:
-            return self.check_mode_result(reports)
-        return self.done(changed=self.any_started(reports), tasks=reports)
+
+class HostFinish(object):
+    """The finished state of a ``HostRun``: the wait for its workers' end.
+
+    Owns what that wait sees of the running tasks (their heartbeats; a program whose end its
+    supervisor did not record) and what it makes of an end: the workers' outcomes, a frozen
+    task stopped and named, a failure reported with the task of this host that ended first.
+    """
+
+    def __init__(self, host):
+        self.host = host
+        # What the wait saw of each running task: its heartbeat's mtime and when the wait saw
+        # it change ({name: (mtime_ns, seen_at)}, on this host's clock: a run directory on a
+        # shared file system may carry another clock's mtimes), and since when its program
+        # has been a zombie that its supervisor has not recorded ({name: seen_at}).
+        self.beats = {}
+        self.unrecorded = {}
 
     def finished(self):
-        if self.params["start"]:
-            reports = self.start_and_wait()
-            if self.check_mode:
-                return self.check_mode_result(reports)
+        host = self.host
+        if host.params["start"]:
+            reports = host.starting.start_and_wait()
+            if host.check_mode:
+                return host.starting.check_mode_result(reports)
         else:  # started by an earlier state=started call: only wait (see the option start)
-            self.watch = ControllerWatch()
-            reports = [dict(name=self.name(task), changed=False) for task in self.tasks]
-        workers = [t for t in self.tasks if t["job"] == "worker"]
-        deadline = time.time() + self.params["timeout"]
+            host.watch = ControllerWatch()
+            reports = [dict(name=host.name(task), changed=False) for task in host.tasks]
+        return self.wait_for_workers(reports)
+
+    def wait_for_workers(self, reports):
+        """Wait until every worker has ended (a PS that exits by itself on the way is done);
+        the first failure, a frozen task, the controller going away or the timeout fails the
+        run. ``reports``: the tasks' reports of the start."""
+        host = self.host
+        workers = [t for t in host.tasks if t["job"] == "worker"]
+        deadline = time.time() + host.params["timeout"]
         outcomes, ps_done = {}, set()
         while len(outcomes) < len(workers):
             stalled, running = [], []
-            for task in self.tasks:
-                name = self.name(task)
+            for task in host.tasks:
+                name = host.name(task)
                 if name in outcomes or name in ps_done:
                     continue
-                inspector = self.task(task)
+                inspector = host.task(task)
                 pid = inspector.read_pid()
                 record = inspector.read_exit(pid)
                 if record is None and inspector.is_supervisor(pid):
@@ -538,13 +650,13 @@ class HostRun(object):
                     ps_done.add(name)  # ours exit by themselves once every worker is done
                     continue
                 # Ended: TfTask's finished phrases how, with the result file and log tail.
-                failed, result = self.call(
-                    self.task_params(task, timeout=0, result_file=self.result_file(task)), "finished"
+                failed, result = host.call(
+                    host.task_params(task, timeout=0, result_file=host.result_file(task)), "finished"
                 )
                 if failed:
                     result = self.cause_first(task, result)
                     record = result.get("exit") or {}
-                    self.fail(
+                    host.fail(
                         result["msg"],
                         changed=True,
                         failed_at=record.get("ended") or time.time(),
@@ -557,13 +669,13 @@ class HostRun(object):
                     ps_done.add(name)
             if stalled:
                 self.stop_frozen(stalled, reports, workers, outcomes)
-            self.check_controller()
+            host.check_controller()
             if len(outcomes) < len(workers):
                 if time.time() >= deadline:
-                    late = [self.name(t) for t in workers if self.name(t) not in outcomes]
-                    self.fail(
-                        self.task([t for t in workers if self.name(t) in late][0]).with_tail(
-                            "%s still run(s) after timeout=%s s" % (", ".join(late), self.params["timeout"])
+                    late = [host.name(t) for t in workers if host.name(t) not in outcomes]
+                    host.fail(
+                        host.task([t for t in workers if host.name(t) in late][0]).with_tail(
+                            "%s still run(s) after timeout=%s s" % (", ".join(late), host.params["timeout"])
                         ),
                         changed=True,
                         failed_at=time.time(),
@@ -573,16 +685,17 @@ class HostRun(object):
                 # A supervisor exits right after it recorded its program's end, and the
                 # controller's side hangs up when it goes: both wake this wait at once. The
                 # heartbeats, a signal and the timeout are looked at every WAIT_LOOK.
-                procfs.wait_for_any_end(running, WAIT_LOOK if procfs.PIDFDS else POLL * 2, self.watch.hang_ups())
-        return self.done(
-            changed=self.any_started(reports), tasks=reports, workers=self.worker_reports(workers, outcomes)
+                procfs.wait_for_any_end(running, WAIT_LOOK if procfs.PIDFDS else POLL * 2, host.watch.hang_ups())
+        return host.done(
+            changed=host.any_started(reports), tasks=reports, workers=self.worker_reports(workers, outcomes)
         )
 
     def look_at_running(self, task, inspector, pid, stalled):
         """A task whose supervisor runs: the exit record written in place of a supervisor that
         stopped answering after its program ended, else None (the task runs; appended to
         ``stalled`` when its heartbeat stood still for stall_timeout)."""
-        name, now = self.name(task), time.time()
+        host = self.host
+        name, now = host.name(task), time.time()
         program, state = inspector.program(pid)
         if state == "Z":
             first = self.unrecorded.setdefault(name, now)
@@ -599,7 +712,7 @@ class HostRun(object):
                 % (pid, procfs.state(pid), program, SILENT_SUPERVISOR_GRACE),
             )
         self.unrecorded.pop(name, None)
-        if program is None or not self.params["stall_timeout"]:
+        if program is None or not host.params["stall_timeout"]:
             return None
         try:
             mtime = os.stat(inspector.heartbeat_file).st_mtime_ns
@@ -608,7 +721,7 @@ class HostRun(object):
         seen = self.beats.get(name)
         if seen is None or seen[0] != mtime:
             self.beats[name] = (mtime, now)
-        elif now - seen[1] >= self.params["stall_timeout"]:
+        elif now - seen[1] >= host.params["stall_timeout"]:
             stalled.append(dict(task=task, inspector=inspector, program=program, state=state, since=seen[1]))
         return None
 
@@ -617,6 +730,7 @@ class HostRun(object):
         the cause: a frozen task cannot end by its own timeouts, and its peers' errors
         (DeadlineExceeded) are only the consequence. failed_at is when their heartbeat last
         moved, before the peers gave up on them."""
+        host = self.host
         what = []
         for frozen in stalled:
             doing = ""
@@ -630,14 +744,14 @@ class HostRun(object):
                 % (
                     frozen["inspector"].name,
                     time.time() - frozen["since"],
-                    self.params["stall_timeout"],
+                    host.params["stall_timeout"],
                     ", last at: %s" % doing if doing else "",
                     frozen["program"],
                     FROZEN_STATES.get(frozen["state"], "in state %s" % frozen["state"]),
                 )
             )
-        stops = [self.call(self.task_params(frozen["task"]), "stopped")[1] for frozen in stalled]
-        self.fail(
+        stops = [host.call(host.task_params(frozen["task"]), "stopped")[1] for frozen in stalled]
+        host.fail(
             stalled[0]["inspector"].with_tail(
                 "; ".join(what) + ("; stopped it" if len(stalled) == 1 else "; stopped them")
             ),
@@ -656,14 +770,15 @@ class HostRun(object):
         words say it lost a peer (PEER_LOST); a task of this host killed by a signal within
         that time is its cause even when its supervisor, slower on busy cores, recorded the
         end a moment after the worker's."""
+        host = self.host
         ended = (result.get("exit") or {}).get("ended") or time.time()
         peer_lost = PEER_LOST in (result.get("msg") or "")
         slack = CAUSE_SLACK if task["job"] == "ps" or peer_lost else 0.0
         deadline = time.time() + slack
         while True:
             earlier = []
-            for other in self.tasks:
-                inspector = self.task(other)
+            for other in host.tasks:
+                inspector = host.task(other)
                 record = inspector.read_exit(inspector.read_pid()) if other is not task else None
                 if record and (record.get("rc") or record.get("signal")) and record.get("ended"):
                     if record["ended"] < ended + slack:
@@ -679,23 +794,18 @@ class HostRun(object):
             cause = min(earlier)[4]
         else:
             return result
-        failed, cause_result = self.call(
-            self.task_params(cause, timeout=0, result_file=self.result_file(cause)), "finished"
+        failed, cause_result = host.call(
+            host.task_params(cause, timeout=0, result_file=host.result_file(cause)), "finished"
         )
         if not failed:
             return result
         return dict(cause_result, msg="%s\nthen: %s" % (cause_result["msg"], result["msg"].splitlines()[0]))
 
-    @staticmethod
-    def any_started(reports):
-        # Only a task that this call started is a change: one that already ran is left as it
-        # is ("not started again"), so a repeated call reports changed=false.
-        return any(report.get("changed") for report in reports)
-
     def worker_reports(self, workers, outcomes):
+        host = self.host
         reports = []
         for task in workers:
-            outcome = outcomes.get(self.name(task))
+            outcome = outcomes.get(host.name(task))
             if outcome is None:
                 continue
             reports.append(
@@ -710,35 +820,73 @@ class HostRun(object):
             )
         return reports
 
-    # ---- stopped ---------------------------------------------------------------------
+
+class HostStop(object):
+    """The stopped state of a ``HostRun``: the run's end on this host.
+
+    Owns the complete marker (written first), the wait for the PSs to exit by themselves (up
+    to ps_exit_timeout), which tasks died rather than being stopped, and the stop of every
+    task and of the NIC sampler.
+    """
+
+    def __init__(self, host):
+        self.host = host
 
     def stopped(self):
-        params = self.params
+        host = self.host
+        changed = self.mark_complete()
+        self.wait_for_the_ps()
+        died = self.died()
+        reports, survivors = [], []
+        for task in host.tasks:
+            failed, result = host.call(host.task_params(task), "stopped", host.check_mode)
+            changed = changed or result.get("changed", False)
+            reports.append(result)
+            if failed:
+                survivors.append(result["msg"])
+        nic = host.nic.stop()
+        if survivors:
+            host.fail("; ".join(survivors), changed=changed, tasks=reports, died=died, nic=nic)
+        return host.done(changed=changed, tasks=reports, died=died, nic=nic)
+
+    def mark_complete(self):
+        """The complete marker, written first: the workers' results are complete whatever the
+        PSs do next, and a controller that goes away while they exit (up to ps_exit_timeout)
+        leaves a run that a rerun finds complete. Whether that is a change."""
+        host = self.host
+        params = host.params
         changed = False
-        # The marker first: the workers' results are complete whatever the PSs do next, and a
-        # controller that goes away while they exit (up to ps_exit_timeout) leaves a run that
-        # a rerun finds complete.
         if params["complete_results"] is not None:
-            path = os.path.join(self.run_dir, COMPLETE_MARKER)
+            path = os.path.join(host.run_dir, COMPLETE_MARKER)
             content = json.dumps(params["complete_results"], indent=2, sort_keys=True) + "\n"
             # Writing the marker is a change (state=checked reports the run complete from now
             # on), also when there was nothing left to stop; the same marker again is none.
             if procfs.read(path) != content:
                 changed = True
-                if not self.check_mode:
+                if not host.check_mode:
                     changed = self.write_marker(path, content)
-        ps_tasks = [t for t in self.tasks if t["job"] == "ps"]
-        deadline = time.time() + params["ps_exit_timeout"]
+        return changed
+
+    def wait_for_the_ps(self):
+        """Up to ps_exit_timeout for the PSs to exit by themselves (once their workers are done)."""
+        host = self.host
+        ps_tasks = [t for t in host.tasks if t["job"] == "ps"]
+        deadline = time.time() + host.params["ps_exit_timeout"]
         # Signals only note that the controller went away: the stop goes on to its end.
-        self.watch = ControllerWatch()
-        while ps_tasks and time.time() < deadline and not self.watch.gone():
-            running = [pid for pid in (self.task(t).running_supervisor() for t in ps_tasks) if pid is not None]
+        host.watch = ControllerWatch()
+        while ps_tasks and time.time() < deadline and not host.watch.gone():
+            running = [pid for pid in (host.task(t).running_supervisor() for t in ps_tasks) if pid is not None]
             if not running:
                 break
             procfs.wait_for_any_end(running, min(POLL * 2, max(deadline - time.time(), 0)))
+
+    def died(self):
+        """The tasks that ended by a signal or a failure before this stop's own, not by a stop
+        (but by the dead-man deadline): each one's name, when and how it ended."""
+        host = self.host
         died = []
-        for task in self.tasks:
-            inspector = self.task(task)
+        for task in host.tasks:
+            inspector = host.task(task)
             pid = inspector.read_pid()
             record = inspector.read_exit(pid) if pid is not None else None
             # A task this or an earlier stop ended carries the signal its supervisor received
@@ -752,47 +900,30 @@ class HostRun(object):
                 how = supervisor.how_it_ended(record)
                 died.append(
                     dict(
-                        name=self.name(task),
+                        name=host.name(task),
                         ended=record.get("ended"),
-                        msg=inspector.with_tail("task %s %s" % (self.name(task), how)),
+                        msg=inspector.with_tail("task %s %s" % (host.name(task), how)),
                     )
                 )
-        reports, survivors = [], []
-        for task in self.tasks:
-            failed, result = self.call(self.task_params(task), "stopped", self.check_mode)
-            changed = changed or result.get("changed", False)
-            reports.append(result)
-            if failed:
-                survivors.append(result["msg"])
-        nic = self.stop_nic_sampler()
-        if survivors:
-            self.fail("; ".join(survivors), changed=changed, tasks=reports, died=died, nic=nic)
-        return self.done(changed=changed, tasks=reports, died=died, nic=nic)
+        return died
 
     def write_marker(self, path, content):
         """Write the complete marker; a disk too full for it is a warning, not a failure: the
         results are already the controller's (``complete_results``), which records the run; the
         marker only spares a rerun of the same run id. Whether it was written."""
+        host = self.host
         try:
             write_replacing(path, content)
         except (IOError, OSError) as error:
             if error.errno not in DISK_FULL:
                 raise
-            self.warn(
+            host.warn(
                 "%s; the run's results reached the controller, which records them, but a rerun of "
                 "run %s will not find it complete here and runs it again"
                 % (
-                    disk_full(self.run_dir, path, error),
-                    self.params["run_id"],
+                    disk_full(host.run_dir, path, error),
+                    host.params["run_id"],
                 )
             )
             return False
         return True
-
-    def run(self):
-        state = self.params["state"]
-        if state in ("started", "finished"):
-            missing = [o for o in ("cluster_spec", "program") if not self.params[o]]
-            if missing:
-                self.fail("%s required with state=%s" % (" and ".join(missing), state))
-        return getattr(self, state)()

@@ -15,7 +15,7 @@ last (run id, task, pid, since) for the message of a sweep that finds it held.
 
 A check that finds a port claimed waits for the claim (another sweep's run ends in minutes), up
 to its ready timeout. Two sweeps can still check at the same moment and both find the ports
-free: their starts then claim all of a run's ports or none (HostRun.claim_all), in one order,
+free: their starts then claim all of a run's ports or none (HostStart.claim_all), in one order,
 and the one that finds a port held lets its own go and waits for it, up to the same timeout,
 before it names the holder.
 Standard library only, and the nodes' oldest Python, as the rest of the host code.

@@ -8,6 +8,10 @@ a host's tasks of one run per call, the tf_task_host_run module): ``TfTask(param
 warn).run()`` returns the result of one state, or raises ``TaskError`` (its message and the
 result fields). Each task's supervisor (``supervisor.py`` beside this file) is a fork of the
 process that starts the task (``fork_supervisor``).
+
+``TfTask`` holds what every state shares (the task's files, what they and /proc say of it, the
+result); each state is a stage of its own: ``TaskStart`` (started), ``TaskReadiness`` (ready),
+``TaskFinish`` (finished) and ``TaskStop`` (stopped).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -336,7 +340,7 @@ class TaskError(Exception):
 
 
 class TfTask(object):
-    """One task process: its files, its processes and its states.
+    """One task process: its identity, its files and what they and /proc say of it.
 
     ``params``: the tf_task module's options (missing ones take their defaults);
     ``check_mode``: change nothing, say what would change; ``warn``: a function that takes a
@@ -346,6 +350,12 @@ class TfTask(object):
     function that the supervisor's child runs in place of executing ``argv``, which then
     describes it (the NIC sampler: no interpreter of its own to start); and ``port_claim``,
     the descriptor of the port's claim (launch/port_claim.py) the supervisor is to hold.
+
+    Each state is a stage's (``TaskStart``: started; ``TaskReadiness``: ready, and a start's
+    wait for the port; ``TaskFinish``: finished; ``TaskStop``: stopped, and the termination
+    the other stages fall back on); what they share stays here: the task's files and what
+    they and /proc say (the pid, the supervisor, its program, the exit record, the log), and
+    the result. dtfbench.launch.host_run inspects tasks through these without running a state.
     """
 
     argument_spec = dict(
@@ -396,11 +406,12 @@ class TfTask(object):
         self.marker = base
         self.marker_entry = ("%s=%s" % (MARKER_ENV, self.marker)).encode("utf-8")
         self.started_at = time.time()
-        # The supervisor's ``Supervisor`` when this process started it (start(), or ``process``
-        # from the caller that did: dtfbench.launch.host_run); kept, so nothing else reaps it.
+        # The supervisor's ``Supervisor`` when this process started it (TaskStart.start, or
+        # ``process`` from the caller that did: dtfbench.launch.host_run); kept, so nothing else
+        # reaps it.
         self.process = process
         # The process table a caller read for several tasks' starts (``procfs.table()``): where
-        # ``start`` looks for this task's leftovers. None: its own look.
+        # ``TaskStart.start`` looks for this task's leftovers. None: its own look.
         self.table = table
         self.result = dict(
             changed=False,
@@ -412,6 +423,11 @@ class TfTask(object):
             log_file=self.log_file,
             exit_file=self.exit_file,
         )
+        # The stages (below): each runs its state on this task's files and result.
+        self.starting = TaskStart(self)
+        self.readiness = TaskReadiness(self)
+        self.finishing = TaskFinish(self)
+        self.stopping = TaskStop(self)
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -489,10 +505,534 @@ class TfTask(object):
             return None
         return record
 
+    def program(self, pid):
+        """(pid, state) of the program that the supervisor pid runs, or (None, None) before it
+        started it or after it reaped it."""
+        for child in procfs.children(pid):
+            state = procfs.state(child)
+            if state is not None:
+                return child, state
+        return None, None
+
+    def exit_fields(self, record):
+        fields = dict(
+            exit=record, rc=record.get("rc"), signal=record.get("signal"), signal_name=record.get("signal_name")
+        )
+        if record.get("duration") is not None:
+            fields["runtime"] = round(record["duration"], 3)
+        return fields
+
+    def full_disk_note(self):
+        """Why a task may have left no exit record or result: the run directory's disk, too full
+        for the room its supervisor reserves for the record (supervisor.NO_ROOM_EXIT) or for
+        the result; "" when the disk has room."""
+        free = free_bytes(self.run_dir)
+        if free is None or free >= 2 * supervisor.EXIT_RESERVE:
+            return ""
+        return "; the disk of run_dir %s is full (%d KB free on its file system): %s" % (
+            self.run_dir,
+            free // 1024,
+            _free_some_room(self.run_dir),
+        )
+
+    def listener_hint(self, port):
+        """Pids listening on the TCP port (best effort, own user's processes only)."""
+        return procfs.listening_pids(port)
+
+    # ---- what the stages do, as host_run asks it of a task --------------------------
+
+    def processes(self, pgid=None, trusted=False, table=None):
+        """The task's live pids, process groups and loners (``TaskStop.processes``)."""
+        return self.stopping.processes(pgid, trusted, table)
+
+    @staticmethod
+    def signal_all(loners, groups, signum):
+        TaskStop.signal_all(loners, groups, signum)
+
+    def record_for_silent_supervisor(self, pid, program, status, ended, why):
+        """The exit record of a supervisor that did not write it (``TaskFinish``)."""
+        return self.finishing.record_for_silent_supervisor(pid, program, status, ended, why)
+
+    # ---- states ----------------------------------------------------------------------
+
+    def started(self):
+        return self.starting.started()
+
+    def ready(self):
+        return self.readiness.ready()
+
+    def finished(self):
+        return self.finishing.finished()
+
+    def stopped(self):
+        return self.stopping.stopped()
+
+    def run(self):
+        try:
+            return getattr(self, self.params["state"])()
+        except (IOError, OSError) as error:
+            if error.errno not in DISK_FULL:
+                raise
+            self.fail(disk_full(self.run_dir, None, error))
+
+
+class TaskStart(object):
+    """The started state of a ``TfTask``: the start of its supervisor and program.
+
+    Owns what happens before the task runs: a task already running is left as it is (its
+    command line compared); else the run directory is made safe, the program and its
+    environment checked, leftovers of an earlier start stopped, a busy port refused, and the
+    supervisor forked with a fresh log, its pid file written. The wait for the port that
+    follows is ``TaskReadiness``'s.
+    """
+
+    def __init__(self, task):
+        self.task = task
+
+    def started(self):
+        task = self.task
+        pid = task.running_supervisor()
+        if pid is not None:
+            task.result.update(pid=pid, running=True)
+            # A program run in the supervisor's fork (``program``) shows the command line of the
+            # process it was forked from: only an executed one can be compared.
+            cmd = task.running_argv(pid) if task.params.get("program") is None else task.params["argv"]
+            if cmd is not None and cmd != task.params["argv"]:
+                task.warn(
+                    "task %s already runs (pid %d) with another command line; it is "
+                    "left as it is - stop it first to apply the new one: %s" % (task.name, pid, " ".join(cmd))
+                )
+            task.result["cmd"] = cmd
+            if task.params["port"] is None:
+                return task.done(ready=True)
+            if task.check_mode:
+                return task.done(ready=_port_open(task.params["ready_host"], task.params["port"], 1.0))
+            return task.readiness.wait_ready(pid, None)
+        if task.check_mode:
+            return task.done(
+                changed=True, cmd=task.params["argv"], ready=False, msg="check mode: would start %s" % task.name
+            )
+        return self.start()
+
+    def start(self):
+        task = self.task
+        params = task.params
+        env = self.environment()
+        self.safe_run_dir()
+        self.check_program(env)
+        # Leftovers of an earlier start (a stale pid file; descendants that outlived it). The
+        # termination looks again: one seen in a caller's table may have ended since.
+        leftovers = task.stopping.processes(table=task.table)[0]
+        if leftovers:
+            terminated, killed, remaining = task.stopping.terminate()
+            if terminated:
+                task.warn(
+                    "stopped %d leftover process(es) of an earlier start of %s: %s"
+                    % (len(terminated), task.name, terminated)
+                )
+            if remaining:
+                task.fail("leftover processes of %s survive SIGKILL: %s" % (task.name, remaining))
+        if params["port"] is not None and _port_open(params["ready_host"], params["port"], 1.0):
+            owners = task.listener_hint(params["port"])
+            task.fail(
+                "port %d on %s already accepts connections before %s starts%s; a stale "
+                "task or another program holds it - stop it or choose another port"
+                % (params["port"], params["ready_host"], task.name, " (listening pids: %s)" % owners if owners else "")
+            )
+        for stale in (task.exit_file, task.pid_file, task.heartbeat_file):
+            if os.path.exists(stale):
+                os.unlink(stale)
+        task.stopping.remove_stale_reservations()
+        if os.path.exists(task.log_file):
+            os.rename(task.log_file, task.log_file + ".1")
+        log = os.open(task.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+        try:
+            process = fork_supervisor(
+                task.exit_file, params["argv"], env, task.chdir, log, params.get("program"), params.get("port_claim")
+            )
+        except OSError as error:
+            task.fail("cannot start the supervisor of %s: %s" % (task.name, error))
+        finally:
+            os.close(log)
+        task.process = process
+        try:
+            write_replacing(task.pid_file, "%d\n" % process.pid)
+        except BaseException:
+            # A supervisor that no later call could find (a full disk refused its pid file)
+            # must not run on: its group (its own session's) goes with it.
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            process.wait()
+            raise
+        task.result.update(changed=True, pid=process.pid, running=True, cmd=list(params["argv"]))
+        if params["port"] is None:
+            return task.done(ready=True, ready_after=task.elapsed())
+        if not params["wait_ready"]:
+            return task.done(ready=False)
+        return task.readiness.wait_ready(process.pid, process)
+
+    def safe_run_dir(self):
+        """Create run_dir (one folder at a time) and check its whole path.
+
+        The task's files (its log, pid file, exit record, results) are written here, often as
+        root: a folder on the path that someone else owns or may write to (another user's
+        /tmp/dtfbench, made in advance, or a runs/ of mode 777) could swap them or point them
+        elsewhere. Checked again after creating, so a folder someone else
+        made in between is refused too (mkdir meets it as EEXIST).
+        """
+        task = self.task
+        uid = os.geteuid()
+        why = unsafe_dir_path(task.run_dir, uid)
+        if why is None and not os.path.isdir(task.run_dir):
+            parts = [part for part in task.run_dir.split("/") if part]
+            for depth in range(1, len(parts) + 1):
+                folder = "/" + "/".join(parts[:depth])
+                try:
+                    os.mkdir(folder, 0o700 if depth == len(parts) else 0o755)
+                except OSError as error:
+                    if error.errno != errno.EEXIST:
+                        task.fail("cannot create run_dir %s: %s" % (task.run_dir, error))
+            why = unsafe_dir_path(task.run_dir, uid)
+        if why is None:
+            info = os.lstat(task.run_dir)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o022:
+                why = "%s itself must be a folder (not a link) of this user (%s) that only it can write (mode %o)" % (
+                    task.run_dir,
+                    _user(uid),
+                    stat.S_IMODE(info.st_mode),
+                )
+        if why is not None:
+            task.fail(
+                "run_dir %s is unsafe: %s; remove or fix that (chown/chmod go-w), or choose a "
+                "run_dir (dtfbench_run_root) on a path that only this user and root can write" % (task.run_dir, why)
+            )
+
+    def check_program(self, env):
+        task = self.task
+        argv = task.params["argv"]
+        if not os.path.isdir(task.chdir) and task.chdir != task.run_dir:
+            task.fail("chdir %s is not a directory" % task.chdir)
+        if task.params.get("program") is not None:
+            return  # run in the supervisor's fork: argv only describes it
+        program = argv[0]
+        if "/" in program:
+            path = os.path.join(task.chdir, program)
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                task.fail("argv[0] %s is not an executable file (relative to chdir %s)" % (program, task.chdir))
+        elif _which(program, env.get("PATH", os.defpath)) is None:
+            task.fail(
+                "argv[0] %s is not found in the task's PATH (%s); give its full path"
+                % (program, env.get("PATH", os.defpath))
+            )
+
+    def environment(self):
+        task = self.task
+        env = dict(os.environ)
+        for key, value in task.params["environment"].items():
+            key = str(key)
+            if value is None:
+                env.pop(key, None)
+            elif isinstance(value, bool):
+                env[key] = "true" if value else "false"
+            else:
+                env[key] = str(value)
+        env[MARKER_ENV] = task.marker
+        env[HEARTBEAT_ENV] = task.heartbeat_file
+        if task.params["max_runtime"]:
+            env["TF_TASK_SUPERVISOR_MAX_RUNTIME"] = str(task.params["max_runtime"])
+            env["TF_TASK_SUPERVISOR_GRACE"] = str(task.params["grace_period"])
+        return env
+
+
+class TaskReadiness(object):
+    """The ready state of a ``TfTask``, and a start's wait for its port.
+
+    Owns the wait for the task's port to accept connections: it fails fast when the task
+    ends first (how, from its exit record and log) and, past ready_timeout, stops a task
+    that this call started (``TaskStop``) and leaves one that already ran.
+    """
+
+    def __init__(self, task):
+        self.task = task
+
+    def ready(self):
+        task = self.task
+        pid = task.read_pid()
+        if pid is None:
+            task.fail(
+                "task %s was never started: no pid file in %s; start it with "
+                "state=started first" % (task.name, task.run_dir),
+                ready=False,
+            )
+        task.result.update(pid=pid, running=task.is_supervisor(pid))
+        if task.check_mode:
+            return task.done(ready=_port_open(task.params["ready_host"], task.params["port"], 1.0))
+        return self.wait_ready(pid, None)
+
+    def wait_ready(self, pid, process):
+        """Poll the port until it accepts; fail fast when the task exits (started it: stop it
+        on timeout)."""
+        task = self.task
+        params = task.params
+        deadline = time.time() + params["ready_timeout"]
+        while True:
+            exited = (process.poll() is not None) if process is not None else not task.is_supervisor(pid)
+            if exited:
+                record = task.read_exit(pid) or {}
+                fields = task.exit_fields(record) if record else {}
+                how = supervisor.how_it_ended(record) if record else "is gone"
+                if record.get("error"):
+                    how += " (%s)" % record["error"]
+                if not record:
+                    how += _child_status(pid)
+                task.fail(
+                    task.with_tail(
+                        "task %s %s before port %d was ready%s"
+                        % (task.name, how, params["port"], "" if record else task.full_disk_note())
+                    ),
+                    running=False,
+                    ready=False,
+                    log_tail=task.log_tail(),
+                    **fields,
+                )
+            remaining = deadline - time.time()
+            if _port_open(params["ready_host"], params["port"], min(1.0, max(remaining, 0))):
+                return task.done(ready=True, ready_after=task.elapsed())
+            if time.time() >= deadline:
+                break
+            time.sleep(min(POLL, max(deadline - time.time(), 0)))
+        msg = "task %s did not accept connections on %s:%d within ready_timeout=%s s" % (
+            task.name,
+            params["ready_host"],
+            params["port"],
+            params["ready_timeout"],
+        )
+        if process is None:
+            task.fail(
+                task.with_tail(msg + " (it was already running; left running)"), ready=False, log_tail=task.log_tail()
+            )
+        terminated, killed, remaining = task.stopping.terminate(pid)
+        process.wait()
+        task.stopping.record_stop(pid, bool(killed))
+        msg += "; stopped its process group"
+        if remaining:
+            msg += ", but pids %s survive SIGKILL" % remaining
+        record = task.read_exit(pid) or {}
+        task.fail(
+            task.with_tail(msg),
+            running=False,
+            ready=False,
+            log_tail=task.log_tail(),
+            terminated=terminated,
+            killed=killed,
+            **task.exit_fields(record),
+        )
+
+
+class TaskFinish(object):
+    """The finished state of a ``TfTask``: the wait for its end and what it left.
+
+    Owns the wait for the task's exit record (up to timeout, then stop_on_timeout), the
+    result file it wrote, the leftovers it left, and how the end is told (rc, signal,
+    max_runtime, the worker's own reason); and the exit record that tf_host_run's wait writes
+    for a supervisor that stopped answering after its program ended.
+    """
+
+    def __init__(self, task):
+        self.task = task
+
+    def finished(self):
+        task = self.task
+        params = task.params
+        pid = task.read_pid()
+        deadline = time.time() + params["timeout"]
+        while True:
+            alive = task.is_supervisor(pid)
+            record = task.read_exit(pid)
+            if record is None and not alive:
+                record = task.read_exit(pid)
+            if record is not None:
+                break
+            if not alive:
+                if pid is None:
+                    msg = "task %s was never started here: no pid file %s" % (task.name, task.pid_file)
+                else:
+                    msg = (
+                        "task %s (pid %d) is gone without an exit status: it was killed with "
+                        "SIGKILL, or the host restarted%s" % (task.name, pid, task.full_disk_note())
+                    )
+                if task.check_mode:
+                    return task.done(msg="check mode: " + msg, log_tail=task.log_tail())
+                task.fail(
+                    task.with_tail(msg),
+                    pid=pid,
+                    log_tail=task.log_tail(),
+                    rc=None,
+                    signal=None,
+                    signal_name=None,
+                    result=None,
+                    timed_out=False,
+                )
+            task.result.update(pid=pid, running=True)
+            if task.check_mode:
+                return task.done(
+                    timed_out=False,
+                    log_tail=task.log_tail(),
+                    msg="check mode: task %s runs; would wait up to %s s for it" % (task.name, params["timeout"]),
+                )
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                self.finished_timeout(pid)
+            time.sleep(min(POLL * 2, remaining))
+        task.result.update(pid=pid, running=False)
+        fields = task.exit_fields(record)
+        result, problem = self.read_result()
+        leftover = [p for p in task.stopping.processes()[0] if p != pid]
+        if leftover:
+            task.warn(
+                "task %s exited but left processes running: %s; stop them with state=stopped" % (task.name, leftover)
+            )
+        fields.update(result=result, timed_out=False, log_tail=task.log_tail(), leftover=leftover)
+        if record.get("rc") == 0:
+            if problem and problem[0] == "invalid":
+                task.fail(problem[1], **fields)
+            if problem:
+                task.warn(problem[1])
+            return task.done(**fields)
+        how = supervisor.how_it_ended(record)
+        if record.get("deadline_exceeded"):
+            how += " after running past its max_runtime"
+        if record.get("error"):
+            how += " (%s)" % record["error"]
+        reason = None
+        if isinstance(result, dict):
+            reason = result.get("reason") or result.get("error") or result.get("message")
+        if reason:
+            how += ": %s" % reason
+        elif result is None:
+            how += task.full_disk_note()  # a worker whose disk filled up could write no result
+        task.fail(task.with_tail("task %s %s" % (task.name, how)), **fields)
+
+    def finished_timeout(self, pid):
+        task = self.task
+        msg = "task %s still runs after timeout=%s s" % (task.name, task.params["timeout"])
+        extra = {}
+        if task.params["stop_on_timeout"]:
+            terminated, killed, remaining = task.stopping.terminate(pid)
+            task.stopping.record_stop(pid, bool(killed))
+            msg += "; stopped it (stop_on_timeout)"
+            if remaining:
+                msg += ", but pids %s survive SIGKILL" % remaining
+            extra.update(terminated=terminated, killed=killed, running=task.is_supervisor(pid))
+        else:
+            msg += "; it is left running (stop it with state=stopped, or set stop_on_timeout)"
+        task.fail(
+            task.with_tail(msg),
+            timed_out=True,
+            rc=None,
+            signal=None,
+            signal_name=None,
+            result=None,
+            log_tail=task.log_tail(),
+            **extra,
+        )
+
+    def read_result(self):
+        """(parsed result or None, None or (kind, message))."""
+        task = self.task
+        path = task.params["result_file"]
+        if not path:
+            return None, None
+        path = os.path.join(task.chdir, path)
+        data = procfs.read(path)
+        if data is None:
+            return None, ("missing", "task %s wrote no result file %s" % (task.name, path))
+        try:
+            return json.loads(data), None
+        except ValueError as error:
+            return None, ("invalid", "result file %s of task %s is not valid JSON: %s" % (path, task.name, error))
+
+    def record_for_silent_supervisor(self, pid, program, status, ended, why):
+        """Write the exit record that the supervisor pid did not write although its program
+        ended (status: the program's wait status, read from /proc while it is a zombie): the
+        program's own exit decides the task's outcome, not the stalled supervisor. The
+        supervisor, if it runs again, replaces it with its own (the same exit)."""
+        task = self.task
+        record = {
+            "schema": 1,
+            "supervisor_pid": pid,
+            "pid": program,
+            "rc": None,
+            "signal": None,
+            "signal_name": None,
+            "ended": ended,
+            "recorded_by": "tf_host_run",
+            "note": why,
+        }
+        if os.WIFSIGNALED(status):
+            record["signal"] = os.WTERMSIG(status)
+            try:
+                record["signal_name"] = signal.Signals(record["signal"]).name
+            except ValueError:
+                record["signal_name"] = "SIG%d" % record["signal"]
+        else:
+            record["rc"] = os.WEXITSTATUS(status)
+        tmp = "%s.tmp.%d" % (task.exit_file, os.getpid())
+        try:
+            with open(tmp, "w") as handle:
+                json.dump(record, handle, sort_keys=True)
+            os.rename(tmp, task.exit_file)
+        except (IOError, OSError) as error:
+            task.warn("could not write %s: %s" % (task.exit_file, error))
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            return None
+        return record
+
+
+class TaskStop(object):
+    """The stopped state of a ``TfTask``, and the termination every stage falls back on.
+
+    Owns the task's live processes (its supervisor's group and whatever carries its marker)
+    and their end: SIGTERM, the grace period, SIGKILL; the exit record of a supervisor killed
+    before it wrote one; the room reserved for the records of supervisors that are gone. A
+    start stops leftovers with it, a ready wait and a finished wait their timed-out task.
+    """
+
+    def __init__(self, task):
+        self.task = task
+
+    def stopped(self):
+        task = self.task
+        pid = task.running_supervisor()
+        found = self.processes(pid)
+        pids = found[0]
+        task.result.update(pid=pid, running=bool(pid))
+        if not pids:
+            if not task.check_mode:
+                self.remove_stale_reservations()
+            return task.done(terminated=[], killed=[], msg="task %s is not running" % task.name)
+        if task.check_mode:
+            return task.done(changed=True, terminated=[], killed=[], msg="check mode: would stop pids %s" % pids)
+        terminated, killed, remaining = self.terminate(pid, found)
+        self.record_stop(pid, bool(killed))
+        fields = dict(terminated=terminated, killed=killed, running=task.is_supervisor(pid))
+        record = task.read_exit(pid)
+        if record is not None:
+            fields.update(task.exit_fields(record))
+        if remaining:
+            task.fail("processes of task %s survive SIGKILL: %s" % (task.name, remaining), changed=True, **fields)
+        return task.done(changed=True, **fields)
+
     def processes(self, pgid=None, trusted=False, table=None):
         """Live pids of the task (the group of a verified supervisor, and every process that
         carries the marker), the process groups to signal, and the pids outside them; from
         ``table`` (``procfs.table()``, read once for several tasks) or a fresh look."""
+        task = self.task
         own = os.getpid()
         own_group = os.getpgrp()
         marked, groups = set(), set()
@@ -501,10 +1041,10 @@ class TfTask(object):
             if pid == own:
                 continue
             stat = stats[pid] = (found[0], found[2])  # (state, process group)
-            if self.marker_entry in environ:
+            if task.marker_entry in environ:
                 marked.add(pid)
                 groups.add(stat[1])
-        if pgid is not None and (trusted or self.is_supervisor(pgid)):
+        if pgid is not None and (trusted or task.is_supervisor(pgid)):
             groups.add(pgid)
         groups.discard(own_group)
         groups.discard(0)
@@ -521,7 +1061,8 @@ class TfTask(object):
         stays trusted while its members die (a group id is not reused while it has members).
         ``found``: what ``processes(pgid)`` gave the caller just before (no second look).
         """
-        trusted = pgid is not None and self.is_supervisor(pgid)
+        task = self.task
+        trusted = pgid is not None and task.is_supervisor(pgid)
         pids, groups, loners = found if found is not None else self.processes(pgid, trusted)
         if not pids:
             return [], [], []
@@ -532,7 +1073,7 @@ class TfTask(object):
         self.signal_all(loners, groups, signal.SIGCONT)
         # Each look waits for one of them to end (a SIGTERM'd program and its supervisor end
         # within ms), or POLL at most.
-        deadline = time.time() + self.params["grace_period"]
+        deadline = time.time() + task.params["grace_period"]
         while pids and time.time() < deadline:
             procfs.wait_for_any_end(pids, min(POLL, max(deadline - time.time(), 0)))
             pids, groups, loners = self.processes(pgid, trusted)
@@ -562,7 +1103,8 @@ class TfTask(object):
 
     def record_stop(self, pid, killed):
         """Write an exit record when the supervisor died without writing one."""
-        if pid is None or self.read_exit(pid) is not None:
+        task = self.task
+        if pid is None or task.read_exit(pid) is not None:
             return
         record = {
             "schema": 1,
@@ -577,468 +1119,36 @@ class TfTask(object):
         }
         # Into the room the supervisor reserved for its record (its supervisor.reservation),
         # which a full disk still has.
-        tmp = supervisor.reservation(self.exit_file, pid)
+        tmp = supervisor.reservation(task.exit_file, pid)
         data = json.dumps(record, sort_keys=True).encode("utf-8")
         try:
             with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644), "wb") as handle:
                 handle.write(data)
                 handle.truncate(len(data))
-            os.rename(tmp, self.exit_file)
+            os.rename(tmp, task.exit_file)
         except (IOError, OSError) as error:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
             if error.errno in DISK_FULL:
-                self.warn(disk_full(self.run_dir, self.exit_file, error))
+                task.warn(disk_full(task.run_dir, task.exit_file, error))
             else:
-                self.warn("could not write %s: %s" % (self.exit_file, error))
+                task.warn("could not write %s: %s" % (task.exit_file, error))
 
     def remove_stale_reservations(self):
         """The exit records' reserved room (supervisor.reservation) of supervisors that died
         without writing their record and without a stop that wrote it for them."""
-        prefix = os.path.basename(self.exit_file) + ".tmp."
+        task = self.task
+        prefix = os.path.basename(task.exit_file) + ".tmp."
         try:
-            names = os.listdir(self.run_dir)
+            names = os.listdir(task.run_dir)
         except OSError:
             return
         for name in names:
             pid = name[len(prefix) :]
-            if name.startswith(prefix) and pid.isdigit() and not self.is_supervisor(int(pid)):
+            if name.startswith(prefix) and pid.isdigit() and not task.is_supervisor(int(pid)):
                 try:
-                    os.unlink(os.path.join(self.run_dir, name))
+                    os.unlink(os.path.join(task.run_dir, name))
                 except OSError:
                     pass
-
-    def full_disk_note(self):
-        """Why a task may have left no exit record or result: the run directory's disk, too full
-        for the room its supervisor reserves for the record (supervisor.NO_ROOM_EXIT) or for
-        the result; "" when the disk has room."""
-        free = free_bytes(self.run_dir)
-        if free is None or free >= 2 * supervisor.EXIT_RESERVE:
-            return ""
-        return "; the disk of run_dir %s is full (%d KB free on its file system): %s" % (
-            self.run_dir,
-            free // 1024,
-            _free_some_room(self.run_dir),
-        )
-
-    def program(self, pid):
-        """(pid, state) of the program that the supervisor pid runs, or (None, None) before it
-        started it or after it reaped it."""
-        for child in procfs.children(pid):
-            state = procfs.state(child)
-            if state is not None:
-                return child, state
-        return None, None
-
-    def record_for_silent_supervisor(self, pid, program, status, ended, why):
-        """Write the exit record that the supervisor pid did not write although its program
-        ended (status: the program's wait status, read from /proc while it is a zombie): the
-        program's own exit decides the task's outcome, not the stalled supervisor. The
-        supervisor, if it runs again, replaces it with its own (the same exit)."""
-        record = {
-            "schema": 1,
-            "supervisor_pid": pid,
-            "pid": program,
-            "rc": None,
-            "signal": None,
-            "signal_name": None,
-            "ended": ended,
-            "recorded_by": "tf_host_run",
-            "note": why,
-        }
-        if os.WIFSIGNALED(status):
-            record["signal"] = os.WTERMSIG(status)
-            try:
-                record["signal_name"] = signal.Signals(record["signal"]).name
-            except ValueError:
-                record["signal_name"] = "SIG%d" % record["signal"]
-        else:
-            record["rc"] = os.WEXITSTATUS(status)
-        tmp = "%s.tmp.%d" % (self.exit_file, os.getpid())
-        try:
-            with open(tmp, "w") as handle:
-                json.dump(record, handle, sort_keys=True)
-            os.rename(tmp, self.exit_file)
-        except (IOError, OSError) as error:
-            self.warn("could not write %s: %s" % (self.exit_file, error))
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            return None
-        return record
-
-    def exit_fields(self, record):
-        fields = dict(
-            exit=record, rc=record.get("rc"), signal=record.get("signal"), signal_name=record.get("signal_name")
-        )
-        if record.get("duration") is not None:
-            fields["runtime"] = round(record["duration"], 3)
-        return fields
-
-    def environment(self):
-        env = dict(os.environ)
-        for key, value in self.params["environment"].items():
-            key = str(key)
-            if value is None:
-                env.pop(key, None)
-            elif isinstance(value, bool):
-                env[key] = "true" if value else "false"
-            else:
-                env[key] = str(value)
-        env[MARKER_ENV] = self.marker
-        env[HEARTBEAT_ENV] = self.heartbeat_file
-        if self.params["max_runtime"]:
-            env["TF_TASK_SUPERVISOR_MAX_RUNTIME"] = str(self.params["max_runtime"])
-            env["TF_TASK_SUPERVISOR_GRACE"] = str(self.params["grace_period"])
-        return env
-
-    def check_program(self, env):
-        argv = self.params["argv"]
-        if not os.path.isdir(self.chdir) and self.chdir != self.run_dir:
-            self.fail("chdir %s is not a directory" % self.chdir)
-        if self.params.get("program") is not None:
-            return  # run in the supervisor's fork: argv only describes it
-        program = argv[0]
-        if "/" in program:
-            path = os.path.join(self.chdir, program)
-            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-                self.fail("argv[0] %s is not an executable file (relative to chdir %s)" % (program, self.chdir))
-        elif _which(program, env.get("PATH", os.defpath)) is None:
-            self.fail(
-                "argv[0] %s is not found in the task's PATH (%s); give its full path"
-                % (program, env.get("PATH", os.defpath))
-            )
-
-    def listener_hint(self, port):
-        """Pids listening on the TCP port (best effort, own user's processes only)."""
-        return procfs.listening_pids(port)
-
-    # ---- states ----------------------------------------------------------------------
-
-    def started(self):
-        pid = self.running_supervisor()
-        if pid is not None:
-            self.result.update(pid=pid, running=True)
-            # A program run in the supervisor's fork (``program``) shows the command line of the
-            # process it was forked from: only an executed one can be compared.
-            cmd = self.running_argv(pid) if self.params.get("program") is None else self.params["argv"]
-            if cmd is not None and cmd != self.params["argv"]:
-                self.warn(
-                    "task %s already runs (pid %d) with another command line; it is "
-                    "left as it is - stop it first to apply the new one: %s" % (self.name, pid, " ".join(cmd))
-                )
-            self.result["cmd"] = cmd
-            if self.params["port"] is None:
-                return self.done(ready=True)
-            if self.check_mode:
-                return self.done(ready=_port_open(self.params["ready_host"], self.params["port"], 1.0))
-            return self.wait_ready(pid, None)
-        if self.check_mode:
-            return self.done(
-                changed=True, cmd=self.params["argv"], ready=False, msg="check mode: would start %s" % self.name
-            )
-        return self.start()
-
-    def start(self):
-        params = self.params
-        env = self.environment()
-        self.safe_run_dir()
-        self.check_program(env)
-        # Leftovers of an earlier start (a stale pid file; descendants that outlived it). The
-        # termination looks again: one seen in a caller's table may have ended since.
-        leftovers = self.processes(table=self.table)[0]
-        if leftovers:
-            terminated, killed, remaining = self.terminate()
-            if terminated:
-                self.warn(
-                    "stopped %d leftover process(es) of an earlier start of %s: %s"
-                    % (len(terminated), self.name, terminated)
-                )
-            if remaining:
-                self.fail("leftover processes of %s survive SIGKILL: %s" % (self.name, remaining))
-        if params["port"] is not None and _port_open(params["ready_host"], params["port"], 1.0):
-            owners = self.listener_hint(params["port"])
-            self.fail(
-                "port %d on %s already accepts connections before %s starts%s; a stale "
-                "task or another program holds it - stop it or choose another port"
-                % (params["port"], params["ready_host"], self.name, " (listening pids: %s)" % owners if owners else "")
-            )
-        for stale in (self.exit_file, self.pid_file, self.heartbeat_file):
-            if os.path.exists(stale):
-                os.unlink(stale)
-        self.remove_stale_reservations()
-        if os.path.exists(self.log_file):
-            os.rename(self.log_file, self.log_file + ".1")
-        log = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
-        try:
-            process = fork_supervisor(
-                self.exit_file, params["argv"], env, self.chdir, log, params.get("program"), params.get("port_claim")
-            )
-        except OSError as error:
-            self.fail("cannot start the supervisor of %s: %s" % (self.name, error))
-        finally:
-            os.close(log)
-        self.process = process
-        try:
-            write_replacing(self.pid_file, "%d\n" % process.pid)
-        except BaseException:
-            # A supervisor that no later call could find (a full disk refused its pid file)
-            # must not run on: its group (its own session's) goes with it.
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            process.wait()
-            raise
-        self.result.update(changed=True, pid=process.pid, running=True, cmd=list(params["argv"]))
-        if params["port"] is None:
-            return self.done(ready=True, ready_after=self.elapsed())
-        if not params["wait_ready"]:
-            return self.done(ready=False)
-        return self.wait_ready(process.pid, process)
-
-    def safe_run_dir(self):
-        """Create run_dir (one folder at a time) and check its whole path.
-
-        The task's files (its log, pid file, exit record, results) are written here, often as
-        root: a folder on the path that someone else owns or may write to (another user's
-        /tmp/dtfbench, made in advance, or a runs/ of mode 777) could swap them or point them
-        elsewhere. Checked again after creating, so a folder someone else
-        made in between is refused too (mkdir meets it as EEXIST).
-        """
-        uid = os.geteuid()
-        why = unsafe_dir_path(self.run_dir, uid)
-        if why is None and not os.path.isdir(self.run_dir):
-            parts = [part for part in self.run_dir.split("/") if part]
-            for depth in range(1, len(parts) + 1):
-                folder = "/" + "/".join(parts[:depth])
-                try:
-                    os.mkdir(folder, 0o700 if depth == len(parts) else 0o755)
-                except OSError as error:
-                    if error.errno != errno.EEXIST:
-                        self.fail("cannot create run_dir %s: %s" % (self.run_dir, error))
-            why = unsafe_dir_path(self.run_dir, uid)
-        if why is None:
-            info = os.lstat(self.run_dir)
-            if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o022:
-                why = "%s itself must be a folder (not a link) of this user (%s) that only it can write (mode %o)" % (
-                    self.run_dir,
-                    _user(uid),
-                    stat.S_IMODE(info.st_mode),
-                )
-        if why is not None:
-            self.fail(
-                "run_dir %s is unsafe: %s; remove or fix that (chown/chmod go-w), or choose a "
-                "run_dir (dtfbench_run_root) on a path that only this user and root can write" % (self.run_dir, why)
-            )
-
-    def ready(self):
-        pid = self.read_pid()
-        if pid is None:
-            self.fail(
-                "task %s was never started: no pid file in %s; start it with "
-                "state=started first" % (self.name, self.run_dir),
-                ready=False,
-            )
-        self.result.update(pid=pid, running=self.is_supervisor(pid))
-        if self.check_mode:
-            return self.done(ready=_port_open(self.params["ready_host"], self.params["port"], 1.0))
-        return self.wait_ready(pid, None)
-
-    def wait_ready(self, pid, process):
-        """Poll the port until it accepts; fail fast when the task exits (started it: stop it
-        on timeout)."""
-        params = self.params
-        deadline = time.time() + params["ready_timeout"]
-        while True:
-            exited = (process.poll() is not None) if process is not None else not self.is_supervisor(pid)
-            if exited:
-                record = self.read_exit(pid) or {}
-                fields = self.exit_fields(record) if record else {}
-                how = supervisor.how_it_ended(record) if record else "is gone"
-                if record.get("error"):
-                    how += " (%s)" % record["error"]
-                if not record:
-                    how += _child_status(pid)
-                self.fail(
-                    self.with_tail(
-                        "task %s %s before port %d was ready%s"
-                        % (self.name, how, params["port"], "" if record else self.full_disk_note())
-                    ),
-                    running=False,
-                    ready=False,
-                    log_tail=self.log_tail(),
-                    **fields,
-                )
-            remaining = deadline - time.time()
-            if _port_open(params["ready_host"], params["port"], min(1.0, max(remaining, 0))):
-                return self.done(ready=True, ready_after=self.elapsed())
-            if time.time() >= deadline:
-                break
-            time.sleep(min(POLL, max(deadline - time.time(), 0)))
-        msg = "task %s did not accept connections on %s:%d within ready_timeout=%s s" % (
-            self.name,
-            params["ready_host"],
-            params["port"],
-            params["ready_timeout"],
-        )
-        if process is None:
-            self.fail(
-                self.with_tail(msg + " (it was already running; left running)"), ready=False, log_tail=self.log_tail()
-            )
-        terminated, killed, remaining = self.terminate(pid)
-        process.wait()
-        self.record_stop(pid, bool(killed))
-        msg += "; stopped its process group"
-        if remaining:
-            msg += ", but pids %s survive SIGKILL" % remaining
-        record = self.read_exit(pid) or {}
-        self.fail(
-            self.with_tail(msg),
-            running=False,
-            ready=False,
-            log_tail=self.log_tail(),
-            terminated=terminated,
-            killed=killed,
-            **self.exit_fields(record),
-        )
-
-    def finished(self):
-        params = self.params
-        pid = self.read_pid()
-        deadline = time.time() + params["timeout"]
-        while True:
-            alive = self.is_supervisor(pid)
-            record = self.read_exit(pid)
-            if record is None and not alive:
-                record = self.read_exit(pid)
-            if record is not None:
-                break
-            if not alive:
-                if pid is None:
-                    msg = "task %s was never started here: no pid file %s" % (self.name, self.pid_file)
-                else:
-                    msg = (
-                        "task %s (pid %d) is gone without an exit status: it was killed with "
-                        "SIGKILL, or the host restarted%s" % (self.name, pid, self.full_disk_note())
-                    )
-                if self.check_mode:
-                    return self.done(msg="check mode: " + msg, log_tail=self.log_tail())
-                self.fail(
-                    self.with_tail(msg),
-                    pid=pid,
-                    log_tail=self.log_tail(),
-                    rc=None,
-                    signal=None,
-                    signal_name=None,
-                    result=None,
-                    timed_out=False,
-                )
-            self.result.update(pid=pid, running=True)
-            if self.check_mode:
-                return self.done(
-                    timed_out=False,
-                    log_tail=self.log_tail(),
-                    msg="check mode: task %s runs; would wait up to %s s for it" % (self.name, params["timeout"]),
-                )
-            remaining = deadline - time.time()
-            if remaining <= 0:
-                self.finished_timeout(pid)
-            time.sleep(min(POLL * 2, remaining))
-        self.result.update(pid=pid, running=False)
-        fields = self.exit_fields(record)
-        result, problem = self.read_result()
-        leftover = [p for p in self.processes()[0] if p != pid]
-        if leftover:
-            self.warn(
-                "task %s exited but left processes running: %s; stop them with state=stopped" % (self.name, leftover)
-            )
-        fields.update(result=result, timed_out=False, log_tail=self.log_tail(), leftover=leftover)
-        if record.get("rc") == 0:
-            if problem and problem[0] == "invalid":
-                self.fail(problem[1], **fields)
-            if problem:
-                self.warn(problem[1])
-            return self.done(**fields)
-        how = supervisor.how_it_ended(record)
-        if record.get("deadline_exceeded"):
-            how += " after running past its max_runtime"
-        if record.get("error"):
-            how += " (%s)" % record["error"]
-        reason = None
-        if isinstance(result, dict):
-            reason = result.get("reason") or result.get("error") or result.get("message")
-        if reason:
-            how += ": %s" % reason
-        elif result is None:
-            how += self.full_disk_note()  # a worker whose disk filled up could write no result
-        self.fail(self.with_tail("task %s %s" % (self.name, how)), **fields)
-
-    def finished_timeout(self, pid):
-        msg = "task %s still runs after timeout=%s s" % (self.name, self.params["timeout"])
-        extra = {}
-        if self.params["stop_on_timeout"]:
-            terminated, killed, remaining = self.terminate(pid)
-            self.record_stop(pid, bool(killed))
-            msg += "; stopped it (stop_on_timeout)"
-            if remaining:
-                msg += ", but pids %s survive SIGKILL" % remaining
-            extra.update(terminated=terminated, killed=killed, running=self.is_supervisor(pid))
-        else:
-            msg += "; it is left running (stop it with state=stopped, or set stop_on_timeout)"
-        self.fail(
-            self.with_tail(msg),
-            timed_out=True,
-            rc=None,
-            signal=None,
-            signal_name=None,
-            result=None,
-            log_tail=self.log_tail(),
-            **extra,
-        )
-
-    def read_result(self):
-        """(parsed result or None, None or (kind, message))."""
-        path = self.params["result_file"]
-        if not path:
-            return None, None
-        path = os.path.join(self.chdir, path)
-        data = procfs.read(path)
-        if data is None:
-            return None, ("missing", "task %s wrote no result file %s" % (self.name, path))
-        try:
-            return json.loads(data), None
-        except ValueError as error:
-            return None, ("invalid", "result file %s of task %s is not valid JSON: %s" % (path, self.name, error))
-
-    def stopped(self):
-        pid = self.running_supervisor()
-        found = self.processes(pid)
-        pids = found[0]
-        self.result.update(pid=pid, running=bool(pid))
-        if not pids:
-            if not self.check_mode:
-                self.remove_stale_reservations()
-            return self.done(terminated=[], killed=[], msg="task %s is not running" % self.name)
-        if self.check_mode:
-            return self.done(changed=True, terminated=[], killed=[], msg="check mode: would stop pids %s" % pids)
-        terminated, killed, remaining = self.terminate(pid, found)
-        self.record_stop(pid, bool(killed))
-        fields = dict(terminated=terminated, killed=killed, running=self.is_supervisor(pid))
-        record = self.read_exit(pid)
-        if record is not None:
-            fields.update(self.exit_fields(record))
-        if remaining:
-            self.fail("processes of task %s survive SIGKILL: %s" % (self.name, remaining), changed=True, **fields)
-        return self.done(changed=True, **fields)
-
-    def run(self):
-        try:
-            return getattr(self, self.params["state"])()
-        except (IOError, OSError) as error:
-            if error.errno not in DISK_FULL:
-                raise
-            self.fail(disk_full(self.run_dir, None, error))
