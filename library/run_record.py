@@ -81,7 +81,7 @@ options:
     type: str
 notes:
   - The interrupt watchdog records an interrupted run with the same code, through
-    C(python -m dtfbench record) (the payload as JSON on standard input).
+    C(python -m dtfbench store add) (the payload as JSON on standard input).
 """
 
 EXAMPLES = r"""

@@ -52,7 +52,7 @@ from ansible.module_utils.dtfbench.adapters.calls import module_main
 
 # The report needs numpy and scipy, so it is not among the standard-library-only subpackages that
 # module_utils/ ships: the module imports the installed package (the controller's Python).
-from dtfbench.report.command import ARGUMENT_SPEC, ERRORS, sweep_table
+from dtfbench.commands.report import ARGUMENT_SPEC, ERRORS, sweep_table
 
 
 # plugins/action/sweep_table.py answers on the controller without a module process (the

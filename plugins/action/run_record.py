@@ -19,7 +19,7 @@ from dtfbench.results.record import ARGUMENT_SPEC, RecordError, record_run
 class ActionModule(ControllerAction):
     argument_spec = ARGUMENT_SPEC
     compute = staticmethod(record_run)
-    plain_params = True  # as `dtfbench record` reads them from the playbook's to_json
+    plain_params = True  # as `dtfbench store add` reads a finished run from the playbook's to_json
     errors = (RecordError,)
     result_key = "record"
     shown = True  # the run's record in the play's output, without a debug task a run

@@ -4,7 +4,7 @@
 
 tf_node_specs: inventory hosts -> the host list the cluster layout takes.
 tf_host_outcome: one host's calls of one run -> its outcome (what the tf_cluster role keeps).
-tf_run_outcomes: the hosts' view of one run -> what dtfbench record takes.
+tf_run_outcomes: the hosts' view of one run -> what dtfbench store add takes (a finished run's hosts).
 tf_measured_window: the run's workers' results -> the window of every host's NIC bytes.
 (Each documented in <name>.yml beside this file: ansible-doc reads one document per filter there.)
 

@@ -3,7 +3,9 @@
 The stages (STAGES) are the order a run's data flows in: a package imports its own stage, an
 earlier one or the shared packages (SHARED), never a later one, except through a named entry in
 LATER_STAGE_EXCEPTIONS (each tested to be still in use). So the first stages never load the last
-ones' code: the TF process does not load the results store, the plan does not open it.
+ones' code: the TF process does not load the results store, the plan does not open it. What
+composes stages is the front end beside the dispatcher (FRONT_END): it may import every stage,
+and no stage or shared package imports it.
 
 Ansible ships this code to the nodes (through the links in module_utils/) and runs it with
 whatever Python they have: one import of TensorFlow, numpy or even dtfbench's own TF code
@@ -53,17 +55,12 @@ STAGE_PACKAGES = {
 }
 # What every stage may import; they import no stage (only each other).
 SHARED = ("dtfbench.contract", "dtfbench.linux", "dtfbench.compat", "dtfbench.adapters")
+# The front end beside the dispatcher (__main__.py): the commands that compose stages (the report
+# with forecast's section). It may import every stage and the shared packages; none of them imports it.
+FRONT_END = ("dtfbench.commands",)
 # The imports of a later stage that are allowed, by module: {module: {later package: why}}.
-# The commands compose stages; nothing else does.
-LATER_STAGE_EXCEPTIONS = {
-    "dtfbench.report.command": {
-        "dtfbench.forecast": "the report command puts forecast's predicted section (report_section) in the report"
-    },
-    "dtfbench.launch.host_run": {
-        "dtfbench.node": "a run's check measures the data directory's raw read rate (node.read_throughput, "
-        "stdlib only, shipped with the host code) just before the run starts"
-    },
-}
+# The front end composes stages; nothing else does.
+LATER_STAGE_EXCEPTIONS: dict[str, dict[str, str]] = {}
 
 # The one exception, by module: third-party packages a module may import only inside a
 # function (never at import time), because only those functions need them and they run only
@@ -259,11 +256,19 @@ def dtfbench_imports(name: str):
 
 
 def backwards_imports(package: str, exceptions=LATER_STAGE_EXCEPTIONS) -> list[str]:
-    """The imports in `package` of a later stage (or, in a shared package, of any stage)."""
+    """The imports in `package` of a later stage (or, in a shared package, of any stage), and of
+    the front end by anything but itself."""
     own_stage = STAGE_PACKAGES.get(package)
+    front_end = package in FRONT_END
     found = []
     for module, file, line, target, text in dtfbench_imports(package):
         if _under(target, SHARED):
+            continue
+        if _under(target, FRONT_END):
+            if not front_end:
+                found.append(
+                    "%s:%d: %s (the front end: no stage imports it)" % (file.relative_to(SRC.parent), line, text)
+                )
             continue
         target_package = _under(target, STAGE_PACKAGES)
         if target_package is None:
@@ -271,6 +276,8 @@ def backwards_imports(package: str, exceptions=LATER_STAGE_EXCEPTIONS) -> list[s
                 "%s:%d: %s (not in a stage nor shared: add it to STAGE_PACKAGES or SHARED)"
                 % (file.relative_to(SRC.parent), line, text)
             )
+            continue
+        if front_end:  # it composes the stages: any of them
             continue
         if own_stage is not None and STAGES.index(STAGE_PACKAGES[target_package]) <= STAGES.index(own_stage):
             continue
@@ -282,13 +289,14 @@ def backwards_imports(package: str, exceptions=LATER_STAGE_EXCEPTIONS) -> list[s
 
 def test_every_package_is_a_stage_or_shared():
     packages = {"dtfbench." + p.name for p in (SRC / "dtfbench").iterdir() if (p / "__init__.py").is_file()}
-    assert packages == set(STAGE_PACKAGES) | set(SHARED), (
-        "name each subpackage's stage in STAGE_PACKAGES (or make it SHARED): %s"
-        % ", ".join(sorted(packages ^ (set(STAGE_PACKAGES) | set(SHARED))))
+    known = set(STAGE_PACKAGES) | set(SHARED) | set(FRONT_END)
+    assert packages == known, (
+        "name each subpackage's stage in STAGE_PACKAGES (or make it SHARED, or FRONT_END where it "
+        "composes stages): %s" % ", ".join(sorted(packages ^ known))
     )
 
 
-@pytest.mark.parametrize("package", sorted(STAGE_PACKAGES) + list(SHARED))
+@pytest.mark.parametrize("package", sorted(STAGE_PACKAGES) + list(SHARED) + list(FRONT_END))
 def test_no_package_imports_a_later_stage(package):
     bad = backwards_imports(package)
     where = STAGE_PACKAGES.get(package, "shared")
@@ -300,20 +308,17 @@ def test_no_package_imports_a_later_stage(package):
     )
 
 
-@pytest.mark.parametrize("module", sorted(LATER_STAGE_EXCEPTIONS))
-def test_every_exception_is_used(module):
-    # An exception that no import needs any more would let a new one in unseen.
-    package = _under(module, STAGE_PACKAGES)
-    used = {_under(t, STAGE_PACKAGES) for m, _f, _l, t, _x in dtfbench_imports(package) if m == module}
-    assert set(LATER_STAGE_EXCEPTIONS[module]) <= used, (
-        "%s no longer imports %s: remove it from LATER_STAGE_EXCEPTIONS"
-        % (
+def test_every_exception_is_used():
+    # An exception that no import needs any more would let a new one in unseen (none today).
+    for module, later in LATER_STAGE_EXCEPTIONS.items():
+        package = _under(module, STAGE_PACKAGES)
+        used = {_under(t, STAGE_PACKAGES) for m, _f, _l, t, _x in dtfbench_imports(package) if m == module}
+        assert set(later) <= used, "%s no longer imports %s: remove it from LATER_STAGE_EXCEPTIONS" % (
             module,
-            ", ".join(sorted(set(LATER_STAGE_EXCEPTIONS[module]) - used)),
+            ", ".join(sorted(set(later) - used)),
         )
-    )
-    # ... and without it the check would fail (the exception is what lets the import through).
-    assert backwards_imports(package, exceptions={}), module
+        # ... and without it the check would fail (the exception is what lets the import through).
+        assert backwards_imports(package, exceptions={}), module
 
 
 def test_a_backwards_import_fails_the_check(tmp_path, monkeypatch):
@@ -326,6 +331,23 @@ def test_a_backwards_import_fails_the_check(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
     [found] = backwards_imports("dtfbench.plan")
     assert found.endswith("dtfbench/plan/sweep.py:2: from ..results import store"), found
+
+
+def test_the_front_end_imports_every_stage_and_no_stage_imports_it(tmp_path, monkeypatch):
+    """The check itself: the front end may compose the last stage with the first; a stage (even the
+    last) that imports the front end is found."""
+    fake = tmp_path / "dtfbench"
+    for name in ("plan", "forecast", "commands"):
+        (fake / name).mkdir(parents=True)
+        (fake / name / "__init__.py").write_text("")
+    (fake / "commands" / "report.py").write_text("from ..forecast import predict\nfrom ..plan import sweep\n")
+    (fake / "forecast" / "predict.py").write_text("def table():\n    from ..commands import report\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
+    assert backwards_imports("dtfbench.commands") == []
+    [found] = backwards_imports("dtfbench.forecast")
+    assert found.endswith(
+        "dtfbench/forecast/predict.py:2: from ..commands import report (the front end: no stage imports it)"
+    )
 
 
 def loaded_by(module):
@@ -354,7 +376,7 @@ def test_the_sweep_table_does_not_load_the_fitting_code():
     # ansible-playbook's own process imports the table's action plugin (sweep_table -> the report
     # and its forecast section) before it can hand the task out: scipy.optimize (~0.12 s) only
     # when a sweep of several GPU counts fits a model, the Student t (scipy.special) always.
-    loaded = loaded_by("dtfbench.report.command")
+    loaded = loaded_by("dtfbench.commands.report")
     assert "dtfbench.forecast.scaling_model" in loaded
     assert "scipy.special" in loaded
     assert "scipy.optimize" not in loaded

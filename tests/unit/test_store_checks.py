@@ -288,6 +288,32 @@ def test_a_store_gone_mid_sweep_is_not_made_again(tmp_path):
     assert cli("record", stdin=json.dumps(record_payload(db))).returncode == 0 and db.is_file()
 
 
+def test_store_add_takes_a_finished_run_as_record_did(tmp_path):
+    """Issue #54: one way into the store. `store add` tells a finished run (the playbook's payload,
+    the interrupt watchdog's) from a prepared record by its keys, and answers and fails as
+    `dtfbench record` did; `record` stays, the same command under its former name."""
+    db = tmp_path / "store" / "results.sqlite"
+    gone = dict(record_payload(db), store_expected=True)
+    by_record, by_store = cli("record", stdin=json.dumps(gone)), cli("store", "add", stdin=json.dumps(gone))
+    assert by_store.returncode == by_record.returncode == 3, (by_store.stdout, by_store.stderr)
+    assert by_store.stderr == by_record.stderr and "the store is gone" in by_store.stderr
+    (tmp_path / "run.json").write_text(json.dumps(record_payload(db)))
+    done = cli("store", "add", "--file", str(tmp_path / "run.json"))
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["run_id"] == "full-1-cafecafe" and answer["status"] == "ok" and answer["images_per_sec"] == 12.5
+    # --db, given, wins over the run's results_db; a refused run is refused in record's words.
+    other = tmp_path / "other.sqlite"
+    assert cli("store", "add", "--db", str(other), stdin=json.dumps(record_payload(db))).returncode == 0
+    assert [r["run_id"] for r in store.runs(store.connect(other))] == ["full-1-cafecafe"]
+    refused = cli("store", "add", stdin=json.dumps(dict(record_payload(db), layout={})))
+    assert refused.returncode == 2 and refused.stderr.startswith("dtfbench record: error: cannot record the run: ")
+    # A prepared record (what a refused run keeps) is the other kind, with store's answer.
+    kept = dict(row(run_id="kept-1"), sweep_id="full")
+    added = cli("store", "add", "--db", str(db), stdin=json.dumps(kept))
+    assert added.returncode == 0 and json.loads(added.stdout) == {"id": 2, "run_id": "kept-1", "db": str(db)}
+
+
 # --- item 6: sweeps mean what they say (the plan; the playbook in tests/integration) --------
 
 

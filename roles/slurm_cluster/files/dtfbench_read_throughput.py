@@ -1,1 +1,1 @@
-../../../src/dtfbench/node/read_throughput.py
+../../../src/dtfbench/linux/read_throughput.py

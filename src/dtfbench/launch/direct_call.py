@@ -10,7 +10,7 @@ a controller that starts many hosts it is most of what a launch pays beyond ``ss
 
 ``script(call, params, check_mode)`` returns a small Python program instead: the stdlib-only
 host code (``FILES``: ``launch/host_run.py``, ``task.py``, ``supervisor.py``,
-``sweep_marker.py``, ``linux/`` and ``node/read_throughput.py``, zipped under a package name of their own, ``PACKAGE``, so
+``sweep_marker.py`` and ``linux/`` (``read_throughput.py`` included), zipped under a package name of their own, ``PACKAGE``, so
 that a dtfbench installed on the host cannot shadow them) and the call's validated parameters.
 Piped to the host's Python (``dtfbench.adapters.host_action``, the same pipelining Ansible uses
 for modules), it runs the call's entry (``CALLS``: ``direct_entry(params, check_mode, warn)``
@@ -50,8 +50,7 @@ FILES = (
     "linux/__init__.py",
     "linux/files.py",
     "linux/procfs.py",
-    "node/__init__.py",
-    "node/read_throughput.py",
+    "linux/read_throughput.py",
 )
 # Each call: the module of its entry, ``direct_entry(params, check_mode, warn)``.
 CALLS = {

@@ -304,7 +304,7 @@ class HostCheck(object):
         if host.params["data_read_dir"]:
             # Just before the run, not during it (which would slow the run down), in the call
             # the run pays anyway: a task of its own cost every run a module call a host.
-            from ..node import read_throughput
+            from ..linux import read_throughput
 
             result["data_read"] = read_throughput.measured(
                 host.params["data_read_dir"], files=host.params["data_read_files"], cache=host.params["data_cache"]

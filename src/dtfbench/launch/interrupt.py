@@ -168,7 +168,7 @@ def record(state: dict[str, Any], reason: str) -> str:
         finished_at=datetime.datetime.now(datetime.timezone.utc).isoformat(),
     )
     done = subprocess.run(
-        [sys.executable, "-m", "dtfbench", "record"],
+        [sys.executable, "-m", "dtfbench", "store", "add"],
         input=json.dumps(payload),
         capture_output=True,
         text=True,

@@ -40,7 +40,7 @@ def table_text(rows: list[dict], db: str, appendix: Appendix | None = None) -> s
 
 def main(argv: list[str] | None = None, appendix: Appendix | None = None) -> int:
     """The command; `appendix(rows, db)`: Markdown after the table and at the end of the report's
-    index (`dtfbench report`, report/command.py, passes the forecast's predicted section)."""
+    index (`dtfbench report`, commands/report.py, passes the forecast's predicted section)."""
     try:
         code = _main(argv, appendix)
         sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below

@@ -1,7 +1,8 @@
 """Turn one finished run, as the playbook saw it, into one row of the results store.
 
 The playbook hands over (the options of its ``run_record`` action, on the controller; the
-interrupt watchdog, as JSON on stdin of ``python -m dtfbench record``):
+interrupt watchdog, as JSON on stdin of ``python -m dtfbench store add``, which tells it from a
+prepared record by its keys ``run`` and ``layout``; ``dtfbench record`` is its former name):
 
     {"run": <the plan's run>, "sweep_id": ..., "system": ..., "results_db": ...,
      "git_revision": ..., "started_at": ..., "finished_at": ...,
@@ -382,18 +383,12 @@ def _unrecorded(
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``dtfbench record``: the payload as JSON on stdin (the interrupt watchdog's path; the
-    playbook records through the run_record action). Exit 2: refused; 3: kept as JSON."""
-    argparse.ArgumentParser(
-        prog="dtfbench record",
-        description="Record one finished run (the playbook's JSON on stdin) in the results store.",
-    ).parse_args(argv)
-    try:
-        payload = json.loads(sys.stdin.read())
-    except json.JSONDecodeError as err:
-        print(f"dtfbench record: error: cannot record the run: {err!r}", file=sys.stderr)
-        return 2
+def add_finished_run(payload: Any, db: str | None = None) -> int:
+    """``dtfbench store add`` of a finished run (the payload above): record_run, its answer as JSON
+    on stdout or its error as one line on stderr; the exit code (2: refused; 3: kept as JSON).
+    ``db``: the store, in place of the payload's results_db."""
+    if db:
+        payload = dict(payload, results_db=db)
     try:
         answer = record_run(payload)
     except RecordError as err:
@@ -401,3 +396,20 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     print(json.dumps(answer))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``dtfbench record`` (internal): ``dtfbench store add`` of a finished run under its former
+    name, the payload as JSON on stdin (the playbook records through the run_record action).
+    Exit 2: refused; 3: kept as JSON."""
+    argparse.ArgumentParser(
+        prog="dtfbench record",
+        description="Record one finished run (the playbook's JSON on stdin) in the results store: "
+        "dtfbench store add, which takes a prepared record too.",
+    ).parse_args(argv)
+    try:
+        payload = json.loads(sys.stdin.read())
+    except json.JSONDecodeError as err:
+        print(f"dtfbench record: error: cannot record the run: {err!r}", file=sys.stderr)
+        return 2
+    return add_finished_run(payload)

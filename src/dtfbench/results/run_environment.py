@@ -1,7 +1,7 @@
 """A run's environment for the store: its hosts' documents and the key of the fields that matter.
 
-``dtfbench record`` calls ``columns``: each host's environment is the document of its first
-worker that sent one (the workers of a host share it but for CUDA_VISIBLE_DEVICES), with
+Recording a run (``dtfbench.results.record``) calls ``columns``: each host's environment is the
+document of its first worker that sent one (a host's workers share it but for CUDA_VISIBLE_DEVICES), with
 the inventory's instance type where the node could not know it, read on the controller
 (``dtfbench.results.environment_view.interpret``: nvidia-smi's answers parsed). A run without any
 (it failed before a worker reported, or was recorded by an older dtfbench) stores NULL,
@@ -17,7 +17,7 @@ from . import environment_view
 
 
 def host_documents(hosts: Mapping[str, Any], instance_types: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """{host: interpreted document} from the hosts' view of a run (dtfbench record's ``hosts``)."""
+    """{host: interpreted document} from the hosts' view of a run (the recorded run's ``hosts``)."""
     docs: dict[str, Any] = {}
     for host, outcome in sorted((hosts or {}).items()):
         for worker in (outcome or {}).get("workers") or []:

@@ -8,10 +8,17 @@ is SQLite of our schema, passes ``PRAGMA quick_check``, takes a write, and its d
 readers open it read-only (`open_readonly`), so a report never creates or changes a file. Every
 error names the variable or option and the path.
 
-Command line (used by the playbooks on the controller)::
+Command line (on the controller)::
 
     python -m dtfbench store add --db results/results.sqlite < run.json
+    python -m dtfbench store add < finished-run.json
     python -m dtfbench store export --db results/results.sqlite --format csv
+
+``store add`` is the one way in: it takes a prepared record (one row: what a refused run's
+``*.unrecorded-<run id>.json`` keeps) or a finished run as the playbook hands it over (the
+interrupt watchdog's; ``dtfbench.results.record`` builds its row, as the run_record action does),
+told apart by the finished run's keys (``is_finished_run``). ``dtfbench record`` is its former
+name for a finished run on stdin.
 """
 
 from __future__ import annotations
@@ -604,12 +611,63 @@ def export(rows: list[dict[str, Any]], fmt: str, out) -> None:
         )
 
 
+def is_finished_run(data: Any) -> bool:
+    """Whether the JSON given to ``store add`` is a finished run as the playbook hands it over
+    (dtfbench.results.record's payload: its keys ``run`` and ``layout``, neither a column of a
+    record) rather than a prepared record."""
+    return isinstance(data, Mapping) and ("run" in data or "layout" in data)
+
+
+def add_command(db: str | None, file: str | None) -> int:
+    """``store add``: one run, from --file or stdin, into the store; its answer as JSON on stdout,
+    or one line on stderr. A finished run goes to the store its ``results_db`` names (``db`` where
+    given) and answers as ``dtfbench record`` did (exit 2: refused, 3: kept as JSON); a prepared
+    record goes to ``db`` (default DEFAULT_DB), exit 2 where it is refused."""
+    where = db or DEFAULT_DB
+    try:
+        text = Path(file).read_text() if file else sys.stdin.read()
+    except OSError as err:
+        print(f"dtfbench store: error: --file {file}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as err:
+        print(f"dtfbench store: error: {err}", file=sys.stderr)
+        return 2
+    if is_finished_run(record):
+        from . import record as recording  # it builds the run's row (and imports this module)
+
+        return recording.add_finished_run(record, db)
+    try:
+        if not isinstance(record, Mapping):
+            raise StoreError(f"a run record is a JSON object, not {type(record).__name__}")
+        conn = connect(where)
+        row_id = add_run(conn, record)
+    except (StoreError, sqlite3.IntegrityError) as err:
+        print(f"dtfbench store: error: {err}", file=sys.stderr)
+        return 2
+    except (sqlite3.Error, OSError) as err:
+        print(f"dtfbench store: error: {describe_error(f'--db {where}', Path(where), err)}", file=sys.stderr)
+        return 2
+    print(json.dumps({"id": row_id, "run_id": record["run_id"], "db": str(where)}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dtfbench store", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    add = sub.add_parser("add", help="append one run record (JSON on stdin or --file)")
-    add.add_argument("--db", default=DEFAULT_DB)
-    add.add_argument("--file", help="JSON file with the record (default: stdin)")
+    add = sub.add_parser(
+        "add",
+        help="append one run: a prepared record, or a finished run as the playbook hands it over "
+        "(JSON on stdin or --file)",
+        description="Append one run to the store: a prepared record (the row a refused run's "
+        "*.unrecorded-<run id>.json keeps), or a finished run as the playbook hands it over (its keys "
+        "run and layout; its row is built as the run_record action builds it).",
+    )
+    add.add_argument(
+        "--db", help=f"the store (default: a finished run's results_db, else {DEFAULT_DB}); given, it wins"
+    )
+    add.add_argument("--file", help="JSON file with the run (default: stdin)")
     exp = sub.add_parser("export", help="write every run as CSV or JSON, or every figure as a sample (JSON lines)")
     exp.add_argument("--db", default=DEFAULT_DB)
     exp.add_argument("--format", choices=("csv", "json", "samples"), default="csv")
@@ -617,19 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "add":
-        try:
-            text = Path(args.file).read_text() if args.file else sys.stdin.read()
-            record = json.loads(text)
-            conn = connect(args.db)
-            row_id = add_run(conn, record)
-        except (json.JSONDecodeError, StoreError, sqlite3.IntegrityError) as err:
-            print(f"dtfbench store: error: {err}", file=sys.stderr)
-            return 2
-        except (sqlite3.Error, OSError) as err:
-            print(f"dtfbench store: error: {describe_error(f'--db {args.db}', Path(args.db), err)}", file=sys.stderr)
-            return 2
-        print(json.dumps({"id": row_id, "run_id": record["run_id"], "db": str(args.db)}))
-        return 0
+        return add_command(args.db, args.file)
     # A reader: read-only, one line naming the file and the problem (exit 2), the same
     # answers as `python -m dtfbench report table` (no store, not a store, no runs).
     try:

@@ -1,9 +1,8 @@
 """``dtfbench report``: the report of the results store, with the forecast beside it.
 
-The command composes the two last stages: the report (``cli``) and the forecast's section
-(predicted beside measured, what an adaptive sweep skipped), which builds on the report. It is
-the one place where report/ reaches forward into forecast/ (tests/unit/test_import_boundaries.py
-names it), so that neither package imports the other.
+The command composes the two last stages: the report (``report.cli``) and the forecast's section
+(predicted beside measured, what an adaptive sweep skipped), which builds on the report. report/
+takes that section from its caller as an ``appendix``, so that neither package imports the other.
 """
 
 from __future__ import annotations
@@ -12,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..forecast.report_section import markdown
-from .analysis import ReportError, load_rows
-from .cli import main as report_main
-from .cli import table_text
+from ..report.analysis import ReportError, load_rows
+from ..report.cli import main as report_main
+from ..report.cli import table_text
 
 # The options of sweep_table (plugins/action/sweep_table.py, library/sweep_table.py).
 ARGUMENT_SPEC = {
