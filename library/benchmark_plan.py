@@ -230,17 +230,17 @@ options:
     type: bool
     default: false
   launcher:
-    description: How the runs will be started (C(ssh) or C(slurm)).
+    description: How the runs will be started (C(ssh) or C(slurm)); the benchmark role's, which needs it before the plan.
     type: str
     choices: [ssh, slurm]
-    default: ssh
+    required: true
   submit:
     description:
       - Whether the runs will run. V(false) only writes a Slurm job's scripts, so it is refused with
         the C(ssh) launcher, and with an adaptive sweep (O(num_ps=auto), O(stop_below_efficiency),
         O(min_doubling_gain)), which chooses each GPU count's runs from what the smaller counts measured.
     type: bool
-    default: true
+    required: true
   tf_modules:
     description:
       - The environment modules a Slurm job loads. When one of them names a TensorFlow version
@@ -250,17 +250,23 @@ options:
     elements: str
     default: []
   step_timeout:
-    description: The run's C(step_timeout) in seconds, checked here - a whole number above 0. Not part of the plan.
+    description:
+      - The run's C(step_timeout) in seconds, checked here - a whole number above 0. Not part of the plan's
+        runs; the resolved timeouts are returned as RV(timeouts).
     type: raw
+    default: 120
   startup_timeout:
     description: The run's C(startup_timeout) in seconds, checked as O(step_timeout).
     type: raw
+    default: 300
   ready_timeout:
     description: The run's C(ready_timeout) in seconds, checked as O(step_timeout).
     type: raw
+    default: 180
   run_timeout:
     description: The run's C(run_timeout) in seconds, checked as O(step_timeout).
     type: raw
+    default: 1800
 notes:
   - Supports check mode (it changes nothing in any mode).
 """
@@ -368,6 +374,11 @@ adaptive:
   returned: success
   type: dict
   sample: {num_ps_auto: true, num_ps_auto_keep: null, stop_below_efficiency: 0.5, min_doubling_gain: null}
+timeouts:
+  description: The run timeouts in seconds, as given or by default, that the launchers apply to every run.
+  returned: success
+  type: dict
+  sample: {step_timeout: 120, startup_timeout: 300, ready_timeout: 180, run_timeout: 1800}
 workload:
   description:
     - The workload - C(name) (V(ours) or C(tf_cnn_benchmarks)), C(ref) (null for ours), C(label)

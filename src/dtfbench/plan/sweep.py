@@ -30,6 +30,31 @@ AXES = ("gpus", "model", "batch_size", "variable_update", "num_ps", "data")
 # A sweep id names files, directories and Slurm jobs: keep it to safe characters.
 # A run's timeouts, in seconds: checked here, passed on by roles/benchmark.
 TIMEOUTS = ("step_timeout", "startup_timeout", "ready_timeout", "run_timeout")
+# The one place of each plan value's default (issue #54: one default per variable). A system
+# profile (playbooks/vars/systems/*.yml, system_defaults) states only what differs on that system;
+# run-benchmark.yml and roles/benchmark pass a value on only when it is given, so these apply
+# otherwise. tests/unit/test_one_default.py fails when another file gives one of them a default.
+DEFAULTS = {
+    "gpus": [1],
+    "model": "small_cnn",
+    "batch_size": 32,
+    "variable_update": "parameter_server",
+    "data": "synthetic",
+    "image_size": 0,
+    "repetitions": 5,
+    "warmup_steps": 10,
+    "steps": 100,
+    "devices_per_worker": 1,
+    "ps_on_worker_nodes": True,
+    "workload": "ours",
+    "extra_args": [],
+    "data_staging": "none",
+    "sweep_extend": False,
+    "step_timeout": 120,
+    "startup_timeout": 300,
+    "ready_timeout": 180,
+    "run_timeout": 1800,
+}
 SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # Settings a run has only when asked: what accuracy depends on and how it is measured, the page
 # cache a real-data run starts with, and its data_dir where a sweep compares several. Each counts in
@@ -50,7 +75,7 @@ OPTIONAL_KEYS = (
     "checkpoint_every_steps",
     "checkpoint_every_secs",
 )
-# The page cache of data_dir's files at a real-data run's start (dtfbench.node.read_throughput.page_cache).
+# The page cache of data_dir's files at a real-data run's start (dtfbench.linux.read_throughput.page_cache).
 CACHE_SETTINGS = ("cold", "warm")
 # How data_dir holds the records (dtfbench.workload.formats); tfrecord unless given.
 INPUT_FORMATS = ("tfrecord", "lmdb")
@@ -361,7 +386,7 @@ def _checkpointing(request: Mapping[str, Any], workload: workloads.Workload, upd
 def _staging(request: Mapping[str, Any], data: list[str], data_dirs: list[str | None]) -> dict[str, str] | None:
     """data_staging=copy: {source: data_dir, target: stage_dir}, every node's copy before the
     first run (dtfbench.node.stage_data); None without staging."""
-    if (request.get("data_staging") or "none") == "none":
+    if (request.get("data_staging") or DEFAULTS["data_staging"]) == "none":
         return None
     if "real" not in data:
         raise PlanError(
@@ -702,6 +727,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         "checkpoint_dir": sweep.checkpointing.get("checkpoint_dir"),
         "notes": sweep.notes,
         "adaptive": sweep.adaptive if _is_adaptive(sweep.adaptive) else None,
+        # The run timeouts the launchers apply (given, or DEFAULTS' through the module's spec).
+        "timeouts": sweep.timeouts,
     }
 
 
@@ -778,8 +805,8 @@ def _checked_workload(request: Mapping[str, Any], launcher: str) -> tuple[worklo
         workload.check_request(
             models=as_list("model", request.get("model")),
             variable_updates=as_list("variable_update", request.get("variable_update")),
-            image_size=_ints("image_size", [request.get("image_size") or 0], 0)[0],
-            warmup_steps=_ints("warmup_steps", [request.get("warmup_steps", 10)], 0)[0],
+            image_size=_ints("image_size", [request.get("image_size") or DEFAULTS["image_size"]], 0)[0],
+            warmup_steps=_ints("warmup_steps", [request.get("warmup_steps", DEFAULTS["warmup_steps"])], 0)[0],
             launcher=launcher,
         )
         workload.check_tf_module(request.get("tf_modules") or [])
@@ -794,26 +821,30 @@ def _axes(
 ) -> tuple[list[int], list[str], list[int], list[str], list[str]]:
     """The sweep's axes but num_ps (gpus, model, batch_size, variable_update, data), checked and
     folded, with their defaults; data=both is synthetic and real."""
-    gpus = _fold("gpus", _ints("gpus", as_list("gpus", request.get("gpus")) or [1], 1), notes)
+    gpus = _fold("gpus", _ints("gpus", as_list("gpus", request.get("gpus")) or DEFAULTS["gpus"], 1), notes)
     models = _fold(
         "model",
-        _choices("model", as_list("model", request.get("model")) or ["small_cnn"], workload.capabilities.models),
+        _choices("model", as_list("model", request.get("model")) or [DEFAULTS["model"]], workload.capabilities.models),
         notes,
     )
     batch_sizes = _fold(
-        "batch_size", _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [32], 1), notes
+        "batch_size",
+        _ints("batch_size", as_list("batch_size", request.get("batch_size")) or [DEFAULTS["batch_size"]], 1),
+        notes,
     )
     updates = _fold(
         "variable_update",
         _choices(
             "variable_update",
-            as_list("variable_update", request.get("variable_update")) or ["parameter_server"],
+            as_list("variable_update", request.get("variable_update")) or [DEFAULTS["variable_update"]],
             workload.capabilities.variable_updates,
         ),
         notes,
     )
     data = _fold(
-        "data", _choices("data", as_list("data", request.get("data")) or ["synthetic"], DATA_CHOICES + ("both",)), notes
+        "data",
+        _choices("data", as_list("data", request.get("data")) or [DEFAULTS["data"]], DATA_CHOICES + ("both",)),
+        notes,
     )
     data = ["synthetic", "real"] if "both" in data else data
     return gpus, models, batch_sizes, updates, data
@@ -838,12 +869,14 @@ def _run_shape(
 ) -> tuple[int, int, int, int, bool, int]:
     """(repetitions, warmup_steps, steps, devices_per_worker, ps_on_worker_nodes, image_size): what
     every run shares, checked; image_size also against the models (0: each model's own)."""
-    (repetitions,) = _ints("repetitions", [request.get("repetitions", 5)], 1)
-    (warmup_steps,) = _ints("warmup_steps", [request.get("warmup_steps", 10)], 0)
-    (steps,) = _ints("steps", [request.get("steps", 100)], 1)
-    (devices_per_worker,) = _ints("devices_per_worker", [request.get("devices_per_worker", 1)], 1)
-    ps_on_worker_nodes = bool(request.get("ps_on_worker_nodes", True))
-    (image_size,) = _ints("image_size", [request.get("image_size") or 0], 0)
+    (repetitions,) = _ints("repetitions", [request.get("repetitions", DEFAULTS["repetitions"])], 1)
+    (warmup_steps,) = _ints("warmup_steps", [request.get("warmup_steps", DEFAULTS["warmup_steps"])], 0)
+    (steps,) = _ints("steps", [request.get("steps", DEFAULTS["steps"])], 1)
+    (devices_per_worker,) = _ints(
+        "devices_per_worker", [request.get("devices_per_worker", DEFAULTS["devices_per_worker"])], 1
+    )
+    ps_on_worker_nodes = bool(request.get("ps_on_worker_nodes", DEFAULTS["ps_on_worker_nodes"]))
+    (image_size,) = _ints("image_size", [request.get("image_size") or DEFAULTS["image_size"]], 0)
     try:
         workload.check_models(models, image_size)
     except workloads.WorkloadError as err:
@@ -1079,29 +1112,29 @@ def resume(plan: dict[str, Any], recorded: Recorded, extend: bool = False) -> di
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="dict", required=True),
     gpus=dict(type="raw", required=True),
-    model=dict(type="raw", default="small_cnn"),
-    batch_size=dict(type="raw", default=32),
-    variable_update=dict(type="raw", default="parameter_server"),
+    model=dict(type="raw", default=DEFAULTS["model"]),
+    batch_size=dict(type="raw", default=DEFAULTS["batch_size"]),
+    variable_update=dict(type="raw", default=DEFAULTS["variable_update"]),
     num_ps=dict(type="raw"),
     num_ps_auto_keep=dict(type="raw"),
     stop_below_efficiency=dict(type="raw"),
     min_doubling_gain=dict(type="raw"),
     rank_by=dict(type="raw"),
-    image_size=dict(type="int", default=0),
-    data=dict(type="raw", default="synthetic"),
+    image_size=dict(type="int", default=DEFAULTS["image_size"]),
+    data=dict(type="raw", default=DEFAULTS["data"]),
     data_dir=dict(type="str"),
-    repetitions=dict(type="int", default=5),
-    warmup_steps=dict(type="int", default=10),
-    steps=dict(type="int", default=100),
-    devices_per_worker=dict(type="int", default=1),
-    ps_on_worker_nodes=dict(type="bool", default=True),
+    repetitions=dict(type="int", default=DEFAULTS["repetitions"]),
+    warmup_steps=dict(type="int", default=DEFAULTS["warmup_steps"]),
+    steps=dict(type="int", default=DEFAULTS["steps"]),
+    devices_per_worker=dict(type="int", default=DEFAULTS["devices_per_worker"]),
+    ps_on_worker_nodes=dict(type="bool", default=DEFAULTS["ps_on_worker_nodes"]),
     sweep_id=dict(type="str", required=True),
     results_db=dict(type="path"),
     check_only=dict(type="bool", default=False),
     left_out=dict(type="list", elements="str", default=[]),
-    sweep_extend=dict(type="bool", default=False),
-    workload=dict(type="str", default="ours"),
-    extra_args=dict(type="raw", default=[]),
+    sweep_extend=dict(type="bool", default=DEFAULTS["sweep_extend"]),
+    workload=dict(type="str", default=DEFAULTS["workload"]),
+    extra_args=dict(type="raw", default=DEFAULTS["extra_args"]),
     eval_every_steps=dict(type="raw"),
     target_accuracy=dict(type="raw"),
     max_epochs=dict(type="raw"),
@@ -1112,13 +1145,14 @@ ARGUMENT_SPEC = dict(
     sync=dict(type="raw"),
     cache=dict(type="raw"),
     input_format=dict(type="raw"),
-    data_staging=dict(type="str", default="none", choices=list(DATA_STAGINGS)),
+    data_staging=dict(type="str", default=DEFAULTS["data_staging"], choices=list(DATA_STAGINGS)),
     checkpoint_every_steps=dict(type="raw"),
     checkpoint_every_secs=dict(type="raw"),
     checkpoint_dir=dict(type="str"),
     stage_dir=dict(type="str"),
-    launcher=dict(type="str", default="ssh", choices=["ssh", "slurm"]),
-    submit=dict(type="bool", default=True),
+    # The role's (roles/benchmark/defaults): it needs them before the plan; a direct caller gets ssh, submitted.
+    launcher=dict(type="str", required=True, choices=["ssh", "slurm"]),
+    submit=dict(type="bool", required=True),
     tf_modules=dict(type="list", elements="str", default=[]),
-    **{name: dict(type="raw") for name in TIMEOUTS},
+    **{name: dict(type="raw", default=DEFAULTS[name]) for name in TIMEOUTS},
 )
