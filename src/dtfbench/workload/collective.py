@@ -124,6 +124,56 @@ def _inputs(tf, strategy, config, cluster):
 def run(tf, config, cluster, report, watchdog):
     started = time.monotonic()
     watchdog.arm(config.startup_timeout + 60, "starting the collective strategy (waiting for every worker)")
+    strategy = _start_strategy(tf, config, cluster)
+    report.keepalive.append(strategy)
+    report.devices = list(strategy.extended.worker_devices)
+    report.images_per_step = config.batch_size * len(report.devices)
+
+    schedule = learning_rate.Schedule(config, cluster.num_workers)
+    network, variables, rate, optimizer = _build_model(tf, config, strategy, schedule)
+    params = [v for v in variables if v.trainable]
+    # What the ring reduces a step (the planner's variable bytes; no PS reports them here).
+    report.variable_bytes = sum(v.shape.num_elements() * v.dtype.size for v in params)
+    report.log(VARIABLES_LOG_PREFIX + json.dumps(variable_rows(variables)))
+    next_batch = _inputs(tf, strategy, config, cluster)
+    train_step = _train_step(tf, config, strategy, network, params, optimizer)
+
+    for line in out.header_lines(config.as_dict(), report.devices, report.tf_version, cluster.num_workers):
+        report.emit(line)
+    report.wall_time["session_ready"] = time.monotonic() - started
+
+    step = _step_runner(tf, config, cluster, watchdog, train_step, next_batch, schedule, rate)
+    evaluate = _evaluator(tf, config, cluster, report, watchdog, network)
+    if report.evaluations is not None:
+        report.evaluations.rate = (lambda: float(rate.numpy())) if rate is not None else (lambda: schedule.peak)
+    evaluation.set_up_epochs(
+        config,
+        report,
+        schedule,
+        cluster.num_workers,
+        lambda: evaluation.record_count(tf, train_files(config.data_dir, config.input_format), config.input_format),
+    )
+    stop = None
+    if config.stop_at_top_1_accuracy:
+        # Every worker evaluates the same variables at the same steps, so each stops at the same one.
+
+        def stop():
+            return report.evaluations.reached
+
+    checkpoint = None
+    if config.checkpoint_every_steps or config.restore_checkpoint:
+        checkpoint = _checkpoints(tf, config, cluster, report, watchdog, variables, optimizer)
+    run_started = time.monotonic()
+    report.measure_steps(step, evaluate, stop, checkpoint)
+    report.wall_time["run"] = time.monotonic() - run_started
+    watchdog.arm(watchdog_bound(config.step_timeout), "waiting for the other workers to finish")
+    _finish_together(tf, cluster, config)
+    watchdog.disarm()
+    return report.succeed()
+
+
+def _start_strategy(tf, config, cluster):
+    """Configure TF for this worker (TF_CONFIG, threads, visible devices) and start the strategy."""
     os.environ["TF_CONFIG"] = json.dumps(tf_config(cluster))
     if config.num_intra_threads:
         tf.config.threading.set_intra_op_parallelism_threads(config.num_intra_threads)
@@ -136,16 +186,13 @@ def run(tf, config, cluster, report, watchdog):
         tf.config.set_visible_devices([], "GPU")
     options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=config.step_timeout)
     try:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     except tf.errors.OpError as exc:
         raise RunFailure(describe_tf_error(exc, cluster, "starting the collective strategy")) from None
-    report.keepalive.append(strategy)
-    report.devices = list(strategy.extended.worker_devices)
-    report.images_per_step = config.batch_size * len(report.devices)
-    replicas = strategy.num_replicas_in_sync
-    global_batch = config.batch_size * replicas
 
-    schedule = learning_rate.Schedule(config, cluster.num_workers)
+
+def _build_model(tf, config, strategy, schedule):
+    """The network, its variables, the warm-up's rate variable (or None) and the optimizer, under the strategy."""
     tf.random.set_seed(config.tf_random_seed)  # the same initial variables on every worker, run after run
     with strategy.scope():
         network = network_template(tf, config)
@@ -154,11 +201,12 @@ def run(tf, config, cluster, report, watchdog):
         # same on every worker: the same steps).
         rate = tf.Variable(schedule.base, trainable=False, name="learning_rate") if schedule.warms_up else None
         optimizer = make_optimizer(tf, config, rate if rate is not None else schedule.peak)
-    params = [v for v in variables if v.trainable]
-    # What the ring reduces a step (the planner's variable bytes; no PS reports them here).
-    report.variable_bytes = sum(v.shape.num_elements() * v.dtype.size for v in params)
-    report.log(VARIABLES_LOG_PREFIX + json.dumps(variable_rows(variables)))
-    next_batch = _inputs(tf, strategy, config, cluster)
+    return network, variables, rate, optimizer
+
+
+def _train_step(tf, config, strategy, network, params, optimizer):
+    """The traced training step: every replica's forward, backward and update; returns the summed loss."""
+    global_batch = config.batch_size * strategy.num_replicas_in_sync
 
     def replica_step(images, labels):
         with tf.GradientTape() as tape:
@@ -177,10 +225,11 @@ def run(tf, config, cluster, report, watchdog):
         losses = strategy.run(replica_step, args=(images, labels))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
-    for line in out.header_lines(config.as_dict(), report.devices, report.tf_version, cluster.num_workers):
-        report.emit(line)
-    report.wall_time["session_ready"] = time.monotonic() - started
+    return train_step
 
+
+def _step_runner(tf, config, cluster, watchdog, train_step, next_batch, schedule, rate):
+    """The loop's `step(what)`: one training step on the next batch, within the watchdog; returns its loss."""
     updates = []  # the steps run so far (each one update)
 
     def step(what):
@@ -195,39 +244,7 @@ def run(tf, config, cluster, report, watchdog):
         except (tf.errors.OpError, StopIteration) as exc:
             raise RunFailure(describe_tf_error(exc, cluster, what)) from None
 
-    evaluate = _evaluator(tf, config, cluster, report, watchdog, network)
-    stop = None
-    examples_per_epoch = None
-    if config.num_epochs or schedule.warms_up:
-        files = train_files(config.data_dir, config.input_format)
-        examples_per_epoch = evaluation.epoch_size(
-            config, lambda: evaluation.record_count(tf, files, config.input_format)
-        )
-    report.examples_per_epoch, report.schedule = examples_per_epoch, schedule
-    if schedule.warms_up:
-        schedule.set_epoch(examples_per_epoch)
-    if report.evaluations is not None:
-        report.evaluations.rate = (lambda: float(rate.numpy())) if rate is not None else (lambda: schedule.peak)
-    if schedule.line():
-        report.log(schedule.line())
-    if config.num_epochs:
-        report.set_epochs(examples_per_epoch, cluster.num_workers)
-    if config.stop_at_top_1_accuracy:
-        # Every worker evaluates the same variables at the same steps, so each stops at the same one.
-
-        def stop():
-            return report.evaluations.reached
-
-    checkpoint = None
-    if config.checkpoint_every_steps or config.restore_checkpoint:
-        checkpoint = _checkpoints(tf, config, cluster, report, watchdog, variables, optimizer)
-    run_started = time.monotonic()
-    report.measure_steps(step, evaluate, stop, checkpoint)
-    report.wall_time["run"] = time.monotonic() - run_started
-    watchdog.arm(watchdog_bound(config.step_timeout), "waiting for the other workers to finish")
-    _finish_together(tf, cluster, config)
-    watchdog.disarm()
-    return report.succeed()
+    return step
 
 
 def _checkpoints(tf, config, cluster, report, watchdog, variables, optimizer):

@@ -236,6 +236,24 @@ def epoch_size(config, count):
     return int(count())
 
 
+def set_up_epochs(config, report, schedule, num_workers, count, load_warmup=None):
+    """Size an epoch where the run needs one and hand it to the report and the learning-rate schedule."""
+    # `count` is epoch_size's; `load_warmup()` hands the warm-up's length to a graph that holds it
+    # in a variable (the graph-mode worker), before the schedule's line is logged.
+    examples_per_epoch = None
+    if config.num_epochs or schedule.warms_up:
+        examples_per_epoch = epoch_size(config, count)
+    report.examples_per_epoch, report.schedule = examples_per_epoch, schedule
+    if schedule.warms_up:
+        schedule.set_epoch(examples_per_epoch)
+        if load_warmup is not None:
+            load_warmup()
+    if schedule.line():
+        report.log(schedule.line())
+    if config.num_epochs:
+        report.set_epochs(examples_per_epoch, num_workers)
+
+
 def training_steps(max_epochs, examples_per_epoch, images_per_step, num_workers, warmup):
     """The measured steps of `max_epochs` epochs (the warm-up's count towards them): this worker's."""
     total = -(-int(max_epochs * examples_per_epoch) // (images_per_step * num_workers))

@@ -159,83 +159,18 @@ def build_worker_graph(tf, config, cluster):
     graph = tf.Graph()
     with graph.as_default():
         # Every op's seed derives from it (the initial variables, the shuffles): a run repeats.
+        # Op-level seeds also follow the order ops are made in, so the stages below keep theirs.
         tf.compat.v1.set_random_seed(config.tf_random_seed)
         devices = tower_devices(config, cluster)
         cpu_device = f"{task_prefix(cluster)}/device:CPU:0"
         towers_inputs, input_initializers = _tower_inputs(tf, config, cluster, devices, cpu_device)
-        coordination = None
         schedule = learning_rate.Schedule(config, cluster.num_workers)
-        warmup_updates = warmup_set = None
-        if schedule.warms_up:
-            with tf.device(cpu_device):
-                warmup_updates = tf.compat.v1.Variable(
-                    1.0, trainable=False, name="warmup_updates", collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES]
-                )
-                value = tf.compat.v1.placeholder(tf.float32, [], name="warmup_updates_value")
-                warmup_set = (warmup_updates.assign(value), value)
-        if config.variable_update == "independent":
-            with tf.device(cpu_device):
-                global_step = tf.compat.v1.train.get_or_create_global_step()
-                rate = schedule.tensor(tf, global_step, warmup_updates)
-            train = variable_update.build_independent(tf, config, towers_inputs, global_step, rate)
-        else:
-            with tf.device(ps_cpu(0)):
-                global_step = tf.compat.v1.train.get_or_create_global_step()
-            with tf.device(cpu_device):
-                rate = schedule.tensor(tf, global_step, warmup_updates)
-            coordination = Coordination(
-                tf,
-                cluster.num_ps,
-                cluster.num_workers,
-                cluster.task_index,
-                stop_flag=bool(config.stop_at_top_1_accuracy),
-            )
-            strategy_class = GreedyLoadBalancingStrategy if config.ps_placement == "greedy" else RoundRobinStrategy
-            strategy = strategy_class(cluster.num_ps)  # one for all towers: variables are made once
-
-            def setter(worker_device):
-                return tf.compat.v1.train.replica_device_setter(
-                    ps_tasks=cluster.num_ps,
-                    worker_device=worker_device,
-                    cluster=tf.train.ClusterSpec(cluster.as_dict()),
-                    ps_strategy=strategy,
-                )
-
-            if config.variable_update == "parameter_server":
-                train = variable_update.build_parameter_server(
-                    tf, config, setter, towers_inputs, global_step, cluster.num_workers, rate
-                )
-            else:
-                train = variable_update.build_distributed_replicated(
-                    tf,
-                    config,
-                    setter,
-                    towers_inputs,
-                    global_step,
-                    cluster.num_workers,
-                    local_parameter_device(config, cluster),
-                    rate,
-                )
-
-        everything = {id(v): v for v in tf.compat.v1.global_variables() + tf.compat.v1.local_variables()}
-        shared = [v for v in everything.values() if ps_task_of(v.device) is not None]
-        local = [v for v in everything.values() if ps_task_of(v.device) is None]
-        ps_bytes = [0] * cluster.num_ps
-        for variable in shared:
-            ps_bytes[ps_task_of(variable.device)] += _variable_bytes(variable)
-
-        # Local state needs the shared variables (copies, sync local step): SessionManager
-        # runs local_init_op only once ready_for_local_init_op (shared initialised) passes.
-        init_local = tf.group(tf.compat.v1.variables_initializer(local), *input_initializers)
-        after_local = list(train.local_init_ops)
-        if train.sync_optimizer is not None:
-            sync = train.sync_optimizer
-            after_local.append(sync.chief_init_op if cluster.is_chief else sync.local_step_init_op)
-        with tf.control_dependencies([init_local]):
-            after = tf.group(*after_local)
-        local_init_op = tf.group(init_local, after, name="dtfbench_local_init")
-        init_op = tf.compat.v1.variables_initializer(shared, name="dtfbench_shared_init")
-        ready_op = tf.compat.v1.report_uninitialized_variables(shared) if shared else None
+        warmup_updates, warmup_set = _warmup_variable(tf, schedule, cpu_device)
+        train, global_step, rate, coordination = _train_ops(
+            tf, config, cluster, towers_inputs, cpu_device, schedule, warmup_updates
+        )
+        shared, local, ps_bytes = _shared_and_local_variables(tf, cluster.num_ps)
+        local_init_op, init_op, ready_op = _init_ops(tf, cluster, train, shared, local, input_initializers)
         evaluates = config.eval_during_training_every_n_steps and (cluster.is_chief or not cluster.is_distributed)
         eval_ops = _eval_ops(tf, config, cpu_device, devices[0]) if evaluates else None
         train_count = None
@@ -244,18 +179,7 @@ def build_worker_graph(tf, config, cluster):
                 train_count = evaluation.record_count(
                     tf, train_files(config.data_dir, config.input_format), config.input_format
                 )
-        saver = None
-        checkpoints_on = config.checkpoint_every_steps or config.checkpoint_every_secs or config.restore_checkpoint
-        if checkpoints_on and (cluster.is_chief or not cluster.is_distributed):
-            # The model's variables and the optimizer's slots, wherever they live; not the workers'
-            # coordination counters, nor the step count (a restored one would make a synchronous
-            # PS's queued gradients stale): a restored run counts its steps from 0 again.
-            saved = [
-                v
-                for v in tf.compat.v1.global_variables()
-                if not v.op.name.startswith("dtfbench_coordination/") and v.op.name != global_step.op.name
-            ]
-            saver = tf.compat.v1.train.Saver(saved, sharded=False, max_to_keep=2, save_relative_paths=True)
+        saver = _saver(tf, config, cluster, global_step)
         graph.finalize()  # no op may be added by accident inside the step loop
     return WorkerGraph(
         graph,
@@ -274,6 +198,110 @@ def build_worker_graph(tf, config, cluster):
         rate,
         saver,
     )
+
+
+def _warmup_variable(tf, schedule, cpu_device):
+    """The warm-up's length in updates (a local variable) and its (assign op, placeholder); Nones without one."""
+    if not schedule.warms_up:
+        return None, None
+    with tf.device(cpu_device):
+        warmup_updates = tf.compat.v1.Variable(
+            1.0, trainable=False, name="warmup_updates", collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES]
+        )
+        value = tf.compat.v1.placeholder(tf.float32, [], name="warmup_updates_value")
+        return warmup_updates, (warmup_updates.assign(value), value)
+
+
+def _train_ops(tf, config, cluster, towers_inputs, cpu_device, schedule, warmup_updates):
+    """The mode's training ops with their global step, learning rate and (PS modes) Coordination."""
+    if config.variable_update == "independent":
+        with tf.device(cpu_device):
+            global_step = tf.compat.v1.train.get_or_create_global_step()
+            rate = schedule.tensor(tf, global_step, warmup_updates)
+        train = variable_update.build_independent(tf, config, towers_inputs, global_step, rate)
+        return train, global_step, rate, None
+    with tf.device(ps_cpu(0)):
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+    with tf.device(cpu_device):
+        rate = schedule.tensor(tf, global_step, warmup_updates)
+    coordination = Coordination(
+        tf,
+        cluster.num_ps,
+        cluster.num_workers,
+        cluster.task_index,
+        stop_flag=bool(config.stop_at_top_1_accuracy),
+    )
+    strategy_class = GreedyLoadBalancingStrategy if config.ps_placement == "greedy" else RoundRobinStrategy
+    strategy = strategy_class(cluster.num_ps)  # one for all towers: variables are made once
+
+    def setter(worker_device):
+        return tf.compat.v1.train.replica_device_setter(
+            ps_tasks=cluster.num_ps,
+            worker_device=worker_device,
+            cluster=tf.train.ClusterSpec(cluster.as_dict()),
+            ps_strategy=strategy,
+        )
+
+    if config.variable_update == "parameter_server":
+        train = variable_update.build_parameter_server(
+            tf, config, setter, towers_inputs, global_step, cluster.num_workers, rate
+        )
+    else:
+        train = variable_update.build_distributed_replicated(
+            tf,
+            config,
+            setter,
+            towers_inputs,
+            global_step,
+            cluster.num_workers,
+            local_parameter_device(config, cluster),
+            rate,
+        )
+    return train, global_step, rate, coordination
+
+
+def _shared_and_local_variables(tf, num_ps):
+    """The graph's variables on a PS (shared) and on this worker (local), and the bytes each PS holds."""
+    everything = {id(v): v for v in tf.compat.v1.global_variables() + tf.compat.v1.local_variables()}
+    shared = [v for v in everything.values() if ps_task_of(v.device) is not None]
+    local = [v for v in everything.values() if ps_task_of(v.device) is None]
+    ps_bytes = [0] * num_ps
+    for variable in shared:
+        ps_bytes[ps_task_of(variable.device)] += _variable_bytes(variable)
+    return shared, local, ps_bytes
+
+
+def _init_ops(tf, cluster, train, shared, local, input_initializers):
+    """SessionManager's local_init_op, init_op (the shared variables) and ready_op (None: nothing shared)."""
+    # Local state needs the shared variables (copies, sync local step): SessionManager
+    # runs local_init_op only once ready_for_local_init_op (shared initialised) passes.
+    init_local = tf.group(tf.compat.v1.variables_initializer(local), *input_initializers)
+    after_local = list(train.local_init_ops)
+    if train.sync_optimizer is not None:
+        sync = train.sync_optimizer
+        after_local.append(sync.chief_init_op if cluster.is_chief else sync.local_step_init_op)
+    with tf.control_dependencies([init_local]):
+        after = tf.group(*after_local)
+    local_init_op = tf.group(init_local, after, name="dtfbench_local_init")
+    init_op = tf.compat.v1.variables_initializer(shared, name="dtfbench_shared_init")
+    ready_op = tf.compat.v1.report_uninitialized_variables(shared) if shared else None
+    return local_init_op, init_op, ready_op
+
+
+def _saver(tf, config, cluster, global_step):
+    """The Saver of the worker that saves or restores checkpoints; None on the others, or without checkpoints."""
+    checkpoints_on = config.checkpoint_every_steps or config.checkpoint_every_secs or config.restore_checkpoint
+    if not (checkpoints_on and (cluster.is_chief or not cluster.is_distributed)):
+        return None
+    # The model's variables and the optimizer's slots, wherever they live; not the workers'
+    # coordination counters, nor the step count (a restored one would make a synchronous
+    # PS's queued gradients stale): a restored run counts its steps from 0 again.
+    saved = [
+        v
+        for v in tf.compat.v1.global_variables()
+        if not v.op.name.startswith("dtfbench_coordination/") and v.op.name != global_step.op.name
+    ]
+    return tf.compat.v1.train.Saver(saved, sharded=False, max_to_keep=2, save_relative_paths=True)
 
 
 class GraphWorker:
@@ -442,20 +470,19 @@ class GraphWorker:
                 return self._evaluate(sess, built.evaluation, what)
 
         fetches = [built.train.train_op, built.train.loss]
-        examples_per_epoch = None
-        if self.config.num_epochs or built.schedule.warms_up:
-            examples_per_epoch = evaluation.epoch_size(
-                self.config, lambda: self._run(sess, built.train_count, "counting the training images")
-            )
-        report.examples_per_epoch, report.schedule = examples_per_epoch, built.schedule
-        if built.schedule.warms_up:
-            built.schedule.set_epoch(examples_per_epoch)
+
+        def load_warmup():
             op, value = built.warmup_set
             sess.run(op, {value: built.schedule.warmup_updates}, options=self.step_options)
-        if built.schedule.line():
-            report.log(built.schedule.line())
-        if self.config.num_epochs:
-            report.set_epochs(examples_per_epoch, self.cluster.num_workers)
+
+        evaluation.set_up_epochs(
+            self.config,
+            report,
+            built.schedule,
+            self.cluster.num_workers,
+            lambda: self._run(sess, built.train_count, "counting the training images"),
+            load_warmup,
+        )
         if self.config.stop_at_top_1_accuracy:
             flag = []  # the stop flag as the last step read it (PS modes)
             if coordination is not None:

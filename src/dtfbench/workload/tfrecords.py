@@ -174,6 +174,34 @@ def write_digits(tf, output_dir, split, items, shards, image_size, input_format=
 
 
 def main(argv=None):
+    args = _parser().parse_args(argv)
+    digits = args.dataset == "digits"
+    problem = _resolve_sizes(args, digits)
+    if problem is None:
+        split = digits_split() if digits else None
+        problem = _format_problem(args.format)
+    if problem is not None:
+        print(f"{PROG}: error: {problem}", file=sys.stderr)
+        return 2
+    os.makedirs(args.output_dir, exist_ok=True)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    if digits:
+        paths = write_digits(tf, args.output_dir, "train", split["train"], args.shards, args.image_size, args.format)
+        paths += write_digits(
+            tf, args.output_dir, "validation", split["validation"], args.validation_shards, args.image_size, args.format
+        )
+    else:
+        paths = _write_synthetic(tf, args)
+    write_checksums(args.output_dir, paths)
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _parser():
+    """The command's argument parser."""
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--output_dir", required=True)
     parser.add_argument(
@@ -200,15 +228,16 @@ def main(argv=None):
         "--validation_shards", type=int, default=None, help="validation-* files (synthetic: default 0; digits: 1)"
     )
     parser.add_argument("--seed", type=int, default=0, help="synthetic only: the pictures' and labels' seed")
-    args = parser.parse_args(argv)
-    digits = args.dataset == "digits"
+    return parser
+
+
+def _resolve_sizes(args, digits):
+    """Fill in the dataset's default sizes on `args`; the problem with the sizes given, or None."""
     if digits and args.images_per_shard is not None:
-        print(
-            f"{PROG}: error: --images_per_shard {args.images_per_shard}: the digits are a fixed set "
-            f"(1,797 images); give --shards and --validation_shards to spread them",
-            file=sys.stderr,
+        return (
+            f"--images_per_shard {args.images_per_shard}: the digits are a fixed set "
+            f"(1,797 images); give --shards and --validation_shards to spread them"
         )
-        return 2
     args.images_per_shard = 64 if args.images_per_shard is None else args.images_per_shard
     args.image_size = (DIGITS_IMAGE_SIZE if digits else 64) if args.image_size is None else args.image_size
     args.validation_shards = (1 if digits else 0) if args.validation_shards is None else args.validation_shards
@@ -218,35 +247,27 @@ def main(argv=None):
         ("--image_size", args.image_size),
     ):
         if value < 1:
-            print(f"{PROG}: error: {flag} {value}: must be at least 1", file=sys.stderr)
-            return 2
+            return f"{flag} {value}: must be at least 1"
     if args.validation_shards < (1 if digits else 0):
-        print(
-            f"{PROG}: error: --validation_shards {args.validation_shards}: must be at least "
-            f"{'1 with --dataset digits (its held-out split)' if digits else '0'}",
-            file=sys.stderr,
+        return (
+            f"--validation_shards {args.validation_shards}: must be at least "
+            f"{'1 with --dataset digits (its held-out split)' if digits else '0'}"
         )
-        return 2
-    split = digits_split() if digits else None
-    if args.format == "lmdb":
+    return None
+
+
+def _format_problem(input_format):
+    """Why `input_format` cannot be written here (lmdb without its module), or None."""
+    if input_format == "lmdb":
         try:
             formats.lmdb_module()
         except ImportError as err:
-            print(f"{PROG}: error: --format lmdb: {err}", file=sys.stderr)
-            return 2
-    os.makedirs(args.output_dir, exist_ok=True)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+            return f"--format lmdb: {err}"
+    return None
 
-    if digits:
-        paths = write_digits(tf, args.output_dir, "train", split["train"], args.shards, args.image_size, args.format)
-        paths += write_digits(
-            tf, args.output_dir, "validation", split["validation"], args.validation_shards, args.image_size, args.format
-        )
-        write_checksums(args.output_dir, paths)
-        for path in paths:
-            print(path)
-        return 0
+
+def _write_synthetic(tf, args):
+    """Write the synthetic train-* shards and any validation-* ones; their paths."""
     paths = write_split(
         tf, args.output_dir, "train", args.shards, args.images_per_shard, args.image_size, args.seed, args.format
     )
@@ -261,7 +282,4 @@ def main(argv=None):
             args.seed + 1,
             args.format,
         )
-    write_checksums(args.output_dir, paths)
-    for path in paths:
-        print(path)
-    return 0
+    return paths
