@@ -39,9 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_env import held
+from bench_env import RESULTS, ROOT, held, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULT_PREFIX = "DTFBENCH_RESULT "
 KERAS_PREFIX = "KERAS_RESULT "
 TRAIN_IMAGES = 1433  # the digits' training split (dtfbench.workload.tfrecords)
@@ -67,7 +66,7 @@ def parse_args(argv=None):
         help="the training pipeline's --augmentation on both sides (none: the whole digit, a quieter measure)",
     )
     p.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK"), help="flock this file around the run")
-    p.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "accuracy_vs_keras.json"))
+    p.add_argument("--output", default=str(RESULTS / "accuracy_vs_keras.json"))
     p.add_argument("--keras_child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--data_dir", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -318,9 +317,7 @@ def main(argv=None) -> int:
         "rounds": rounds,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
     }
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=2) + "\n")
+    out = write_json(args.output, summary)
     for line in lines(summary, args):
         print(line)
     print(out)

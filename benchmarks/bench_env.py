@@ -1,17 +1,22 @@
-"""What the benchmarks share: the project root, ansible-playbook's environment, free ports, the lock,
-the order of the sides in each round (a Williams design)."""
+"""What the benchmarks share: the project root, ansible-playbook's environment and a timed run of it,
+free ports, the lock, the order of the sides in each round (a Williams design), writing the JSON."""
 
 from __future__ import annotations
 
 import configparser
 import fcntl
+import json
 import os
 import socket
+import statistics
+import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results" / "benchmarks"
 
 
 def ansible_env() -> dict[str, str]:
@@ -29,6 +34,21 @@ def callbacks_with(*extra: str) -> str:
     config.read(ROOT / "ansible.cfg")
     enabled = [c.strip() for c in config["defaults"]["callbacks_enabled"].split(",")]
     return ",".join(enabled + list(extra))
+
+
+def spread(values) -> dict[str, float]:
+    """The median of `values` and their range: {"median", "min", "max"}."""
+    values = list(values)
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def timed_run(argv: list[str], env: dict, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
+    """Run `argv` (an ansible-playbook command) in the project root, its output captured as text:
+    (the finished process, its wall seconds). A failed run is returned, not raised: each benchmark
+    says what failed its own way."""
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return done, time.monotonic() - started
 
 
 def testbed_sweep_command(inventory: Path, *, hosts: int, sweep_id: str, results_db: Path, **settings) -> list[str]:
@@ -94,3 +114,17 @@ def orders(names: list[str], rounds: int):
     rows = williams_rows(len(names))
     for round_no in range(rounds):
         yield round_no, [names[i] for i in rows[round_no % len(rows)]]
+
+
+def write_json(path: Path | str, report: dict, *, sort_keys: bool = False, say: str = "") -> Path:
+    """`report` as indented JSON at `path` (its folder made if need be), replaced in one step so that
+    a reader never finds half a file (a benchmark that rewrites it as it goes); returns the path.
+    With `say` ("written to"), prints it and the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2, sort_keys=sort_keys) + "\n")
+    os.replace(tmp, path)
+    if say:
+        print(f"{say} {path}")
+    return path

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_env import ROOT
+from bench_env import RESULTS, ROOT, spread, write_json
 
 sys.path.insert(0, str(ROOT / "src"))
 from dtfbench.workload.benchmark_output import RESULT_PREFIX  # noqa: E402
@@ -91,7 +91,7 @@ def main() -> int:
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--every", type=int, default=5)
     parser.add_argument("--dir", type=Path, default=None, help="the checkpoint folder (default: a new one under /tmp)")
-    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "checkpoint_cost.json")
+    parser.add_argument("--output", type=Path, default=RESULTS / "checkpoint_cost.json")
     args = parser.parse_args()
     if args.baseline_ref == BEFORE_CHECKPOINTS:
         args.baseline_ref = revision_before_checkpoints()
@@ -154,7 +154,7 @@ def main() -> int:
                 "current": rates["current"],
                 "baseline": rates["baseline"],
                 "ratio": statistics.median(rates["current"]) / statistics.median(rates["baseline"]),
-                "paired": {"median": statistics.median(paired), "min": min(paired), "max": max(paired)},
+                "paired": spread(paired),
                 "goal": 0.99,
             }
             print(
@@ -166,9 +166,7 @@ def main() -> int:
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)], capture_output=True
             )
 
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"written: {args.output}")
+    write_json(args.output, result, say="written:")
     return 0
 
 

@@ -35,14 +35,13 @@ import re
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import yaml
-from bench_env import ROOT, ansible_env, callbacks_with, held  # noqa: E402
+from bench_env import RESULTS, ROOT, ansible_env, callbacks_with, held, timed_run, write_json  # noqa: E402
 
 from dtfbench.linux import procfs  # noqa: E402
 
@@ -98,16 +97,7 @@ def one_run(
     env = dict(env, DTFBENCH_CPU_PER_TASK=str(cpu_file))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     nodes_before = sum(testbed.cpu_seconds(state).values())
-    started = time.monotonic()
-    done = subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), str(book)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    wall = time.monotonic() - started
+    done, wall = timed_run(["ansible-playbook", "-i", str(inventory), str(book)], env, timeout=900)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     masters = sum(procfs.cpu_seconds(pid) or 0.0 for pid in ssh_masters(state))
     nodes_cpu = sum(testbed.cpu_seconds(state).values()) - nodes_before
@@ -223,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         "the role starts every host's tasks first, then waits",
     )
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-controller-scaling"))
-    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "controller_scaling.json")
+    parser.add_argument("--output", type=Path, default=RESULTS / "controller_scaling.json")
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.hosts.split(",")]
     if any(c < 2 for c in counts):
@@ -258,8 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "goal": 1.2,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(args.output, report)
     for r in results:
         print(
             f"{r['hosts']:>3} hosts: controller {r['controller_cpu_s_per_host']:.3f} CPU-s per host "

@@ -30,9 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_env import held
+from bench_env import RESULTS, ROOT, held, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
 GOAL = 0.95
 RESULT_PREFIX = "DTFBENCH_RESULT "
 TRAIN_IMAGES = 1433  # the digits' training split (dtfbench.workload.tfrecords)
@@ -52,7 +51,7 @@ def parse_args(argv=None):
         help="held-out images an evaluation reads, as a share of an epoch's (0: the whole split)",
     )
     p.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK"), help="flock this file around the run")
-    p.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "eval_cost.json"))
+    p.add_argument("--output", default=str(RESULTS / "eval_cost.json"))
     return p.parse_args(argv)
 
 
@@ -139,9 +138,7 @@ def main(argv=None) -> int:
         "rounds": rounds,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
     }
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=2) + "\n")
+    out = write_json(args.output, summary)
     share = f"{args.eval_share:.3f} of an epoch's images" if args.eval_share else "the whole held-out split"
     print(
         f"A3 evaluation once an epoch ({share}): {ratio:.3f} of the images/sec without (goal >= {GOAL}); "

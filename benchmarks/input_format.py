@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_env import ROOT
+from bench_env import RESULTS, ROOT, spread, write_json
 
 sys.path.insert(0, str(ROOT / "src"))
 from dtfbench.workload.benchmark_output import RESULT_PREFIX  # noqa: E402
@@ -48,13 +48,17 @@ def dtfbench(*args: str) -> subprocess.CompletedProcess:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="trivial")
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--shards", type=int, default=8)
-    parser.add_argument("--images-per-shard", type=int, default=256)
-    parser.add_argument("--image-size", type=int, default=64)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "input_format.json")
+    counts = {
+        "--rounds": 4,
+        "--shards": 8,
+        "--images-per-shard": 256,
+        "--image-size": 64,
+        "--batch-size": 32,
+        "--steps": 100,
+    }
+    for option, default in counts.items():
+        parser.add_argument(option, type=int, default=default)
+    parser.add_argument("--output", type=Path, default=RESULTS / "input_format.json")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="dtfbench-formats-"))
     try:
@@ -84,16 +88,14 @@ def main() -> int:
         "batch_size": args.batch_size,
         "rates": rates,
         "ratio": ratio,
-        "paired": {"median": statistics.median(paired), "min": min(paired), "max": max(paired)},
+        "paired": spread(paired),
         "goal": 0.95,
     }
     print(
         f"D2: LMDB / TFRecords = {ratio:.3f} ({args.model}; paired rounds {min(paired):.3f}-{max(paired):.3f}); "
         f"goal >= 0.95: {'met' if ratio >= 0.95 else 'not met'}"
     )
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"written: {args.output}")
+    write_json(args.output, result, say="written:")
     return 0
 
 

@@ -76,12 +76,11 @@ import re  # noqa: E402
 import resource  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from bench_env import ROOT, ansible_env, held  # noqa: E402
+from bench_env import RESULTS, ROOT, ansible_env, held, timed_run, write_json  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import bare_fanout  # noqa: E402
@@ -164,16 +163,9 @@ def one_run(state: dict, workdir: Path, hosts: int, warm: bool, run_no: int | st
     limit = "tf_nodes" if hosts > 1 else "node01"
     nodes_before = sum(testbed.cpu_seconds(state).values())
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    done = subprocess.run(
-        ["ansible-playbook", "-i", str(Path(state["dir"]) / "hosts.yml"), "--limit", limit, str(book)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    done, wall = timed_run(
+        ["ansible-playbook", "-i", str(Path(state["dir"]) / "hosts.yml"), "--limit", limit, str(book)], env, timeout=600
     )
-    wall = time.monotonic() - started
     children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     controller_cpu = (children_after.ru_utime + children_after.ru_stime) - (
         children_before.ru_utime + children_before.ru_stime
@@ -267,7 +259,7 @@ def summarize(samples: dict[str, list[dict]], n: int, repeats: int) -> dict:
     return report
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
@@ -277,13 +269,17 @@ def main(argv: list[str] | None = None) -> int:
         help="flock this file for the whole run (the machine's heavy lock; default $DTFBENCH_LOCK)",
     )
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-launch-scaling"))
-    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "launch_scaling.json")
+    parser.add_argument("--output", type=Path, default=RESULTS / "launch_scaling.json")
     parser.add_argument(
         "--cpu-split",
         action="store_true",
         help="then one warm start each way under perf record -a: whose CPU each start took (needs perf)",
     )
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.cpu_split:
         cpu_split.perf()  # before the test bed comes up: no perf, one clear error
     with held(args.lock):
@@ -371,8 +367,7 @@ def measure(args) -> int:
     report = summarize(samples, n, args.repeats)
     if split is not None:
         report["cpu_split"] = split
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(args.output, report)
     cpu = report["playbook_cpu_s"]
     print(
         f"start of all tasks, {n} hosts / 1 host: {report['ratio']:.2f} cold "

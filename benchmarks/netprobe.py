@@ -35,22 +35,20 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "testbed"))
 
 import testbed as tb  # noqa: E402
-from bench_env import ROOT, ansible_env, held  # noqa: E402
+from bench_env import RESULTS, ansible_env, held, timed_run, write_json  # noqa: E402
 
 from dtfbench.forecast import adaptive, validation  # noqa: E402
 from dtfbench.results import network, store  # noqa: E402
 
-OUT = ROOT / "results" / "benchmarks" / "netprobe.json"
+OUT = RESULTS / "netprobe.json"
 GOODPUT = 1448 / 1514  # TCP payload per byte on a 1500-byte-MTU Ethernet link (what tbf counts)
 # The planner's sweep: the test bed's one thread per op pool, and asynchronous updates (each
 # worker pulls, computes and pushes on its own, so that one worker's transfers overlap the
@@ -65,16 +63,7 @@ def plain_transfer_gb_s(sender: dict, receiver: dict, seconds: float = 3.0) -> f
 
 
 def playbook(name: str, inventory: Path, *extra: str, timeout: int = 1800) -> tuple[float, str]:
-    t = time.monotonic()
-    done = subprocess.run(
-        ["ansible-playbook", name, "-i", str(inventory), *extra],
-        cwd=ROOT,
-        env=ansible_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    wall = time.monotonic() - t
+    done, wall = timed_run(["ansible-playbook", name, "-i", str(inventory), *extra], ansible_env(), timeout)
     if done.returncode != 0:
         raise SystemExit(f"{name} failed (exit {done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
     return wall, done.stdout
@@ -364,8 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.planner_repetitions,
                     args.ring_variable_update if part == "planner-ring" else "parameter_server",
                 )
-            OUT.parent.mkdir(parents=True, exist_ok=True)
-            OUT.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+            write_json(OUT, results, sort_keys=True)
     if "accuracy" in results:
         print(
             "accuracy, probe / shaped:",

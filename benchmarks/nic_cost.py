@@ -20,7 +20,6 @@ Writes results/benchmarks/nic_cost.json. DTFBENCH_LOCK / --lock: flock that file
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import signal
@@ -29,13 +28,11 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
-from bench_env import free_ports, held
+from bench_env import RESULTS, ROOT, free_ports, held, write_json
 
 from dtfbench.linux import procfs
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLER = ROOT / "src" / "dtfbench" / "launch" / "nic_sampler.py"
 GOAL = 0.98
 
@@ -50,7 +47,7 @@ def parse_args(argv=None):
     p.add_argument("--num_batches", type=int, default=8000)
     p.add_argument("--interval", type=float, default=None, help="sampler interval (default: the launcher's)")
     p.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK"), help="flock this file around the run")
-    p.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "nic_cost.json"))
+    p.add_argument("--output", default=str(RESULTS / "nic_cost.json"))
     return p.parse_args(argv)
 
 
@@ -86,20 +83,16 @@ def run(args, interval: float) -> dict:
             + ["--interval", str(interval)],
             start_new_session=True,
         )
-        ps = subprocess.Popen(
-            [*base, "--job_name", "ps", "--task_index", "0"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
-        worker = subprocess.Popen(
-            [*base, "--job_name", "worker", "--task_index", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-            start_new_session=True,
+        ps, worker = (
+            subprocess.Popen(
+                [*base, "--job_name", job, "--task_index", "0"],
+                stdout=stdout,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                env=env,
+                start_new_session=True,
+            )
+            for job, stdout in (("ps", subprocess.DEVNULL), ("worker", subprocess.PIPE))  # the worker's step lines
         )
 
         def read():
@@ -176,9 +169,7 @@ def main(argv=None) -> int:
         "config": {k: v for k, v in vars(args).items() if k not in ("output", "lock")},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    out = write_json(args.output, report)
     print(
         f"NIC sampler on: {measured['images_per_sec_on']:.1f} img/s over {measured['seconds_on']:.0f} s, off: "
         f"{measured['images_per_sec_off']:.1f} img/s over {measured['seconds_off']:.0f} s, in {measured['slices']} "

@@ -31,21 +31,18 @@ output beside it, ``.log``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from functools import partial
 from pathlib import Path
 
 import yaml
-from bench_env import ROOT, ansible_env, held, orders, testbed_sweep_command  # noqa: E402
+from bench_env import RESULTS, ROOT, ansible_env, held, orders, testbed_sweep_command, timed_run, write_json  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import bare_launcher  # noqa: E402
@@ -53,6 +50,8 @@ import testbed  # noqa: E402
 
 from dtfbench.results import store  # noqa: E402
 
+# The workload's settings a sweep of ours takes from the options (-e NAME=VALUE each).
+SWEEP_SETTINGS = ("model", "batch_size", "image_size", "repetitions", "warmup_steps", "steps")
 # Issue #31's goals for ours / bare: short runs (the trivial model) and the study's workload.
 GOAL_SHORT = 1.15
 GOAL_STUDY = 1.05
@@ -61,30 +60,14 @@ GOAL_STUDY = 1.05
 def ours_sweep(args, inventory: Path, db: Path, env: dict, log: Path) -> dict:
     """One run-benchmark.yml sweep (--repetitions runs of one configuration): wall time and per-run figures."""
     sweep_id = f"p1-{uuid.uuid4().hex[:8]}"
-    started = time.monotonic()
-    done = subprocess.run(
-        testbed_sweep_command(
-            inventory,
-            hosts=args.hosts,
-            sweep_id=sweep_id,
-            results_db=db,
-            model=args.model,
-            batch_size=args.batch_size,
-            image_size=args.image_size,
-            repetitions=args.repetitions,
-            warmup_steps=args.warmup_steps,
-            steps=args.steps,
-            # The link probe (on by default) is a measurement the bare launcher does not make:
-            # its cost is N2's figure, off here unless asked for (--network-probe).
-            network_probe="true" if args.network_probe else "false",
-        ),
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=3600,
+    workload = {name: getattr(args, name) for name in SWEEP_SETTINGS}
+    # The link probe (on by default) is a measurement the bare launcher does not make: its cost
+    # is N2's figure, off here unless asked for (--network-probe).
+    probe = "true" if args.network_probe else "false"
+    command = testbed_sweep_command(
+        inventory, hosts=args.hosts, sweep_id=sweep_id, results_db=db, **workload, network_probe=probe
     )
-    wall = time.monotonic() - started
+    done, wall = timed_run(command, env, timeout=3600)
     # The playbook's own output, for a per-task breakdown (ANSIBLE_CALLBACKS_ENABLED=
     # ansible.posix.profile_tasks adds each task's time to it).
     with log.open("a") as handle:
@@ -184,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         args.repetitions = 1 if args.study else 3
     if args.output is None:
         name = "orchestration_overhead_study.json" if args.study else "orchestration_overhead.json"
-        args.output = ROOT / "results" / "benchmarks" / name
+        args.output = RESULTS / name
 
     env = ansible_env()
     db = args.dir.with_name(args.dir.name + "-results.sqlite")
@@ -280,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         "bare_runs": bare_runs,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": args.hosts},
     }
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(args.output, report)
     rates = report["images_per_sec"]
     print(
         f"sweep wall, ours {wall:.1f} s / bare launcher {bare_wall:.1f} s = {report['ratio_to_bare']:.2f} "

@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "testbed"))
 
 import testbed as tb  # noqa: E402
-from bench_env import ROOT, held  # noqa: E402
+from bench_env import RESULTS, ROOT, held, write_json  # noqa: E402
 
 from dtfbench.forecast import scaling_model  # noqa: E402
 
-OUT = ROOT / "results" / "benchmarks" / "ps_pattern.json"
+OUT = RESULTS / "ps_pattern.json"
 PORT = 5301
 
 # The PS: argv mode address port workers bytes seconds; prints one JSON line.
@@ -213,10 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         finally:
             tb.down(bed)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(
-        json.dumps({"mbit": args.mbit, "stream_bytes_s": stream, "bytes": size, "cases": cases}, indent=2) + "\n"
-    )
+    write_json(OUT, {"mbit": args.mbit, "stream_bytes_s": stream, "bytes": size, "cases": cases})
     print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
 

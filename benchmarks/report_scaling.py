@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from dtfbench.results import store
+from bench_env import RESULTS, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
+from dtfbench.results import store
 
 
 def configurations(count: int) -> list[dict]:
@@ -83,10 +82,8 @@ def time_table(db: Path, rounds: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--configs", type=int, default=40)
-    parser.add_argument("--small", type=int, default=200)
-    parser.add_argument("--large", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
+    for option, default in {"--configs": 40, "--small": 200, "--large": 2000, "--rounds": 3}.items():
+        parser.add_argument(option, type=int, default=default)
     args = parser.parse_args()
     configs = configurations(args.configs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,9 +97,7 @@ def main() -> int:
         seconds=dict(small=round(t_small, 3), large=round(t_large, 3)),
         ratio_large_to_small=round(t_large / t_small, 2),
     )
-    out = ROOT / "results" / "benchmarks" / "report_scaling.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(RESULTS / "report_scaling.json", result)
     print(
         f"report table, {len(configs)} configurations: {args.small} runs {t_small:.2f} s, "
         f"{args.large} runs {t_large:.2f} s, ratio {t_large / t_small:.2f} (runs x{args.large / args.small:g})"

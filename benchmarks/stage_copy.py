@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import shutil
 import statistics
@@ -38,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_env import ROOT, orders
+from bench_env import RESULTS, ROOT, orders, spread, write_json
 
 sys.path.insert(0, str(ROOT / "src"))
 from dtfbench.node import read_throughput, stage_data  # noqa: E402
@@ -85,9 +84,9 @@ def main() -> int:
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--shard-mb", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--source-root", type=Path, default=ROOT / "results" / "benchmarks")
+    parser.add_argument("--source-root", type=Path, default=RESULTS)
     parser.add_argument("--target-root", type=Path, default=Path("/dev/shm"))
-    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "stage_copy.json")
+    parser.add_argument("--output", type=Path, default=RESULTS / "stage_copy.json")
     args = parser.parse_args()
 
     args.source_root.mkdir(parents=True, exist_ok=True)
@@ -124,9 +123,9 @@ def main() -> int:
         "rounds": args.rounds,
         "source_root": str(args.source_root),
         "target_root": str(args.target_root),
-        "mb_per_s": {side: {"median": statistics.median(v), "min": min(v), "max": max(v)} for side, v in rate.items()},
+        "mb_per_s": {side: spread(v) for side, v in rate.items()},
         "ratio_ours_to_cp_a": statistics.median(rate["ours"]) / statistics.median(rate["cp-a"]),
-        "ratio_ours_to_cp_a_paired": {"median": statistics.median(paired), "min": min(paired), "max": max(paired)},
+        "ratio_ours_to_cp_a_paired": spread(paired),
         "ratio_ours_to_cp_a_nosync": statistics.median(rate["ours"]) / statistics.median(rate["cp-a-nosync"]),
         "ratio_sizes_only_to_cp_a": statistics.median(rate["ours-sizes"]) / statistics.median(rate["cp-a"]),
         "goal": 0.9,
@@ -143,9 +142,7 @@ def main() -> int:
         f"{'met' if result['met'] else 'NOT met'}. ours / cp -a without sync: {result['ratio_ours_to_cp_a_nosync']:.3f}; "
         f"sizes only / cp -a: {result['ratio_sizes_only_to_cp_a']:.3f}"
     )
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"written: {args.output}")
+    write_json(args.output, result, say="written:")
     return 0
 
 

@@ -99,7 +99,6 @@ if len(sys.argv) == 6 and sys.argv[1] == "--raw-get":
     sys.exit(0)
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import shutil  # noqa: E402
@@ -112,7 +111,7 @@ from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "aws"))
-from bench_env import cycle_length, orders  # noqa: E402
+from bench_env import RESULTS, cycle_length, orders, write_json  # noqa: E402
 from moto_server import MotoServer  # noqa: E402
 
 from dtfbench.linux import procfs  # noqa: E402
@@ -403,51 +402,46 @@ def main() -> int:
     }
     print("\n" + "  ".join(f"{k}={v}" for k, v in goals.items()))
     default_name = "staging.json" if args.checksum == "CRC32" else f"staging-{args.checksum.lower()}.json"
-    out = Path(args.output or ROOT / "results" / "benchmarks" / default_name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "benchmark": "P3 staging",
-                "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "machine": platform.node(),
-                "cpus": os.cpu_count(),
-                "load_average_before": load_before,
-                "load_average_after": load_after,
-                "endpoint": "moto (loopback)",
-                "objects": len(objects),
-                "checksum": args.checksum,
-                "bytes": total,
-                "workers": args.workers,
-                "repeats": args.repeats,
-                "baseline_src": args.baseline_src,
-                "runs": {
-                    k: [
-                        {"wall_s": round(w, 3), "cpu_s": round(c, 3), "moto_cpu_s": round(s, 3), "flush_s": round(f, 3)}
-                        for w, c, s, f in v
-                    ]
-                    for k, v in runs.items()
-                },
-                "wall_s": wall,
-                "cpu_s": cpu,
-                "moto_cpu_s": server_cpu,
-                "mb_per_s": {k: round(v, 1) for k, v in rate.items()},
-                "paired_vs_raw": paired_vs_raw,
-                "cpu_vs_raw": cpu_vs_raw,
-                "flush_s": flush,
-                "on_disk_s": on_disk,
-                "on_disk_vs_raw": on_disk_vs_raw,
-                "noop_shards": len(shards),
-                "noop_process_s": noop_process,
-                "noop_process_cpu_s": noop_cpu,
-                "noop_in_process_s": noop_in_process,
-                **goals,
+    write_json(
+        args.output or RESULTS / default_name,
+        {
+            "benchmark": "P3 staging",
+            "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "machine": platform.node(),
+            "cpus": os.cpu_count(),
+            "load_average_before": load_before,
+            "load_average_after": load_after,
+            "endpoint": "moto (loopback)",
+            "objects": len(objects),
+            "checksum": args.checksum,
+            "bytes": total,
+            "workers": args.workers,
+            "repeats": args.repeats,
+            "baseline_src": args.baseline_src,
+            "runs": {
+                k: [
+                    {"wall_s": round(w, 3), "cpu_s": round(c, 3), "moto_cpu_s": round(s, 3), "flush_s": round(f, 3)}
+                    for w, c, s, f in v
+                ]
+                for k, v in runs.items()
             },
-            indent=2,
-        )
-        + "\n"
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "moto_cpu_s": server_cpu,
+            "mb_per_s": {k: round(v, 1) for k, v in rate.items()},
+            "paired_vs_raw": paired_vs_raw,
+            "cpu_vs_raw": cpu_vs_raw,
+            "flush_s": flush,
+            "on_disk_s": on_disk,
+            "on_disk_vs_raw": on_disk_vs_raw,
+            "noop_shards": len(shards),
+            "noop_process_s": noop_process,
+            "noop_process_cpu_s": noop_cpu,
+            "noop_in_process_s": noop_in_process,
+            **goals,
+        },
+        say="written to",
     )
-    print(f"written to {out}")
     return 0
 
 

@@ -34,13 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "testbed"))
 
 import testbed as tb  # noqa: E402
-from bench_env import ROOT, ansible_env, held  # noqa: E402
+from bench_env import RESULTS, ansible_env, held, timed_run, write_json  # noqa: E402
 
 from dtfbench.report import analysis, build, stats  # noqa: E402
 from dtfbench.results import store  # noqa: E402
 
-OUT = ROOT / "results" / "benchmarks" / "summitdev_accuracy.json"
-DB = ROOT / "results" / "benchmarks" / "summitdev_accuracy.sqlite"
+OUT = RESULTS / "summitdev_accuracy.json"
+DB = RESULTS / "summitdev_accuracy.sqlite"
 HOSTS = 4
 EPOCHS = 5
 # What every sweep shares: the digits at 32 pixels, LeNet, momentum, 16 images a device, 2 warm-up steps.
@@ -73,13 +73,12 @@ def sweep(inventory: Path, name: str, data_dir: Path) -> float:
                     fail_on_failed_runs="false")  # fmt: skip
     argv = ["ansible-playbook", "run-benchmark.yml", "-i", str(inventory)]
     argv += [arg for key, value in settings.items() for arg in ("-e", f"{key}={value}")]
-    started = time.monotonic()
-    done = subprocess.run(argv, cwd=ROOT, env=ansible_env(), capture_output=True, text=True, timeout=7200)
+    done, wall = timed_run(argv, ansible_env(), timeout=7200)
     if done.returncode != 0:
         raise SystemExit(
             f"{name}: ansible-playbook exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
         )
-    return time.monotonic() - started
+    return wall
 
 
 def figures(sweep_id: str) -> list[dict]:
@@ -177,7 +176,7 @@ def main() -> int:
                 if name == "race":
                     results["parts"][name]["verdict"] = race_verdict(configurations)
                 results["measured_at"] = time.strftime("%Y-%m-%d", time.gmtime())
-                OUT.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+                write_json(OUT, results, sort_keys=True)
         finally:
             tb.down(bed_dir)
     build.build(analysis.load_rows(DB), DB.parent / "summitdev_accuracy_report", db=str(DB))

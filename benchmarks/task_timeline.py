@@ -38,7 +38,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench_env import ROOT, ansible_env, held, testbed_sweep_command
+from bench_env import RESULTS, ROOT, ansible_env, held, testbed_sweep_command, write_json
 
 sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 import testbed  # noqa: E402
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/dtfbench-timeline"))
     parser.add_argument("--lock", default=os.environ.get("DTFBENCH_LOCK", ""))
-    parser.add_argument("--output", type=Path, default=ROOT / "results" / "benchmarks" / "task_timeline.json")
+    parser.add_argument("--output", type=Path, default=RESULTS / "task_timeline.json")
     parser.add_argument(
         "--profile-workers",
         action="store_true",
@@ -289,8 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         "worker_profiles": profiles,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "hosts": args.hosts},
     }
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"written to {args.output}")
+    write_json(args.output, report, say="written to")
     return 0
 
 

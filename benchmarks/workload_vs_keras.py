@@ -26,11 +26,9 @@ import platform
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from bench_env import free_ports
+from bench_env import RESULTS, ROOT, free_ports, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 RESULT_PREFIX = "DTFBENCH_RESULT "
 KERAS_PREFIX = "KERAS_RESULT "
@@ -56,7 +54,7 @@ def parse_args(argv=None):
         help="rounds over all variants (interleaved, so load from other processes hits all alike);"
         " each variant's best rate counts",
     )
-    p.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "workload_vs_keras.json"))
+    p.add_argument("--output", default=str(RESULTS / "workload_vs_keras.json"))
     p.add_argument("--keras_child", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -132,34 +130,29 @@ def keras_child(args):
 # --- the variants ----------------------------------------------------------------------------
 
 
+# The settings every variant passes on as they are, Keras' included: --NAME VALUE each.
+MODEL_FLAGS = (
+    "model",
+    "image_size",
+    "batch_size",
+    "num_warmup_batches",
+    "num_batches",
+    "learning_rate",
+    "weight_decay",
+)
+THREAD_FLAGS = ("num_intra_threads", "num_inter_threads")
+
+
+def flags_of(args, names):
+    return [arg for name in names for arg in (f"--{name}", str(getattr(args, name)))]
+
+
 def common_flags(args):
     return [
-        "--model",
-        args.model,
-        "--image_size",
-        str(args.image_size),
-        "--batch_size",
-        str(args.batch_size),
-        "--num_warmup_batches",
-        str(args.num_warmup_batches),
-        "--num_batches",
-        str(args.num_batches),
-        "--learning_rate",
-        str(args.learning_rate),
-        "--weight_decay",
-        str(args.weight_decay),
-        "--optimizer",
-        "sgd",
-        "--device",
-        "cpu",
-        "--num_intra_threads",
-        str(args.num_intra_threads),
-        "--num_inter_threads",
-        str(args.num_inter_threads),
-        "--display_every",
-        str(max(1, args.num_batches)),
-        "--step_timeout",
-        "600",
+        *flags_of(args, MODEL_FLAGS),
+        *("--optimizer", "sgd", "--device", "cpu"),
+        *flags_of(args, THREAD_FLAGS),
+        *("--display_every", str(max(1, args.num_batches)), "--step_timeout", "600"),
     ]
 
 
@@ -171,29 +164,7 @@ def result_from(stdout, prefix):
 
 
 def run_keras(args):
-    argv = [
-        sys.executable,
-        __file__,
-        "--keras_child",
-        "--model",
-        args.model,
-        "--image_size",
-        str(args.image_size),
-        "--batch_size",
-        str(args.batch_size),
-        "--num_warmup_batches",
-        str(args.num_warmup_batches),
-        "--num_batches",
-        str(args.num_batches),
-        "--learning_rate",
-        str(args.learning_rate),
-        "--weight_decay",
-        str(args.weight_decay),
-        "--num_intra_threads",
-        str(args.num_intra_threads),
-        "--num_inter_threads",
-        str(args.num_inter_threads),
-    ]
+    argv = [sys.executable, __file__, "--keras_child", *flags_of(args, MODEL_FLAGS + THREAD_FLAGS)]
     done = subprocess.run(argv, capture_output=True, text=True, env=child_env(), timeout=1800)
     if done.returncode:
         raise RuntimeError(f"keras baseline failed:\n{done.stderr[-3000:]}")
@@ -303,12 +274,7 @@ def main(argv=None):
         "meets_goal": {name: ratio >= GOAL for name, ratio in ratios.items()},
         "seconds": time.monotonic() - started,
     }
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, output)
-    print(f"written to {output}")
+    write_json(args.output, report, sort_keys=True, say="written to")
     return 0
 
 

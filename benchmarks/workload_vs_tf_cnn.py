@@ -33,7 +33,6 @@ $DTFBENCH_MIRRORS or ../shared/mirrors, else GitHub), cloned once per commit int
 """
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -43,9 +42,8 @@ import sys
 import time
 from pathlib import Path
 
-from bench_env import free_ports, held
+from bench_env import RESULTS, ROOT, free_ports, held, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 TF_CNN_COMMIT = "8fb79079265933ad39bea628b777af662f5bf15d"  # tensorflow/benchmarks master, 2024-01
 STUDY_COMMIT = "a0d3d61"  # e-bug/distributed-tensorflow-benchmarks, the study's repository
@@ -88,7 +86,7 @@ def parse_args(argv=None):
     p.add_argument("--study_repo", help="git URL or bundle of e-bug/distributed-tensorflow-benchmarks")
     p.add_argument("--study_commit", default=STUDY_COMMIT)
     p.add_argument("--timeout", type=int, default=1200, help="seconds per leg")
-    p.add_argument("--output", default=str(ROOT / "results" / "benchmarks" / "workload_vs_tf_cnn.json"))
+    p.add_argument("--output", default=str(RESULTS / "workload_vs_tf_cnn.json"))
     return p.parse_args(argv)
 
 
@@ -285,12 +283,7 @@ def write_report(args, legs, samples, started, complete):
         "complete": complete,
         "seconds": time.monotonic() - started,
     }
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, output)
-    return output
+    return write_json(args.output, report, sort_keys=True)
 
 
 # --- main ---------------------------------------------------------------------------------
