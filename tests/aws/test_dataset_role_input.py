@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
@@ -20,7 +21,7 @@ PLAYBOOK = """\
 """
 
 
-def play(project_root, ansible_env, tmp_path, **variables):
+def _play(ansible_env, tmp_path, **variables):
     playbook = tmp_path / "dataset.yml"
     playbook.write_text(PLAYBOOK)
     extra = tmp_path / "vars.json"
@@ -33,6 +34,12 @@ def play(project_root, ansible_env, tmp_path, **variables):
         env=env,
         timeout=120,
     )
+
+
+@pytest.fixture
+def play(ansible_env, tmp_path):
+    """The dataset role on this machine with this test's environment and tmp_path: play(**variables)."""
+    return functools.partial(_play, ansible_env, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -51,37 +58,28 @@ def play(project_root, ansible_env, tmp_path, **variables):
         ({"dataset_source": "s3://bucket/x", "dataset_filesystem": "ntfs"}, "dataset_filesystem"),
     ],
 )
-def test_bad_input_is_one_clear_error_before_anything(project_root, ansible_env, tmp_path, variables, message):
-    done = play(project_root, ansible_env, tmp_path, **variables)
+def test_bad_input_is_one_clear_error_before_anything(play, tmp_path, variables, message):
+    done = play(**variables)
     assert done.returncode != 0
     assert message in done.stdout, done.stdout[-3000:]
     assert not (tmp_path / "ssd").exists()
 
 
-def test_half_a_credential_pair_is_refused_without_printing_it(project_root, ansible_env, tmp_path):
-    done = play(
-        project_root,
-        ansible_env,
-        tmp_path,
-        dataset_source="s3://bucket/x",
-        dataset_aws_secret_access_key=SECRET_ACCESS_KEY,
-    )
+def test_half_a_credential_pair_is_refused_without_printing_it(play, tmp_path):
+    done = play(dataset_source="s3://bucket/x", dataset_aws_secret_access_key=SECRET_ACCESS_KEY)
     assert done.returncode != 0
     assert "censored" in done.stdout and SECRET_ACCESS_KEY not in done.stdout + done.stderr
     assert not (tmp_path / "ssd").exists()
 
 
-def test_no_source_and_synthetic_data_does_nothing(project_root, ansible_env, tmp_path):
-    done = play(project_root, ansible_env, tmp_path)
+def test_no_source_and_synthetic_data_does_nothing(play, tmp_path):
+    done = play()
     assert done.returncode == 0, done.stdout[-3000:]
     assert "changed=0" in done.stdout and not (tmp_path / "ssd").exists()
 
 
-def test_an_unreachable_endpoint_fails_with_the_reason(project_root, ansible_env, tmp_path):
+def test_an_unreachable_endpoint_fails_with_the_reason(play):
     done = play(
-        project_root,
-        ansible_env,
-        tmp_path,
         dataset_source="s3://bucket/x",
         dataset_s3_endpoint_url="http://127.0.0.1:9",
         dataset_aws_access_key_id="AKIAX",

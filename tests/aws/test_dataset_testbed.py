@@ -20,7 +20,7 @@ from pathlib import Path
 import boto3
 import pytest
 from moto_server import ACCESS_KEY_ID, REGION, SECRET_ACCESS_KEY, MotoServer
-from playbook_harness import extra_vars, run_playbook, small_run, strict_inventory_env
+from playbook_harness import extra_vars, run_playbook, small_run
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 from dtfbench.results import store
@@ -133,16 +133,13 @@ def test_dataset_role_syncs_to_every_host_and_a_run_reads_it(testbed_factory, an
     # A real-data run across both hosts, each reading its own copy.
     sweep_id = f"pytest-dataset-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
-    run = run_playbook(
+    run = bed.play(
         "run-benchmark.yml",
-        "-i",
-        bed.inventory,
         *extra_vars(system="testbed", gpus=2, num_ps=1, data="real", data_dir=DATA_DIR),
         # No link probe (test_network_testbed's): this run is about the data each node reads.
         *extra_vars(network_probe="false"),
         *small_run(),
         *extra_vars(sweep_id=sweep_id, results_db=db),
-        env=strict_inventory_env(),
         timeout=480,
     )
     assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]

@@ -11,7 +11,8 @@
   and stderr together). A playbook that runs past its timeout is killed with everything it
   started (its own session) and the test fails with the end of what it printed.
 - ``start_playbook(...)``: the same command line as a running process, for the tests that signal
-  or kill it in the middle.
+  or kill it in the middle. ``run_adhoc(*args, env=..., timeout=...)``: an ad-hoc ``ansible``
+  command to its end.
 - ``extra_vars(name=value, ...)``, ``small_run(...)`` and ``own_ports(tmp_path)``: ``-e name=value``
   arguments, the smallest benchmark that still measures (the trivial model, 8 images of 32 px,
   a few steps), and TF ports no other test uses.
@@ -35,8 +36,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# The .venv's ansible-playbook, whatever PATH says.
+# The .venv's ansible-playbook and ansible, whatever PATH says.
 ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
+ANSIBLE = str(Path(sys.executable).parent / "ansible")
 # What a failure message shows of a playbook's output: its end, where the failed task is.
 TAIL = 6000
 
@@ -157,6 +159,18 @@ def run_playbook(
         output = (stdout or "") + (stderr or "")
         pytest.fail(f"{' '.join(argv)} ran past {timeout} s; the end of its output:\n{output[-TAIL:]}")
     return Played(argv, process.returncode, stdout, stderr)
+
+
+def run_adhoc(*args: str, env: dict | None = None, cwd: str | Path = ROOT, timeout: float = 120):
+    """ansible ARGS (an ad-hoc command) in `cwd` to its end: the finished process, output as text."""
+    return subprocess.run(
+        [ANSIBLE, *map(str, args)],
+        cwd=cwd,
+        env=ansible_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def run_tf_cnn_benchmarks(tmp_path: Path, repo: str | Path, *args: str, timeout: float = 600) -> Played:

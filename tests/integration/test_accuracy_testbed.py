@@ -6,11 +6,10 @@ Slurm node sees), 2 workers on 2 hosts.
 """
 
 import json
-import subprocess
-import sys
 import uuid
 
 import pytest
+from digits_dataset import make_digits
 from playbook_harness import extra_vars, run_playbook, small_run, strict_inventory_env
 from slurm_testcluster import missing_prerequisites, slurm_env  # noqa: F401
 from testbed_fixtures import testbed_factory  # noqa: F401
@@ -35,13 +34,7 @@ TO_TARGET = dict(
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
-    out = tmp_path_factory.mktemp("digits")
-    made = subprocess.run(
-        [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    return out
+    return make_digits(tmp_path_factory.mktemp("digits"))
 
 
 def check_reached(run, tmp_path):

@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from digits_dataset import make_digits
 from playbook_harness import ROOT, extra_vars, run_playbook, small_run
 
 from dtfbench.linux import procfs
@@ -89,15 +90,7 @@ def test_bad_input_fails_before_anything_starts(tmp_path, args, message):
 def test_a_sweep_with_evaluation_records_held_out_accuracy(tmp_path, live_processes, shm_copy):
     """eval_every_steps end to end: the digits made by dtfbench tfrecords, 2-worker runs (the chief
     evaluates) from two locations, top-1/top-5 in the store and in the table the user sees."""
-    import subprocess
-    import sys
-
-    digits = tmp_path / "digits"
-    made = subprocess.run(
-        [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", str(digits)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr
+    digits = make_digits(tmp_path / "digits")
     sweep_id = f"pytest-{uuid.uuid4().hex[:8]}"
     db = tmp_path / "results.sqlite"
     # Two locations of the same digits, on disk and in memory (tmpfs): a sweep axis, told apart by storage.
@@ -222,19 +215,11 @@ def test_a_staged_sweep_copies_the_dataset_once_and_its_runs_read_the_copy(tmp_p
     """data_staging=copy end to end (issue 55, item 2): the digits on disk staged to /dev/shm (another
     file system), the run reads the copy, each node's staging is stored; a second sweep finds the
     copy staged already and copies nothing."""
-    import subprocess
-    import sys
-
     from playbook_harness import own_ports
 
     from dtfbench.results import staging
 
-    digits = tmp_path / "digits"
-    made = subprocess.run(
-        [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", str(digits)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr
+    digits = make_digits(tmp_path / "digits")
     assert (digits / "SHA256SUMS").read_text().count("\n") == 5  # 4 training shards, 1 validation
     (tmp_path / "nothing").mkdir()
     local = shm_copy(tmp_path / "nothing") / "digits"  # a folder of its own in /dev/shm, removed after the test

@@ -139,17 +139,8 @@ def port_held(node, port):
     """Another program listening on `node`'s private address at `port` while the block runs."""
     program = "import socket, sys, time; s = socket.create_server((sys.argv[1], int(sys.argv[2]))); "
     program += "print('up', flush=True); time.sleep(120)"
-    holder = subprocess.Popen(
-        ["ip", "netns", "exec", node["netns"], sys.executable, "-c", program, node["private_ip"], str(port)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "up"
+    with tb.listening(node, program, port, "up"):
         yield
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_port_taken_on_the_conductor_is_unknown_and_never_fails(shaped_bed, project_root, ansible_env, tmp_path):

@@ -28,6 +28,8 @@ pytestmark = [
 ]
 
 SMALL = small_run()
+# The parameter servers on nodes of their own (JSON: a boolean, where name=value gives a string).
+PS_OWN_NODES = ("-e", '{"benchmark_ps_on_worker_nodes": false}')
 
 
 def slurm(env, *argv):
@@ -61,14 +63,19 @@ def output(done):
     return done.stdout[-6000:] + done.stderr[-3000:]
 
 
+def run_one(slurm_env, db, *args):
+    """run_benchmark (`args`) to a play that succeeds and stores one run: (the play, the run)."""
+    done = run_benchmark(slurm_env, db, *args)
+    assert done.returncode == 0, output(done)
+    (run,) = store.runs(store.connect(db))
+    return done, run
+
+
 def test_sweep_runs_as_slurm_jobs_into_the_store(slurm_env, slurm_test_cluster, tmp_path, live_processes):
     """1 PS + 3 workers over 3 nodes (the PS on a worker node), recorded like an SSH run."""
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    done = run_benchmark(slurm_env, db, *extra_vars(gpus=3, num_ps=1, sweep_id=sweep_id))
-    assert done.returncode == 0, output(done)
-
-    (run,) = store.runs(store.connect(db))
+    done, run = run_one(slurm_env, db, *extra_vars(gpus=3, num_ps=1, sweep_id=sweep_id))
     assert run["status"] == "ok", run["reason"]
     assert run["system"] == "slurm-test" and run["num_workers"] == 3 and run["num_ps"] == 1
     assert run["hosts"] == ["node1", "node2", "node3"]
@@ -104,16 +111,7 @@ def test_sweep_runs_as_slurm_jobs_into_the_store(slurm_env, slurm_test_cluster, 
 def test_parameter_servers_on_nodes_of_their_own(slurm_env, slurm_test_cluster, tmp_path, live_processes):
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    done = run_benchmark(
-        slurm_env,
-        db,
-        *extra_vars(gpus=2, num_ps=1),
-        "-e",
-        '{"benchmark_ps_on_worker_nodes": false}',
-        *extra_vars(sweep_id=sweep_id),
-    )
-    assert done.returncode == 0, output(done)
-    (run,) = store.runs(store.connect(db))
+    _, run = run_one(slurm_env, db, *extra_vars(gpus=2, num_ps=1), *PS_OWN_NODES, *extra_vars(sweep_id=sweep_id))
     assert run["status"] == "ok", run["reason"]
     assert run["ps_on_worker_nodes"] in (0, False)
     # The allocation grew by the PS's node: 2 worker nodes + 1.
@@ -132,11 +130,9 @@ def test_all_reduce_runs_as_a_job_of_workers_only(slurm_env, slurm_test_cluster,
     --ps_hosts), recorded like the PS modes' runs, each node's NIC both ways (a ring)."""
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    done = run_benchmark(
+    _, run = run_one(
         slurm_env, db, *extra_vars(gpus=2, variable_update="collective_all_reduce", num_ps=0, sweep_id=sweep_id)
     )
-    assert done.returncode == 0, output(done)
-    (run,) = store.runs(store.connect(db))
     assert run["status"] == "ok", run["reason"]
     assert run["variable_update"] == "collective_all_reduce" and run["num_ps"] == 0 and run["num_workers"] == 2
     assert run["hosts"] == ["node1", "node2"]
@@ -161,14 +157,7 @@ def test_too_few_nodes_is_an_error_before_anything_is_submitted(slurm_env, tmp_p
     before = job_ids(slurm_env)
     db = tmp_path / "results.sqlite"
     # 4 workers and a PS of its own need 5 nodes; the partition has 4.
-    done = run_benchmark(
-        slurm_env,
-        db,
-        *extra_vars(gpus=4, num_ps=1),
-        "-e",
-        '{"benchmark_ps_on_worker_nodes": false}',
-        timeout=180,
-    )
+    done = run_benchmark(slurm_env, db, *extra_vars(gpus=4, num_ps=1), *PS_OWN_NODES, timeout=180)
     assert done.returncode != 0
     text = done.stdout + done.stderr
     assert "not enough" in text and "4 hosts offer 4 devices" in text, output(done)
@@ -204,8 +193,10 @@ def test_the_role_checks_the_partition_before_submitting(slurm_env, slurm_test_c
 def test_a_failed_job_is_recorded_as_failed_with_the_reason(slurm_env, slurm_test_cluster, tmp_path, live_processes):
     sweep_id = f"pytest-slurm-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
-    # Every task refuses the flag: the workers exit 2, the job fails.
-    done = run_benchmark(
+    # Every task refuses the flag: the workers exit 2, the job fails. A failed run is recorded
+    # and the sweep goes on; fail_on_failed_runs=false: the play ends with success all the same
+    # (the default fails it at the end: tests/integration/test_bad_input.py).
+    _, run = run_one(
         slurm_env,
         db,
         *extra_vars(gpus=2, sweep_id=sweep_id),
@@ -213,10 +204,6 @@ def test_a_failed_job_is_recorded_as_failed_with_the_reason(slurm_env, slurm_tes
         '{"benchmark_extra_args": ["--no_such_flag", "1"]}',
         *extra_vars(fail_on_failed_runs="false"),
     )
-    # A failed run is recorded and the sweep goes on; fail_on_failed_runs=false: the play ends
-    # with success all the same (the default fails it at the end: tests/integration/test_bad_input.py).
-    assert done.returncode == 0, output(done)
-    (run,) = store.runs(store.connect(db))
     assert run["status"] == "failed" and run["images_per_sec"] is None
     reason = run["reason"]
     assert "Slurm job" in reason and "FAILED" in reason and "on node[1-2]" in reason, reason

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from playbook_harness import extra_vars, run_playbook, small_run, start_playbook
+from playbook_harness import extra_vars, run_adhoc, run_playbook, small_run, start_playbook
 from slurm_testcluster import missing_prerequisites, slurm_env  # noqa: F401
 
 from dtfbench.results import store
@@ -126,22 +126,9 @@ def test_the_stop_playbook_cancels_a_job_and_a_second_time_changes_nothing(slurm
         f"#!/bin/bash\n#SBATCH --job-name=dtfbench-{run_dir.name}\n#SBATCH --nodes=1\n"
         f"#SBATCH --output={run_dir}/job-%j.out\nsleep 600\n"
     )
-    submit = subprocess.run(
-        [
-            "ansible",
-            "localhost",
-            "-m",
-            "slurm_job",
-            "-a",
-            f"run_dir={run_dir} wait=false",
-            "-M",
-            str(ROOT / "roles" / "slurm_cluster" / "library"),
-        ],
-        cwd=ROOT,
-        env=slurm_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    library = ROOT / "roles" / "slurm_cluster" / "library"
+    submit = run_adhoc(
+        "localhost", "-m", "slurm_job", "-a", f"run_dir={run_dir} wait=false", "-M", library, env=slurm_env
     )
     assert submit.returncode == 0, submit.stdout + submit.stderr
     deadline = time.monotonic() + 60

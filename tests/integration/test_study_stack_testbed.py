@@ -74,16 +74,7 @@ def test_the_studys_stack_on_two_hosts_beside_ours(
 
     def benchmark(sweep_id, *args):
         """run-benchmark.yml's small run on the test bed, into the one store."""
-        done = run_playbook(
-            "run-benchmark.yml",
-            "-i",
-            bed.inventory,
-            *SMALL,
-            *args,
-            *extra_vars(results_db=db, sweep_id=sweep_id),
-            env=strict_inventory_env(),
-            timeout=900,
-        )
+        done = bed.play("run-benchmark.yml", *SMALL, *args, *extra_vars(results_db=db, sweep_id=sweep_id), timeout=900)
         assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 
     benchmark(

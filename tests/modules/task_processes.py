@@ -7,9 +7,9 @@ after each test none of them may be left.
 
 import os
 import signal
-import time
 
 import pytest
+from polling import wait_for
 
 from dtfbench.linux import procfs
 
@@ -44,15 +44,6 @@ def processes_of(tmp_path):
         if (marked or mentions) and procfs.alive(pid):
             found.append(pid)
     return found
-
-
-def wait_for(condition, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 @pytest.fixture(autouse=True)

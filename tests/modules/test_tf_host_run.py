@@ -101,6 +101,21 @@ def port_open(port):
         return False
 
 
+def task_entry(job, task_index, port, cuda_visible_devices, num_devices, device_type):
+    """One task on 127.0.0.1 as tf_cluster_spec returns it (with its keys the module does not use)."""
+    return dict(
+        host="localhost",
+        job=job,
+        task_index=task_index,
+        address="127.0.0.1",
+        port=port,
+        endpoint="127.0.0.1:%d" % port,
+        cuda_visible_devices=cuda_visible_devices,
+        num_devices=num_devices,
+        device_type=device_type,
+    )
+
+
 class Host:
     """One host's part of a run on 127.0.0.1: 1 PS and 2 workers (by default) on free ports."""
 
@@ -122,34 +137,8 @@ class Host:
         }
         # As tf_cluster_spec returns them (with its unused keys), workers first: the module
         # orders them itself.
-        self.tasks = [
-            dict(
-                host="localhost",
-                job="worker",
-                task_index=i,
-                address="127.0.0.1",
-                port=p,
-                endpoint="127.0.0.1:%d" % p,
-                cuda_visible_devices=str(i),
-                num_devices=1,
-                device_type="gpu",
-            )
-            for i, p in enumerate(self.worker_ports)
-        ]
-        self.tasks += [
-            dict(
-                host="localhost",
-                job="ps",
-                task_index=i,
-                address="127.0.0.1",
-                port=p,
-                endpoint="127.0.0.1:%d" % p,
-                cuda_visible_devices="",
-                num_devices=0,
-                device_type="cpu",
-            )
-            for i, p in enumerate(self.ps_ports)
-        ]
+        self.tasks = [task_entry("worker", i, p, str(i), 1, "gpu") for i, p in enumerate(self.worker_ports)]
+        self.tasks += [task_entry("ps", i, p, "", 0, "cpu") for i, p in enumerate(self.ps_ports)]
 
     def __call__(self, state, plan=None, check=False, **options):
         args = dict(state=state, run_id=RUN_ID, run_dir=str(self.run_dir), tasks=self.tasks)

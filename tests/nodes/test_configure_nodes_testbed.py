@@ -16,11 +16,10 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from playbook_harness import run_playbook
+from playbook_harness import run_adhoc, run_playbook
 from testbed_fixtures import testbed_factory, wheelhouse  # noqa: F401
 
 pytestmark = [pytest.mark.ansible, pytest.mark.tf]
@@ -109,21 +108,16 @@ def test_configure_two_hosts_twice(testbed_factory, project_root, ansible_env, t
 
     # Over SSH, on the node: the workload from its virtualenv, with its TF.
     node = bed.nodes[0]
-    probe = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible"),
-            "-i",
-            bed.inventory,
-            node["name"],
-            "-m",
-            "ansible.builtin.command",
-            "-a",
-            f"{VENV}/bin/python -c 'import dtfbench.plan.layout, tensorflow as tf; print(tf.__version__, dtfbench.plan.layout.__file__)'",
-        ],
+    probe = run_adhoc(
+        "-i",
+        bed.inventory,
+        node["name"],
+        "-m",
+        "ansible.builtin.command",
+        "-a",
+        f"{VENV}/bin/python -c 'import dtfbench.plan.layout, tensorflow as tf; print(tf.__version__, dtfbench.plan.layout.__file__)'",
         cwd=project_root,
         env=ansible_env,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert probe.returncode == 0, probe.stdout + probe.stderr

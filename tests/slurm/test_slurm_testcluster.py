@@ -2,9 +2,9 @@
 also when its up fails half-way or the session that owns it is killed."""
 
 import subprocess
-import time
 from pathlib import Path
 
+import polling
 import pytest
 import slurm_testcluster as tc
 
@@ -12,12 +12,7 @@ pytestmark = pytest.mark.skipif(bool(tc.missing_prerequisites()), reason=tc.miss
 
 
 def wait_for(check, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return check()
+    return polling.wait_for(check, timeout, interval=0.2)
 
 
 def test_a_job_spans_nodes_that_reach_each_other_by_name(tmp_path):

@@ -87,6 +87,7 @@ status) in tests/harness/cluster_harness.py, both linked into this folder.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import json
 import os
@@ -508,22 +509,31 @@ conn.close()
 """
 
 
-def timed_transfer(sender: dict, receiver: dict, seconds: float = 2.0, port: int = 5299) -> float:
-    """Bytes/s of one TCP stream sent for `seconds` from node `sender` to node `receiver` over
-    their private addresses (plain TCP, as a yardstick for the link's shaping and the probe)."""
-    rx = subprocess.Popen(
-        ["ip", "netns", "exec", receiver["netns"], sys.executable, "-c", _RECEIVER, receiver["private_ip"], str(port)],
+@contextlib.contextmanager
+def listening(node: dict, program: str, port: int, ready: str):
+    """Python `program` (argv: `node`'s private address, `port`) run in `node`'s network
+    namespace, from the moment its first line of output is `ready`; killed at the end of the
+    block. Yields the process (its stdout a pipe, as text)."""
+    process = subprocess.Popen(
+        ["ip", "netns", "exec", node["netns"], sys.executable, "-c", program, node["private_ip"], str(port)],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        assert rx.stdout.readline().strip() == "listening"
+        assert process.stdout.readline().strip() == ready
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def timed_transfer(sender: dict, receiver: dict, seconds: float = 2.0, port: int = 5299) -> float:
+    """Bytes/s of one TCP stream sent for `seconds` from node `sender` to node `receiver` over
+    their private addresses (plain TCP, as a yardstick for the link's shaping and the probe)."""
+    with listening(receiver, _RECEIVER, port, "listening") as rx:
         sender_argv = [sys.executable, "-c", _SENDER, receiver["private_ip"], str(port), str(seconds)]
         subprocess.run(["ip", "netns", "exec", sender["netns"], *sender_argv], check=True, timeout=60)
         return float(rx.communicate(timeout=60)[0])
-    finally:
-        rx.kill()
-        rx.wait()
 
 
 def ensure_dir(path: str, state: dict) -> None:

@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import playbook_harness
 import pytest
 import testbed as tb
 
@@ -53,6 +54,13 @@ class Testbed:
     @property
     def private_ips(self) -> list[str]:
         return [n["private_ip"] for n in self.nodes]
+
+    def play(self, playbook: str, *args, timeout: float = 600) -> playbook_harness.Played:
+        """ansible-playbook `playbook` on this test bed (its static inventory, then `args`), failing
+        on an inventory that does not parse (strict_inventory_env)."""
+        return playbook_harness.run_playbook(
+            playbook, "-i", self.inventory, *args, env=playbook_harness.strict_inventory_env(), timeout=timeout
+        )
 
     def local_ssd(self, name: str) -> Path:
         """The host-side directory that node `name` sees as /mnt/local_ssd."""

@@ -27,7 +27,9 @@ NOT_GIVEN = ("", None)
 # default(...) arguments that are not a literal: omit, the profile's, the accuracy dataset's, the
 # "not given" marker, the empty list that two lists are joined over, and values computed from
 # other variables.
-NOT_LITERAL = re.compile(r"^(omit|''|\[\]$|system_defaults\.|accuracy_default|accuracy_data_dir|'real' if accuracy_default)")
+NOT_LITERAL = re.compile(
+    r"^(omit|''|\[\]$|system_defaults\.|accuracy_default|accuracy_data_dir|'real' if accuracy_default)"
+)
 
 
 def settings() -> dict[str, str]:

@@ -141,15 +141,21 @@ def test_bad_inputs():
     assert Variables.of(None, 5e8).total_bytes == 5e8
 
 
-def test_a_measured_link_rate_shows_a_limit_the_runs_never_reached():
-    # Runs up to 8 GPUs, none of them bound by the 0.6 GB/s link; at 64 GPUs the link sets the step.
+def runs_below_the_link():
+    """Made-up runs up to 8 GPUs, none of them bound by the 0.6 GB/s link, and a configuration of
+    64 GPUs where the link sets the step: (truth, observations, variables, the 64-GPU config)."""
     small = [c for c in CONFIGS if c.gpus <= 8 and (c.variable_update == "distributed_replicated" or c.nodes == 1)]
     # a third node: from 1 to 2 nodes the bytes and the senders grow together, and the fit
     # could not tell the per-GB cost from the per-sender cost, which add to the step past the link
     small.append(Config(12, 4, 3, "distributed_replicated"))
     variables = Variables(0.2e9, 0.05e9)
     truth, observations = made_up(0.6, small, variables=variables)
-    big = Config(64, 4, 16, "distributed_replicated")
+    return truth, observations, variables, Config(64, 4, 16, "distributed_replicated")
+
+
+def test_a_measured_link_rate_shows_a_limit_the_runs_never_reached():
+    # Runs up to 8 GPUs, none of them bound by the 0.6 GB/s link; at 64 GPUs the link sets the step.
+    truth, observations, variables, big = runs_below_the_link()
     assert not any(truth.network_bound(o.config) for o in observations) and truth.network_bound(big)
     blind = sm.fit(observations, 64, variables)
     assert blind.bandwidth_gb_s == math.inf
@@ -254,11 +260,7 @@ def test_store_rows_of_all_reduce_become_configurations_without_ps():
 
 
 def test_with_no_link_known_the_range_covers_what_a_link_the_runs_never_reached_gives():
-    small = [c for c in CONFIGS if c.gpus <= 8 and (c.variable_update == "distributed_replicated" or c.nodes == 1)]
-    small.append(Config(12, 4, 3, "distributed_replicated"))
-    variables = Variables(0.2e9, 0.05e9)
-    truth, observations = made_up(0.6, small, variables=variables)
-    big = Config(64, 4, 16, "distributed_replicated")
+    truth, observations, variables, big = runs_below_the_link()
     fits = sm.link_fits(observations, 64, variables)
     rates = [f.bandwidth_gb_s for f in fits]
     predictions = [f.images_per_sec(big) for f in fits]

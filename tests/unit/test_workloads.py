@@ -190,26 +190,13 @@ def test_each_run_gets_its_tf_cnn_benchmarks_flags():
     first = result["runs"][0]
     assert first["workload"] == TF_CNN
     # On the local system's CPU workers: NHWC and the CPU as device (TF 1.x has no NCHW conv there).
-    assert first["workload_args"] == [
-        "--model",
-        "inception3",
-        "--batch_size",
-        "64",
-        "--num_gpus",
-        "1",
-        "--num_warmup_batches",
-        "10",
-        "--num_batches",
-        "100",
-        "--variable_update",
-        "parameter_server",
-        "--device",
-        "cpu",
-        "--data_format",
-        "NHWC",
-        "--local_parameter_device",
-        "cpu",
-    ]
+    assert (
+        first["workload_args"]
+        == (
+            "--model inception3 --batch_size 64 --num_gpus 1 --num_warmup_batches 10 --num_batches 100"
+            " --variable_update parameter_server --device cpu --data_format NHWC --local_parameter_device cpu"
+        ).split()
+    )
     assert {
         tuple(r["workload_args"][r["workload_args"].index("--variable_update") + 1 :][:1]) for r in result["runs"]
     } == {("parameter_server",), ("distributed_replicated",)}
@@ -228,24 +215,13 @@ def test_gpu_workers_keep_tf_cnn_benchmarks_defaults_and_real_data_names_the_dat
         data_dir="/mnt/local_ssd/data",
         repetitions=1,
     )["runs"]
-    assert runs[0]["workload_args"] == [
-        "--model",
-        "resnet50",
-        "--batch_size",
-        "32",
-        "--num_gpus",
-        "2",
-        "--num_warmup_batches",
-        "10",
-        "--num_batches",
-        "100",
-        "--variable_update",
-        "parameter_server",
-        "--data_dir",
-        "/mnt/local_ssd/data",
-        "--data_name",
-        "imagenet",
-    ]
+    assert (
+        runs[0]["workload_args"]
+        == (
+            "--model resnet50 --batch_size 32 --num_gpus 2 --num_warmup_batches 10 --num_batches 100"
+            " --variable_update parameter_server --data_dir /mnt/local_ssd/data --data_name imagenet"
+        ).split()
+    )
 
 
 def test_workers_on_both_cpu_and_gpu_hosts_are_refused():

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from digits_dataset import make_digits
 from workload_helpers import task_env
 
 from dtfbench.workload import flags
@@ -44,13 +45,7 @@ EVERY_MODE = pytest.mark.parametrize(
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
-    out = tmp_path_factory.mktemp("digits")
-    made = subprocess.run(
-        [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", str(out)],
-        capture_output=True, text=True, timeout=120, env=task_env("digits"),
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    return out
+    return make_digits(tmp_path_factory.mktemp("digits"), env=task_env("digits"))
 
 
 def read_split(tf, path):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from digits_dataset import make_digits
 from workload_helpers import SRC, run_train, task_env
 
 pytestmark = pytest.mark.tf
@@ -39,12 +40,7 @@ print("COMPARED " + json.dumps(out))
 
 
 def write(folder, *args):
-    made = subprocess.run(
-        [sys.executable, "-m", "dtfbench", "tfrecords", "--dataset", "digits", "--output_dir", str(folder), *args],
-        capture_output=True, text=True, timeout=120, env=task_env("formats"),
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    return folder
+    return make_digits(folder, *args, env=task_env("formats"))
 
 
 @pytest.fixture(scope="module")

@@ -31,28 +31,11 @@ RECORDED_2017 = DATA / "tf_cnn_benchmarks_2017_worker0.out"
 RECORDED_2019 = DATA / "tf_cnn_benchmarks_2019_worker1.out"
 REFUSED_2017 = DATA / "tf_cnn_benchmarks_2017_replicated_refused.err"
 
-CLUSTER_2017 = [
-    "--job_name",
-    "worker",
-    "--task_index",
-    "0",
-    "--worker_hosts",
-    "n1:2220,n2:2220",
-    "--ps_hosts",
-    "n1:2230,n2:2230",
-    "--model",
-    "inception3",
-    "--batch_size",
-    "64",
-    "--num_gpus",
-    "1",
-    "--num_warmup_batches",
-    "10",
-    "--num_batches",
-    "100",
-    "--variable_update",
-    "parameter_server",
-]
+CLUSTER_2017 = (
+    "--job_name worker --task_index 0 --worker_hosts n1:2220,n2:2220 --ps_hosts n1:2230,n2:2230"
+    " --model inception3 --batch_size 64 --num_gpus 1 --num_warmup_batches 10 --num_batches 100"
+    " --variable_update parameter_server"
+).split()
 
 
 def parse(path):
