@@ -230,17 +230,18 @@ options:
     type: bool
     default: false
   launcher:
-    description: How the runs will be started (C(ssh) or C(slurm)); the benchmark role's, which needs it before the plan.
+    description:
+      - How the runs will be started (C(ssh) or C(slurm)); the benchmark role's setting, which it needs before the
+        plan. Omitted, C(ssh).
     type: str
     choices: [ssh, slurm]
-    required: true
   submit:
     description:
       - Whether the runs will run. V(false) only writes a Slurm job's scripts, so it is refused with
         the C(ssh) launcher, and with an adaptive sweep (O(num_ps=auto), O(stop_below_efficiency),
         O(min_doubling_gain)), which chooses each GPU count's runs from what the smaller counts measured.
+        Omitted, V(true).
     type: bool
-    required: true
   tf_modules:
     description:
       - The environment modules a Slurm job loads. When one of them names a TensorFlow version

@@ -857,7 +857,7 @@ def _ps_settings(
     takes default_num_ps (num_ps not given, or num_ps=auto, which narrows those as the sweep goes)."""
     num_ps_request = as_list("num_ps", request.get("num_ps"))
     adaptive = _adaptive(request, num_ps_request, gpus)
-    _check_submit(bool(request.get("submit", True)), launcher, adaptive)
+    _check_submit(request.get("submit") is None or bool(request.get("submit")), launcher, adaptive)
     if adaptive["num_ps_auto"]:
         num_ps_request = []
     num_ps_given = _fold("num_ps", _ints("num_ps", num_ps_request, 0), notes) if num_ps_request else None
@@ -1151,8 +1151,8 @@ ARGUMENT_SPEC = dict(
     checkpoint_dir=dict(type="str"),
     stage_dir=dict(type="str"),
     # The role's (roles/benchmark/defaults): it needs them before the plan; a direct caller gets ssh, submitted.
-    launcher=dict(type="str", required=True, choices=["ssh", "slurm"]),
-    submit=dict(type="bool", required=True),
+    launcher=dict(type="str", choices=["ssh", "slurm"]),
+    submit=dict(type="bool"),
     tf_modules=dict(type="list", elements="str", default=[]),
     **{name: dict(type="raw", default=DEFAULTS[name]) for name in TIMEOUTS},
 )
