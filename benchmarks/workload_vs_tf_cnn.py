@@ -44,6 +44,10 @@ from pathlib import Path
 
 from bench_env import RESULTS, ROOT, free_ports, held, write_json
 
+# The tests' lookup of the mirrors' bundles (tests/harness/mirror_bundles.py), one for both.
+sys.path.insert(0, str(ROOT / "tests" / "harness"))
+from mirror_bundles import find_bundle, mirror_places  # noqa: E402
+
 SRC = ROOT / "src"
 TF_CNN_COMMIT = "8fb79079265933ad39bea628b777af662f5bf15d"  # tensorflow/benchmarks master, 2024-01
 STUDY_COMMIT = "a0d3d61"  # e-bug/distributed-tensorflow-benchmarks, the study's repository
@@ -99,15 +103,8 @@ def cache_dir():
 
 def default_repo(leg):
     bundle, url = BUNDLES[leg]
-    places = [Path(os.environ["DTFBENCH_MIRRORS"])] if os.environ.get("DTFBENCH_MIRRORS") else []
-    common = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    for base in [ROOT] + ([Path(common).parent] if common else []):
-        places.append(base.parent / "shared" / "mirrors")
-    return next((str(p / bundle) for p in places if (p / bundle).is_file()), url)
+    found = find_bundle(bundle, mirror_places(ROOT))
+    return str(found) if found is not None else url
 
 
 def checkout(leg, repo, commit):

@@ -6,6 +6,7 @@ from pathlib import Path
 import ansible.module_utils
 import playbook_harness
 import pytest
+from mirror_bundles import MIRRORS_ENV, find_bundle, mirror_places
 
 # The session's Slurm test cluster (tests/slurm/slurm_testcluster.py), defined here once: a
 # fixture imported into each test module is a fixture of that module, and each module would
@@ -61,8 +62,6 @@ def live_processes():
 
 # --- the study's stack: its TF 1.1 virtualenv, the git bundles, the study's output tools ---
 
-MIRRORS_ENV = "DTFBENCH_MIRRORS"
-
 
 @pytest.fixture(scope="session")
 def tf1_python() -> str:
@@ -80,20 +79,12 @@ def mirror_bundle():
     """A function: the path of a git bundle of the mirrors directory ($DTFBENCH_MIRRORS, else
     ../shared/mirrors beside the checkout or beside its main worktree), or the test is skipped
     with the reason (the bundles are this machine's copies of GitHub: tests never fetch it)."""
-    import subprocess
 
     def find(name: str) -> Path:
-        places = [Path(os.environ[MIRRORS_ENV])] if os.environ.get(MIRRORS_ENV) else []
-        common = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        for base in [ROOT] + ([Path(common).parent] if common else []):
-            places.append(base.parent / "shared" / "mirrors")
-        for place in places:
-            if (place / name).is_file():
-                return place / name
+        places = mirror_places(ROOT)
+        found = find_bundle(name, places)
+        if found is not None:
+            return found
         pytest.skip(f"no {name} in {', '.join(map(str, places))}: set {MIRRORS_ENV} to the folder of the git bundles")
 
     return find

@@ -289,36 +289,40 @@ def _onednn():
     return UNKNOWN
 
 
-def _cuda(tf_info):
+def _library_version(tf_info, build_key, paths, parse, missing):
+    """{version, source} of a library TF runs on (CUDA, cuDNN): what TF's build names under
+    `build_key` (the library this TF was built with), else the first of `paths` that `parse`
+    finds a version in; _Unknown naming what is `missing` where neither says."""
     build = tf_info.get("build") if isinstance(tf_info, dict) else None
-    if isinstance(build, dict) and build.get("cuda_version"):
-        return {"version": str(build["cuda_version"]), "source": "tensorflow build"}
-    for path in CUDA_VERSION_FILES:
+    if isinstance(build, dict) and build.get(build_key):
+        return {"version": str(build[build_key]), "source": "tensorflow build"}
+    for path in paths:
         try:
             text = _read(path)
         except (IOError, OSError):
             continue
+        version = parse(text)
+        if version:
+            return {"version": version, "source": path}
+    return _Unknown("TF does not say (not a CUDA build, or not imported) and " + missing)
+
+
+def _cuda(tf_info):
+    def parse(text):
         match = re.search(r'"cuda"\s*:\s*\{[^}]*"version"\s*:\s*"([^"]+)"', text) or re.search(
             r"CUDA Version\s+([\d.]+)", text
         )
-        if match:
-            return {"version": match.group(1), "source": path}
-    return _Unknown("TF does not say (not a CUDA build, or not imported) and no CUDA toolkit in /usr/local/cuda")
+        return match.group(1) if match else None
+
+    return _library_version(tf_info, "cuda_version", CUDA_VERSION_FILES, parse, "no CUDA toolkit in /usr/local/cuda")
 
 
 def _cudnn(tf_info):
-    build = tf_info.get("build") if isinstance(tf_info, dict) else None
-    if isinstance(build, dict) and build.get("cudnn_version"):
-        return {"version": str(build["cudnn_version"]), "source": "tensorflow build"}
-    for path in CUDNN_HEADERS:
-        try:
-            text = _read(path)
-        except (IOError, OSError):
-            continue
+    def parse(text):
         parts = [re.search(r"#define CUDNN_%s\s+(\d+)" % name, text) for name in ("MAJOR", "MINOR", "PATCHLEVEL")]
-        if all(parts):
-            return {"version": ".".join(p.group(1) for p in parts), "source": path}
-    return _Unknown("TF does not say (not a CUDA build, or not imported) and no cuDNN header found")
+        return ".".join(p.group(1) for p in parts) if all(parts) else None
+
+    return _library_version(tf_info, "cudnn_version", CUDNN_HEADERS, parse, "no cuDNN header found")
 
 
 def _memory_limit_mib():

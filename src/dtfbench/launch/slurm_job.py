@@ -337,23 +337,22 @@ class SlurmJob:
             for node in layout.get("hosts_used") or sorted(layout.get("hosts") or {})
         }
 
-    def data_read(self, job_id, layout):
-        """Every node's read test ({node: dtfbench read_throughput's JSON}) where the job ran one."""
+    def _per_node(self, job_id, layout, name):
+        """{node: its <name>-<node>.json in the job's folder}, for the nodes that wrote one."""
         found = {}
         for node in (layout or {}).get("hosts_used") or sorted((layout or {}).get("hosts") or {}):
-            measured = read_json(os.path.join(self.job_dir(job_id), "data_read-%s.json" % node))
-            if isinstance(measured, dict):
-                found[node] = measured
+            written = read_json(os.path.join(self.job_dir(job_id), "%s-%s.json" % (name, node)))
+            if isinstance(written, dict):
+                found[node] = written
         return found
+
+    def data_read(self, job_id, layout):
+        """Every node's read test ({node: dtfbench read_throughput's JSON}) where the job ran one."""
+        return self._per_node(job_id, layout, "data_read")
 
     def staging(self, job_id, layout):
         """Every node's staging of the dataset ({node: dtfbench_stage_data.py's JSON}) where the job staged."""
-        found = {}
-        for node in (layout or {}).get("hosts_used") or sorted((layout or {}).get("hosts") or {}):
-            staged = read_json(os.path.join(self.job_dir(job_id), "staging-%s.json" % node))
-            if isinstance(staged, dict):
-                found[node] = staged
-        return found
+        return self._per_node(job_id, layout, "staging")
 
     def failure(self, job_id, fields, output, timed_out, timeout):
         state = fields.get("JobState", "UNKNOWN")

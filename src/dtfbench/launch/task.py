@@ -28,7 +28,7 @@ import stat
 import sys
 import time
 
-from ..linux import procfs
+from ..linux import files, procfs
 from . import supervisor  # (also so that Ansible ships supervisor.py with this file)
 
 MARKER_ENV = "DTFBENCH_TF_TASK"
@@ -267,10 +267,7 @@ def write_replacing(path, data):
             handle.write(data)
         os.rename(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        files.discard(tmp)
         raise
 
 

@@ -41,9 +41,15 @@ def write_atomic(path, data, mode=None):
             os.chmod(tmp, mode)  # the umask may have masked bits of it
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        discard(tmp)
         raise
     return True
+
+
+def discard(tmp):
+    """Remove the temporary file `tmp` of a write that failed, where it is there: a failed write
+    (a full disk, a kill) leaves nothing behind, and the write's own error is the one raised."""
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass

@@ -55,6 +55,18 @@ def latest(tf, folder):
     return path
 
 
+# The failures in one set of words for every mode (a Saver in a session, or a tf.train.Checkpoint):
+# the result's reason reads the same whichever mode failed.
+def save_failed(folder, exc):
+    """The RunFailure of a save into --checkpoint_dir `folder` that raised `exc`."""
+    return RunFailure(f"saving a checkpoint into --checkpoint_dir {folder} failed: {exc}")
+
+
+def restore_failed(path, exc):
+    """The RunFailure of restoring the checkpoint `path` that raised `exc`."""
+    return RunFailure(f"restoring {path} failed: {exc}")
+
+
 def checkpoint_bytes(path):
     """Bytes of the checkpoint written as `path` (its .index and .data-* files)."""
     folder, name = os.path.split(path)

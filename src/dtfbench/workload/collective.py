@@ -93,10 +93,7 @@ def _inputs(tf, strategy, config, cluster):
             return data.real_dataset(
                 tf,
                 files,
-                config.batch_size,
-                config.image_size,
-                config.num_classes,
-                config.data_format,
+                *data.batch_args(config),
                 context.input_pipeline_id,
                 context.num_input_pipelines,
                 config.augmentation,
@@ -112,9 +109,7 @@ def _inputs(tf, strategy, config, cluster):
     def value_fn(context):
         # Made once, on the replica's own device: no input pipeline per step.
         with tf.device(devices[context.replica_id_in_sync_group - first_replica]):
-            images, labels = data.synthetic_tensors(
-                tf, config.batch_size, config.image_size, config.num_classes, config.data_format
-            )
+            images, labels = data.synthetic_tensors(tf, *data.batch_args(config))
             return tf.identity(images), tf.identity(labels)
 
     batch = strategy.experimental_distribute_values_from_function(value_fn)
@@ -263,9 +258,7 @@ def _checkpoints(tf, config, cluster, report, watchdog, variables, optimizer):
         try:
             return manager.save(checkpoint_number=step)
         except (tf.errors.OpError, ValueError) as exc:
-            raise RunFailure(
-                f"saving a checkpoint into --checkpoint_dir {config.checkpoint_dir} failed: {exc}"
-            ) from None
+            raise checkpoints.save_failed(config.checkpoint_dir, exc) from None
         finally:
             if not writes:
                 checkpoints.remove_scratch(folder)
@@ -276,7 +269,7 @@ def _checkpoints(tf, config, cluster, report, watchdog, variables, optimizer):
         try:
             state.restore(latest).expect_partial()
         except (tf.errors.OpError, ValueError, AssertionError) as exc:
-            raise RunFailure(f"restoring {latest} failed: {exc}") from None
+            raise checkpoints.restore_failed(latest, exc) from None
         return latest
 
     report.checkpoints = checkpoints.Checkpoints(config, save, restore, writes=writes)
@@ -302,10 +295,7 @@ def _evaluator(tf, config, cluster, report, watchdog, network):
     dataset, count = evaluation.eval_input(
         tf,
         files,
-        config.batch_size,
-        config.image_size,
-        config.num_classes,
-        config.data_format,
+        *data.batch_args(config),
         config.num_eval_batches,
         config.input_format,
     )

@@ -20,6 +20,12 @@ SHUFFLE_RECORDS = 256
 READ_BUFFER_BYTES = 8 << 20
 
 
+def batch_args(config):
+    """(batch_size, image_size, num_classes, data_format): one batch as the run's flags shape it,
+    in the order every input function here (and evaluation.eval_input) takes them."""
+    return config.batch_size, config.image_size, config.num_classes, config.data_format
+
+
 def synthetic_variables(tf, batch_size, image_size, num_classes, data_format, name="synthetic"):
     """Graph mode: (images, labels, [local variables]) for one tower, on the current device."""
     shape = [batch_size, *input_shape(image_size, data_format)]

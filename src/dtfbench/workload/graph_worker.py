@@ -100,10 +100,7 @@ def _tower_inputs(tf, config, cluster, devices, cpu_device):
             dataset = data.real_dataset(
                 tf,
                 files,
-                config.batch_size,
-                config.image_size,
-                config.num_classes,
-                config.data_format,
+                *data.batch_args(config),
                 cluster.task_index,
                 cluster.num_workers,
                 config.augmentation,
@@ -119,9 +116,7 @@ def _tower_inputs(tf, config, cluster, devices, cpu_device):
         return inputs, initializers
     for k, device in enumerate(devices):
         with tf.device(device):
-            images, labels, _ = data.synthetic_variables(
-                tf, config.batch_size, config.image_size, config.num_classes, config.data_format, f"synthetic_{k}"
-            )
+            images, labels, _ = data.synthetic_variables(tf, *data.batch_args(config), f"synthetic_{k}")
         inputs.append((device, images, labels))
     return inputs, initializers
 
@@ -135,10 +130,7 @@ def _eval_ops(tf, config, cpu_device, device):
         dataset, count = evaluation.eval_input(
             tf,
             evaluation.eval_files(config.data_dir, config.input_format),
-            config.batch_size,
-            config.image_size,
-            config.num_classes,
-            config.data_format,
+            *data.batch_args(config),
             config.num_eval_batches,
             config.input_format,
         )
@@ -396,9 +388,7 @@ class GraphWorker:
                 with built.graph.as_default():
                     return built.saver.save(sess, prefix, global_step=step, write_meta_graph=False)
             except (tf.errors.OpError, ValueError) as exc:
-                raise RunFailure(
-                    f"saving a checkpoint into --checkpoint_dir {config.checkpoint_dir} failed: {exc}"
-                ) from None
+                raise checkpoints.save_failed(config.checkpoint_dir, exc) from None
 
         def restore():
             latest = checkpoints.latest(tf, config.checkpoint_dir)
@@ -407,7 +397,7 @@ class GraphWorker:
                 with built.graph.as_default():
                     built.saver.restore(sess, latest)
             except (tf.errors.OpError, ValueError) as exc:
-                raise RunFailure(f"restoring {latest} failed: {exc}") from None
+                raise checkpoints.restore_failed(latest, exc) from None
             return latest
 
         report.checkpoints = checkpoints.Checkpoints(config, save, restore)
