@@ -22,15 +22,25 @@ description:
   - Fails, before anything starts, with a message naming the wrong input and the fix when the
     hosts are not enough, O(gpus) is not a multiple of O(devices_per_worker), the port ranges
     collide, or host names or addresses repeat.
+  - Given O(layout) (a layout computed before, e.g. the benchmark plan's for the run), returns it
+    as it is and computes nothing; the inputs that compute one go without it.
 version_added: "0.1.0"
 author: dtfbench developers
 options:
+  layout:
+    description:
+      - A layout computed before - this module's result (its RV(cluster_spec), RV(tasks), RV(hosts),
+        RV(num_workers), RV(num_ps) and RV(hosts_used); other keys are left out), or M(benchmark_plan)'s
+        C(runs[].layout). Returned as it is, after a check that its parts agree with its tasks.
+      - Mutually exclusive with O(hosts), O(gpus), O(num_ps), O(devices_per_worker),
+        O(ps_on_worker_nodes), O(ps_port_base) and O(worker_port_base); one of O(layout) and O(hosts)
+        is required.
+    type: dict
   hosts:
     description:
-      - The candidate hosts, in the order in which they are filled.
+      - The candidate hosts, in the order in which they are filled. Required without O(layout).
     type: list
     elements: dict
-    required: true
     suboptions:
       name:
         description: Host name (the inventory name); the key of RV(hosts).
@@ -62,13 +72,11 @@ options:
         type: int
         default: 1
   gpus:
-    description: Devices to train on in total (GPUs, or CPU slots on CPU hosts).
+    description: Devices to train on in total (GPUs, or CPU slots on CPU hosts). Required with O(hosts).
     type: int
-    required: true
   num_ps:
-    description: Number of parameter servers; V(0) for collective_all_reduce or independent.
+    description: Number of parameter servers; V(0) for collective_all_reduce or independent. Required with O(hosts).
     type: int
-    required: true
   devices_per_worker:
     description:
       - Devices driven by each worker task (V(8) on p2.8xlarge with distributed_replicated,
@@ -125,6 +133,13 @@ EXAMPLES = r"""
     devices_per_worker: 8
     num_ps: 1
     ps_on_worker_nodes: false
+  register: layout
+
+- name: The run's layout as the benchmark plan computed it (nothing is computed again)
+  tf_cluster_spec:
+    layout: "{{ benchmark_run.layout }}"
+  run_once: true
+  delegate_to: localhost
   register: layout
 
 - name: The tasks of this host
@@ -226,13 +241,13 @@ hosts_used:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.dtfbench.adapters.calls import module_main
-from ansible.module_utils.dtfbench.plan.layout import ARGUMENT_SPEC, LayoutError, layout_from_params
+from ansible.module_utils.dtfbench.plan.layout import ARGUMENT_SPEC, SPEC_OPTIONS, LayoutError, layout_from_params
 
 
 # plugins/action/tf_cluster_spec.py computes the same on the controller without a module process (the
 # project's ansible.cfg enables it); this module is what runs elsewhere.
 def main():
-    module_main(AnsibleModule, ARGUMENT_SPEC, layout_from_params, (LayoutError,))
+    module_main(AnsibleModule, ARGUMENT_SPEC, layout_from_params, (LayoutError,), **SPEC_OPTIONS)
 
 
 if __name__ == "__main__":

@@ -98,6 +98,16 @@ def test_argument_validation(run_layout):
     assert rc != 0 and "num_ps" in result["msg"]
 
 
+def test_a_planned_layout_is_returned_as_it_is(run_layout):
+    # The benchmark plan's layout of a run (its own port bases): taken, nothing computed again.
+    planned = compute_layout(HOSTS, 4, 1, ps_on_worker_nodes=False, ps_port_base=2350, worker_port_base=2340)
+    rc, result = run_layout(dict(layout=planned))
+    assert rc == 0, result
+    assert {key: result[key] for key in KEYS} == planned
+    rc, result = run_layout(dict(layout=planned, gpus=4))
+    assert rc != 0 and "mutually exclusive" in result["msg"], result
+
+
 def test_the_action_plugins_failure_obeys_failed_when(tmp_path, adhoc):
     """As a module's would: the Slurm role reads the message of a layout that does not fit."""
     play = tmp_path / "play.yml"

@@ -31,7 +31,15 @@ import json
 import re
 import sys
 
-__all__ = ["ARGUMENT_SPEC", "LayoutError", "compute_layout", "expand_nodelist", "main"]
+__all__ = [
+    "ARGUMENT_SPEC",
+    "SPEC_OPTIONS",
+    "LayoutError",
+    "compute_layout",
+    "expand_nodelist",
+    "main",
+    "planned_layout",
+]
 
 DEVICE_TYPES = ("gpu", "cpu")
 DEFAULT_PS_PORT_BASE = 2230
@@ -39,12 +47,13 @@ DEFAULT_WORKER_PORT_BASE = 2220
 
 
 # The inputs of compute_layout as an Ansible argument spec: the tf_cluster_spec module and its
-# controller-side action plugin validate with this one spec.
+# controller-side action plugin validate with this one spec (and SPEC_OPTIONS). Or, instead of
+# them, a layout computed before (layout: the benchmark plan's, one per run), taken as it is.
 ARGUMENT_SPEC = dict(
+    layout=dict(type="dict"),
     hosts=dict(
         type="list",
         elements="dict",
-        required=True,
         options=dict(
             name=dict(type="str", required=True),
             address=dict(type="str"),
@@ -53,17 +62,39 @@ ARGUMENT_SPEC = dict(
             max_ps=dict(type="int", default=1),
         ),
     ),
-    gpus=dict(type="int", required=True),
-    num_ps=dict(type="int", required=True),
+    gpus=dict(type="int"),
+    num_ps=dict(type="int"),
     devices_per_worker=dict(type="int", default=1),
     ps_on_worker_nodes=dict(type="bool", default=True),
     ps_port_base=dict(type="int", default=DEFAULT_PS_PORT_BASE),
     worker_port_base=dict(type="int", default=DEFAULT_WORKER_PORT_BASE),
 )
+# The inputs that compute a layout: none of them goes with a planned one (it was computed from them).
+_INPUTS = ("hosts", "gpus", "num_ps", "devices_per_worker", "ps_on_worker_nodes", "ps_port_base", "worker_port_base")
+SPEC_OPTIONS = dict(
+    mutually_exclusive=[["layout", name] for name in _INPUTS],
+    required_one_of=[["layout", "hosts"]],
+    required_by={"hosts": ["gpus", "num_ps"]},
+)
+# What a layout holds (docs/design.md), and each of its tasks.
+LAYOUT_KEYS = ("cluster_spec", "tasks", "hosts", "num_workers", "num_ps", "hosts_used")
+TASK_KEYS = (
+    "host",
+    "address",
+    "job",
+    "task_index",
+    "port",
+    "endpoint",
+    "cuda_visible_devices",
+    "num_devices",
+    "device_type",
+)
 
 
 def layout_from_params(params):
-    """compute_layout with the validated parameters of ARGUMENT_SPEC."""
+    """The validated parameters of ARGUMENT_SPEC's layout: the planned one as it is, else compute_layout's."""
+    if params.get("layout") is not None:
+        return planned_layout(params["layout"])
     return compute_layout(
         params["hosts"],
         params["gpus"],
@@ -246,6 +277,48 @@ def compute_layout(
     ps_tasks = _ps_tasks(hosts, ps_host_indices, ps_port_base)
     worker_tasks = _worker_tasks(hosts, workers_on, devices_per_worker, worker_port_base)
     return _layout(hosts, ps_tasks, worker_tasks, set(ps_host_indices) | set(worker_host_indices), num_workers, num_ps)
+
+
+def planned_layout(layout):
+    """``layout``, a layout computed before (compute_layout's, or tf_cluster_spec's registered
+    result), as it is: its keys (LAYOUT_KEYS) and nothing is computed again. Only its shape is
+    checked, and that its parts agree (cluster_spec, hosts and the counts are those of its tasks):
+    a LayoutError names what is wrong."""
+    if not isinstance(layout, dict):
+        raise LayoutError("layout must be a mapping (a cluster layout), got %s" % type(layout).__name__)
+    missing = [key for key in LAYOUT_KEYS if key not in layout]
+    if missing:
+        raise LayoutError(
+            "layout is not a cluster layout: it lacks %s; give the layout as computed "
+            "(tf_cluster_spec, benchmark_plan's runs[].layout), or leave layout out to compute one" % ", ".join(missing)
+        )
+    tasks = layout["tasks"]
+    if not isinstance(tasks, list) or not all(isinstance(t, dict) and all(k in t for k in TASK_KEYS) for t in tasks):
+        raise LayoutError("layout.tasks must be a list of tasks, each with %s" % ", ".join(TASK_KEYS))
+    by_job = dict((job, [t for t in tasks if t["job"] == job]) for job in ("ps", "worker"))
+    per_host = {}
+    for task in tasks:
+        per_host.setdefault(task["host"], []).append(task)
+    derived = {
+        "cluster_spec": dict((job, [t["endpoint"] for t in by_job[job]]) for job in by_job),
+        "num_ps": len(by_job["ps"]),
+        "num_workers": len(by_job["worker"]),
+        "hosts": per_host,
+        "hosts_used": sorted(per_host),
+    }
+    given = dict(
+        (key, sorted(layout[key]) if key == "hosts_used" and isinstance(layout[key], list) else layout[key])
+        for key in derived
+    )
+    wrong = [key for key in sorted(derived) if given[key] != derived[key]]
+    if len(tasks) != len(by_job["ps"]) + len(by_job["worker"]):
+        wrong.insert(0, "tasks (a job other than ps and worker)")
+    if wrong:
+        raise LayoutError(
+            "layout's %s do%s not agree with its tasks: give the layout unchanged, as computed, "
+            "or leave layout out to compute one" % (", ".join(wrong), "es" if len(wrong) == 1 else "")
+        )
+    return dict((key, layout[key]) for key in LAYOUT_KEYS)
 
 
 def _checked_counts(gpus, num_ps, devices_per_worker):
