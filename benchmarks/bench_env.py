@@ -51,6 +51,19 @@ def timed_run(argv: list[str], env: dict, timeout: float) -> tuple[subprocess.Co
     return done, time.monotonic() - started
 
 
+def playbook_sweep(inventory: Path, settings: dict, what: str, *args: str, timeout: float = 7200) -> float:
+    """ansible-playbook run-benchmark.yml on `inventory` (then `args`: --limit ...) with `settings` as
+    -e's, as a user runs it; its wall seconds. Exits naming `what`, with the output's end, if it fails."""
+    argv = ["ansible-playbook", "run-benchmark.yml", "-i", str(inventory), *args]
+    argv += [arg for key, value in settings.items() for arg in ("-e", f"{key}={value}")]
+    done, wall = timed_run(argv, ansible_env(), timeout=timeout)
+    if done.returncode != 0:
+        raise SystemExit(
+            f"{what}: ansible-playbook exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+        )
+    return wall
+
+
 def testbed_sweep_command(inventory: Path, *, hosts: int, sweep_id: str, results_db: Path, **settings) -> list[str]:
     """ansible-playbook run-benchmark.yml on the test bed as a user runs it: one CPU worker a host
     (gpus = hosts), one PS, then `settings` (model, sizes, repetitions, steps, network_probe), each

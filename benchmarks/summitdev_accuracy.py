@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "testbed"))
 
 import testbed as tb  # noqa: E402
-from bench_env import RESULTS, ansible_env, held, timed_run, write_json  # noqa: E402
+from bench_env import RESULTS, held, playbook_sweep, write_json  # noqa: E402
 
 from dtfbench.report import analysis, build, stats  # noqa: E402
 from dtfbench.results import store  # noqa: E402
@@ -71,14 +71,7 @@ def digits(folder: Path) -> Path:
 def sweep(inventory: Path, name: str, data_dir: Path) -> float:
     settings = dict(COMMON, **PARTS[name], data_dir=data_dir, sweep_id=f"summitdev-{name}", results_db=DB,
                     fail_on_failed_runs="false")  # fmt: skip
-    argv = ["ansible-playbook", "run-benchmark.yml", "-i", str(inventory)]
-    argv += [arg for key, value in settings.items() for arg in ("-e", f"{key}={value}")]
-    done, wall = timed_run(argv, ansible_env(), timeout=7200)
-    if done.returncode != 0:
-        raise SystemExit(
-            f"{name}: ansible-playbook exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
-        )
-    return wall
+    return playbook_sweep(inventory, settings, name)
 
 
 def figures(sweep_id: str) -> list[dict]:

@@ -180,6 +180,17 @@ options:
         (dropped) or V(warm) (read in), or both (V(cold,warm), a sweep axis); omitted, left as it is. Refused
         without real data. Each run gets C(cache); the launcher sets it on every node after its read test.
     type: raw
+  background_io:
+    description:
+      - Nodes of the inventory that read each real-data run's O(data_dir) while it measures (C(dtfbench
+        background_read)), as another job's load on a shared file system; a list with V(none) is a sweep axis
+        (V(none,node04) - the runs with and without it). The nodes named run no task of the sweep. Each run gets
+        C(background_io), a configuration key; the reader's MB/s during the run is recorded with it. SSH launcher
+        and real data only.
+    type: raw
+  background_io_mb_per_s:
+    description: The background reader's bound in MB/s; omitted, as fast as the storage gives.
+    type: raw
   input_format:
     description:
       - How O(data_dir) holds the records - V(tfrecord) (ImageNet's shards, the default) or V(lmdb) (the same
@@ -250,6 +261,17 @@ options:
     type: list
     elements: str
     default: []
+  ps_port_base:
+    description:
+      - Port of the first parameter server on a host, as M(tf_cluster_spec)'s - the launcher's (the benchmark
+        role passes the tf_cluster role's C(tf_cluster_ps_port_base) where given). Every run's C(layout) is
+        computed with it.
+    type: int
+    default: 2230
+  worker_port_base:
+    description: Port of the first worker on a host, as O(ps_port_base) (C(tf_cluster_worker_port_base)).
+    type: int
+    default: 2220
   step_timeout:
     description:
       - The run's C(step_timeout) in seconds, checked here - a whole number above 0. Not part of the plan's
@@ -306,6 +328,9 @@ runs:
   description:
     - One entry per run, in execution order. C(workload) is V(ours) or C(tf_cnn_benchmarks@REF);
       with the latter, C(workload_args) holds the run's tf_cnn_benchmarks flags (after the cluster flags).
+    - C(layout) is the run's cluster layout on O(hosts) with O(ps_port_base) and O(worker_port_base), as
+      M(tf_cluster_spec) returns it; the SSH launcher (the tf_cluster role) runs it as it is, computing none
+      again. A Slurm job computes its own on the nodes it gets (known only inside the job).
     - C(launch) is what the launcher runs, resolved by the workload's contract (C(dtfbench.plan.workloads))
       - C(args), the command line after the cluster flags (O(extra_args) last); C(stall_timeout), the
       seconds a task's heartbeat may stand still (0 where the workload beats none); C(ps_exit_timeout),
@@ -356,6 +381,12 @@ staging:
   returned: success
   type: dict
   sample: {source: /scratch/shared/imagenet, target: /mnt/local_ssd/imagenet}
+background_io:
+  description:
+    - With O(background_io), C(hosts) (the nodes that read beside the runs and run no task), C(axis) (each run's
+      value, V(null) for the runs without) and C(mb_per_s) (the bound; V(null) - none); V(null) otherwise.
+  returned: success
+  type: dict
 checkpoint_dir:
   description: With O(checkpoint_every_steps) or O(checkpoint_every_secs), the folder worker 0 saves into; else null.
   returned: success

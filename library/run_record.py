@@ -76,6 +76,12 @@ options:
     description: Per host, the read-throughput figures of a real-data run.
     type: dict
     default: {}
+  background_read:
+    description:
+      - A run with C(background_io) - the figures the background reader printed when it stopped (C(dtfbench
+        background_read stop)); its C(mb_per_s) is recorded with the run.
+    type: dict
+    default: {}
   interrupted:
     description: Why the controller left the run unfinished (an interrupted run only).
     type: str

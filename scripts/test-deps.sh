@@ -14,7 +14,8 @@
 #                        test bed's shaped private links (tbf)
 #   util-linux           unshare / nsenter: each node's own hostname, mounts and network
 #   procps               pgrep/ps: the tests' leftover checks
-#   strace               counts a process's munmap calls (the sync's frame-chunk test)
+#   sshfs                the test bed's shared file system (tests/testbed/shared_fs.py): FUSE
+#                        over SFTP, since this kernel has no NFS client
 #
 # Installing never starts the packages' own services (sshd, slurmctld, slurmd, munge): the
 # test infrastructure runs its own daemons with its own configuration, never these.
@@ -40,7 +41,7 @@ declare -A need=(
   [/usr/bin/unshare]=util-linux
   [/usr/bin/nsenter]=util-linux
   [/usr/bin/pgrep]=procps
-  [/usr/bin/strace]=strace
+  [/usr/bin/sshfs]=sshfs
 )
 
 missing=()

@@ -37,14 +37,19 @@ COMMANDS = {
     "interrupt": ("dtfbench.launch.interrupt", "the controller's watchdog for an ended ansible-playbook"),
     "s3sync": ("dtfbench.node.s3sync", "download an S3 prefix into a local directory (resumable, verified)"),
     "read_throughput": ("dtfbench.linux.read_throughput", "raw read throughput of a data directory"),
+    "background_read": (
+        "dtfbench.linux.background_read",
+        "a bounded reader of a dataset, as another job's load on a shared file system (background_io)",
+    ),
     "tfrecords": ("dtfbench.workload.tfrecords", "generate a small ImageNet-format TFRecord set"),
     "ec2_types": ("dtfbench.plan.ec2_types", "the EC2 GPU instance types as the markdown table of docs/aws.md"),
 }
 # Run by the roles, the plugins and the Slurm jobs, not by hand: `dtfbench --help` names them on
 # one line, and they dispatch as the others. layout: roles/tf_virtualenv's check (the Slurm jobs
 # run its file alone); interrupt: the dtfbench_interrupt callback's watchdog; adaptive_sweep:
-# roles/benchmark/tasks/count.yml; record: `store add` of a finished run under its former name.
-INTERNAL = ("interrupt", "adaptive_sweep", "layout", "record")
+# roles/benchmark/tasks/count.yml; record: `store add` of a finished run under its former name;
+# background_read: roles/benchmark/tasks/run_ssh.yml (background_io).
+INTERNAL = ("interrupt", "adaptive_sweep", "layout", "record", "background_read")
 INTERNAL_LINE = "internal (run by the playbooks, not by hand): "
 
 USAGE = "usage: python -m dtfbench <command> [args]   (or: dtfbench <command> [args])"

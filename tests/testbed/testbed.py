@@ -4,6 +4,7 @@
     python tests/testbed/testbed.py up --hosts 4 --dir /tmp/dtfbench-testbed
     python tests/testbed/testbed.py status --dir /tmp/dtfbench-testbed
     python tests/testbed/testbed.py shape --link-mbit 200 --dir /tmp/dtfbench-testbed
+    python tests/testbed/testbed.py share --server node01 --dir /tmp/dtfbench-testbed
     python tests/testbed/testbed.py down --dir /tmp/dtfbench-testbed
 
 Each host (node01 .. nodeNN, 1 to 64 of them) is
@@ -75,8 +76,11 @@ The mount point ``/mnt/local_ssd`` and sshd's privilege-separation directory ``/
 are created when missing and removed again by the last test bed that goes down (only when
 the test bed created them).
 
-Needs root, iproute2, util-linux (unshare, nsenter) and openssh-server/-client
-(scripts/test-deps.sh installs them).
+A shared file system (``share``: one node's local-disk folder at ``/mnt/shared`` on every node,
+over its private link) is tests/testbed/shared_fs.py's.
+
+Needs root, iproute2, util-linux (unshare, nsenter) and openssh-server/-client; ``share`` needs
+sshfs (scripts/test-deps.sh installs them).
 
 The steps it shares with the Slurm test cluster (commands, ip, the address range, state.json,
 /proc, stopping processes, removing a prefix's namespaces and links) are in
@@ -1003,7 +1007,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="testbed.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{up,shape,down,status}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{up,shape,share,down,status}")
     p_up = sub.add_parser("up", help="create the test bed and print its inventory's path")
     p_up.add_argument("--hosts", type=int, default=DEFAULT_HOSTS, help=f"1 to {MAX_HOSTS} (default {DEFAULT_HOSTS})")
     p_up.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"state and files (default {DEFAULT_DIR})")
@@ -1017,6 +1021,12 @@ def main(argv: list[str] | None = None) -> int:
     rate = p_shape.add_mutually_exclusive_group(required=True)
     rate.add_argument("--link-mbit", type=float, help="Mbit/s each way of every node's private link")
     rate.add_argument("--unshaped", action="store_true", help="remove the limit")
+    p_share = sub.add_parser(
+        "share", help="serve one node's /mnt/local_ssd/shared at /mnt/shared on every node (shared_fs.py)"
+    )
+    p_share.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    p_share.add_argument("--server", default="node01", help="the node that serves (default node01)")
+    p_share.add_argument("--link-mbit", type=float, help="shape the server's private link alone (tbf)")
     p_down = sub.add_parser("down", help="remove everything of the test bed (idempotent)")
     p_down.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     p_status = sub.add_parser("status", help="print the test bed's state as JSON")
@@ -1048,6 +1058,17 @@ def main(argv: list[str] | None = None) -> int:
                 raise TestbedError(f"no test bed up in {args.dir}: run `up --dir {args.dir}` first")
             shape(state, None if args.unshaped else args.link_mbit)
             print(f"private links {'unshaped' if args.unshaped else f'shaped to {args.link_mbit:g} Mbit/s'}")
+        elif args.command == "share":
+            import shared_fs
+
+            state = load_state(args.dir.resolve()) if args.dir.exists() else None
+            if state is None or state.get("status") != "up":
+                raise TestbedError(f"no test bed up in {args.dir}: run `up --dir {args.dir}` first")
+            shared = shared_fs.share(state, args.server, args.link_mbit)
+            print(
+                f"{shared['server']}'s {shared['export']} at {shared['mount']} on every node ({shared['fs_type']}"
+                + (f", its link at {args.link_mbit:g} Mbit/s)" if args.link_mbit else ")")
+            )
         elif args.command == "down":
             found = down(args.dir)
             print("test bed down" if found else f"no test bed in {args.dir}: nothing to do")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import playbook_harness
 import pytest
+import shared_fs
 import testbed as tb
 
 
@@ -73,6 +74,12 @@ class Testbed:
     def shape(self, link_mbit: float | None) -> None:
         """Shape every node's private link to `link_mbit` Mbit/s each way (None: unshaped)."""
         tb.shape(self.state, link_mbit)
+
+    def share(self, server: str = "node01", link_mbit: float | None = None) -> Path:
+        """Serve `server`'s /mnt/local_ssd/shared at /mnt/shared on every node (shared_fs.py); returns
+        the host-side folder behind it, where a test writes the dataset."""
+        shared_fs.share(self.state, server, link_mbit)
+        return shared_fs.shared_dir(self.state)
 
     def leftovers(self) -> list[str]:
         """Namespaces, links, processes, cgroups and files of this test bed that still exist."""

@@ -47,7 +47,7 @@ def test_help_lists_every_user_command_with_one_line_and_names_the_internal_ones
     for name in USER_COMMANDS:
         assert lines[name].split(None, 1)[1] == COMMANDS[name][1]
     # Run by the roles, plugins and Slurm jobs (grep roles/ playbooks/ plugins/ src/): one line, names only.
-    assert set(INTERNAL) == {"interrupt", "adaptive_sweep", "layout", "record"}
+    assert set(INTERNAL) == {"interrupt", "adaptive_sweep", "layout", "record", "background_read"}
     assert internal_names(done.stdout) == list(INTERNAL)
     assert set(INTERNAL) <= set(COMMANDS)
 

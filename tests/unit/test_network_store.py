@@ -34,7 +34,7 @@ def test_record_and_read_back_newest_first(tmp_path):
     rows = conn.execute("SELECT sweep_id, status, link_gb_s FROM network_probes ORDER BY rowid").fetchall()
     assert rows == [("s1", "ok", 0.02), ("s1", "ok", 0.03), ("s2", "unknown", None)]
     assert (
-        conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "13"
+        conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "14"
     )  # 8: the NIC figures; 9: the held-out accuracy; 10: storage; 11: cache; 12: stagings
 
 

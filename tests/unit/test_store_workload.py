@@ -27,9 +27,9 @@ def test_a_store_of_schema_3_opens_and_takes_the_workload_columns(tmp_path):
     # 5: environment (test_environment.py); 6: sweep_steps (test_adaptive_sweep_decisions.py);
     # 7: network_probes (test_network_store.py); 8: the NIC figures (test_nic_sampler.py);
     # 9: the held-out accuracy (test_accuracy_store.py); 10: storage, 11: cache (test_storage_record.py);
-    # 12: stagings (test_staging_record.py)
-    assert store.SCHEMA_VERSION == 13
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "13"
+    # 12: stagings (test_staging_record.py); 13: input_format; 14: background_io (test_background_io.py)
+    assert store.SCHEMA_VERSION == 14
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "14"
     new = record.build_record(
         {
             "run": RUN,

@@ -214,7 +214,22 @@ def listening_pids(port):
 
 
 # File systems whose data lives on another machine: their source names the server and export.
-NETWORK_FILESYSTEMS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "gpfs", "beegfs", "ceph", "glusterfs", "9p")
+# FUSE ones by their kernel type (fuse.<name>): sshfs is the test bed's shared file system.
+NETWORK_FILESYSTEMS = (
+    "nfs",
+    "nfs4",
+    "lustre",
+    "cifs",
+    "smb3",
+    "gpfs",
+    "beegfs",
+    "ceph",
+    "glusterfs",
+    "9p",
+    "fuse.sshfs",
+    "fuse.glusterfs",
+    "fuse.cephfs",
+)
 
 
 def mount_of(path, mountinfo="/proc/self/mountinfo"):

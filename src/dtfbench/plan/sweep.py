@@ -23,7 +23,7 @@ from typing import Any
 from . import workloads
 from .catalog import ALL_REDUCE, DATA_CHOICES
 from .errors import PlanError
-from .layout import LayoutError, compute_layout
+from .layout import DEFAULT_PS_PORT_BASE, DEFAULT_WORKER_PORT_BASE, LayoutError, compute_layout
 
 # The sweep's axes, in the order runs are nested (the last varies fastest).
 AXES = ("gpus", "model", "batch_size", "variable_update", "num_ps", "data")
@@ -74,6 +74,7 @@ OPTIONAL_KEYS = (
     "data_dir",
     "checkpoint_every_steps",
     "checkpoint_every_secs",
+    "background_io",
 )
 # The page cache of data_dir's files at a real-data run's start (dtfbench.linux.read_throughput.page_cache).
 CACHE_SETTINGS = ("cold", "warm")
@@ -432,6 +433,64 @@ def _caches(request: Mapping[str, Any], data: list[str], notes: list[str]) -> li
     return out
 
 
+def _background_io(
+    request: Mapping[str, Any], data: list[str], hosts: list[Mapping[str, Any]], launcher: str, notes: list[str]
+) -> dict[str, Any] | None:
+    """background_io: nodes that read each real-data run's data_dir while it measures (another job's
+    load on a shared file system, the Summitdev study's Fig. 4b). A list with ``none`` is a sweep axis
+    (the runs with and without it); the nodes named run no task of the sweep, with or without.
+    None: no reader."""
+    values = [str(v).strip() for v in as_list("background_io", request.get("background_io"))]
+    if not values:
+        return None
+    axis = _fold("background_io", [None if v.lower() == "none" else v for v in values], notes)
+    named = [v for v in axis if v is not None]
+    if not named:
+        return None
+    if launcher != "ssh":
+        raise PlanError(
+            f"background_io={','.join(named)} starts a reader over SSH beside each run; a Slurm job's nodes are "
+            "its allocation's: submit the load as a job of its own, or use launcher=ssh"
+        )
+    if "real" not in data:
+        raise PlanError(
+            f"background_io={','.join(named)} reads data_dir beside the runs, and synthetic data reads none; "
+            "set data=real (with data_dir), or leave background_io out"
+        )
+    names = [h["name"] for h in hosts]
+    unknown = [v for v in named if v not in names]
+    if unknown:
+        raise PlanError(
+            f"background_io={','.join(unknown)} is not a node of the sweep ({', '.join(names) or 'none'}): name an "
+            "inventory host of the nodes group that --limit leaves in"
+        )
+    if len(set(named)) == len(names):
+        raise PlanError(
+            f"background_io={','.join(named)} names every node, and its nodes run no task: leave one or more "
+            "nodes to the runs, or add hosts"
+        )
+    if "synthetic" in data:
+        notes.append("background_io applies to the real-data runs; the synthetic ones read no files")
+    notes.append(f"{', '.join(dict.fromkeys(named))} read data_dir beside the runs (background_io) and run no task")
+    return {"hosts": list(dict.fromkeys(named)), "axis": axis, "mb_per_s": _background_rate(request)}
+
+
+def _background_rate(request: Mapping[str, Any]) -> float | None:
+    """background_io_mb_per_s: the background reader's bound (None: as fast as the storage gives)."""
+    rate = request.get("background_io_mb_per_s")
+    if rate in (None, "", 0):
+        return None
+    try:
+        value = float(rate)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not value > 0:
+        raise PlanError(
+            f"background_io_mb_per_s={rate!r} is not a rate: give MB/s above 0, or leave it out (unbounded)"
+        )
+    return value
+
+
 def _input_formats(
     request: Mapping[str, Any], data: list[str], workload: workloads.Workload, notes: list[str]
 ) -> list[str | None]:
@@ -623,7 +682,7 @@ def _check_submit(submit: bool, launcher: str, adaptive: Mapping[str, Any]) -> N
         )
 
 
-def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes) -> bool:
+def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes, port_bases) -> bool:
     try:
         compute_layout(
             hosts,
@@ -631,6 +690,7 @@ def _fits(hosts, gpus, num_ps, devices_per_worker, ps_on_worker_nodes) -> bool:
             num_ps=num_ps,
             devices_per_worker=devices_per_worker,
             ps_on_worker_nodes=ps_on_worker_nodes,
+            **port_bases,
         )
     except LayoutError:
         return False
@@ -667,6 +727,8 @@ class _Sweep:
     syncs: list[bool | None]
     caches: list[str | None]
     input_formats: list[str | None]
+    port_bases: dict[str, int]  # ps_port_base, worker_port_base: the ports the launcher's tasks listen on
+    background_io: dict[str, Any] | None  # {"hosts", "axis", "mb_per_s"}; None: no background reader
     notes: list[str]
 
     @property
@@ -706,6 +768,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
     axis values are folded, with a note.
     """
     sweep = _validated(request, hosts)
+    if sweep.background_io is not None:  # the readers' nodes run no task of the sweep
+        hosts = [h for h in hosts if h["name"] not in sweep.background_io["hosts"]]
     runs = _expand(sweep, hosts, request)
     config = _recorded_config(sweep)
     _number_runs(runs, sweep.sweep_id)
@@ -725,6 +789,8 @@ def build_plan(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> di
         "staging": sweep.staging,
         # checkpoint_every_steps/_secs: the folder worker 0 saves into (checked writable on every node first).
         "checkpoint_dir": sweep.checkpointing.get("checkpoint_dir"),
+        # background_io: the nodes that read the runs' data_dir while they measure, and their bound.
+        "background_io": sweep.background_io,
         "notes": sweep.notes,
         "adaptive": sweep.adaptive if _is_adaptive(sweep.adaptive) else None,
         # The run timeouts the launchers apply (given, or DEFAULTS' through the module's spec).
@@ -766,6 +832,7 @@ def _validated(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> _S
     syncs = _syncs(request, updates, notes)
     caches = _caches(request, data, notes)
     input_formats = _input_formats(request, data, workload, notes)
+    background_io = _background_io(request, data, hosts, launcher, notes)
     return _Sweep(
         workload=workload,
         timeouts=timeouts,
@@ -793,6 +860,8 @@ def _validated(request: Mapping[str, Any], hosts: list[Mapping[str, Any]]) -> _S
         syncs=syncs,
         caches=caches,
         input_formats=input_formats,
+        port_bases=_port_bases(request),
+        background_io=background_io,
         notes=notes,
     )
 
@@ -884,6 +953,14 @@ def _run_shape(
     return repetitions, warmup_steps, steps, devices_per_worker, ps_on_worker_nodes, image_size
 
 
+def _port_bases(request: Mapping[str, Any]) -> dict[str, int]:
+    """ps_port_base and worker_port_base, the launcher's (the tf_cluster role's variables where given, else
+    the layout's defaults): every run's layout is computed with them (compute_layout checks them)."""
+    given = {"ps_port_base": request.get("ps_port_base"), "worker_port_base": request.get("worker_port_base")}
+    defaults = {"ps_port_base": DEFAULT_PS_PORT_BASE, "worker_port_base": DEFAULT_WORKER_PORT_BASE}
+    return {name: defaults[name] if value is None else value for name, value in given.items()}
+
+
 def _sweep_id(request: Mapping[str, Any]) -> str:
     """sweep_id ("sweep" unless given), checked to be a plain name: it names files, directories and Slurm jobs."""
     sweep_id = str(request.get("sweep_id") or "sweep")
@@ -963,6 +1040,7 @@ def _configuration_layout(
             num_ps=num_ps,
             devices_per_worker=sweep.devices_per_worker,
             ps_on_worker_nodes=sweep.ps_on_worker_nodes,
+            **sweep.port_bases,
         )
     except LayoutError as err:
         # The default sweep stops where the nodes run out of PS slots; a value the
@@ -970,7 +1048,7 @@ def _configuration_layout(
         if (
             sweep.num_ps_given is None
             and num_ps > 1
-            and _fits(hosts, n_gpus, 1, sweep.devices_per_worker, sweep.ps_on_worker_nodes)
+            and _fits(hosts, n_gpus, 1, sweep.devices_per_worker, sweep.ps_on_worker_nodes, sweep.port_bases)
         ):
             return None
         raise PlanError(f"gpus={n_gpus}, num_ps={num_ps}: {err}{_left_out(request)}") from None
@@ -983,12 +1061,13 @@ def _configuration_runs(
     setting, page cache: those of real data or PS modes only where they apply) times the repetitions."""
     real = configuration.data == "real"
     runs = []
-    for data_dir, input_format, sync, training, cache, repetition in itertools.product(
+    for data_dir, input_format, sync, training, cache, background, repetition in itertools.product(
         sweep.data_dirs if real else [None],
         sweep.input_formats if real else [None],
         sweep.syncs if configuration.variable_update != ALL_REDUCE else [None],
         trainings,
         sweep.caches if real else [None],
+        sweep.background_io["axis"] if real and sweep.background_io else [None],
         range(1, sweep.repetitions + 1),
     ):
         run = _run_keys(sweep, configuration, layout, repetition)
@@ -999,6 +1078,8 @@ def _configuration_runs(
             run["sync"] = sync
         if cache is not None:
             run["cache"] = cache
+        if background is not None:
+            run["background_io"] = background
         if input_format is not None:
             run["input_format"] = input_format
         if sweep.staging is not None and data_dir is not None:
@@ -1019,6 +1100,9 @@ def _configuration_runs(
             )
         except workloads.WorkloadError as err:
             raise PlanError(str(err)) from None
+        # The layout the SSH launcher runs (tf_cluster takes it as it is: computed once, here); a Slurm
+        # job computes its own on the nodes it gets, known only inside the job.
+        run["layout"] = layout
         runs.append(run)
     return runs
 
@@ -1068,6 +1152,12 @@ def _recorded_config(sweep: _Sweep) -> dict[str, Any]:
         **sweep.warmup,
         **({"sync": [s for s in sweep.syncs if s is not None]} if sweep.syncs != [None] else {}),
         **({"cache": sweep.caches} if sweep.caches != [None] else {}),
+        **(
+            {"background_io": [b or "none" for b in sweep.background_io["axis"]]}
+            | ({"background_io_mb_per_s": sweep.background_io["mb_per_s"]} if sweep.background_io["mb_per_s"] else {})
+            if sweep.background_io
+            else {}
+        ),
         **({"input_format": [f or "tfrecord" for f in sweep.input_formats]} if sweep.input_formats != [None] else {}),
         **({"data_dir": sweep.data_dirs} if len(sweep.data_dirs) > 1 else {}),
         **({"data_staging": "copy", "stage_dir": sweep.staging["target"]} if sweep.staging else {}),
@@ -1144,6 +1234,8 @@ ARGUMENT_SPEC = dict(
     warmup_epochs=dict(type="raw"),
     sync=dict(type="raw"),
     cache=dict(type="raw"),
+    background_io=dict(type="raw"),
+    background_io_mb_per_s=dict(type="raw"),
     input_format=dict(type="raw"),
     data_staging=dict(type="str", default=DEFAULTS["data_staging"], choices=list(DATA_STAGINGS)),
     checkpoint_every_steps=dict(type="raw"),
@@ -1154,5 +1246,8 @@ ARGUMENT_SPEC = dict(
     launcher=dict(type="str", choices=["ssh", "slurm"]),
     submit=dict(type="bool"),
     tf_modules=dict(type="list", elements="str", default=[]),
+    # The launcher's ports (the tf_cluster role's variables where given): each run's layout is the one it runs.
+    ps_port_base=dict(type="int", default=DEFAULT_PS_PORT_BASE),
+    worker_port_base=dict(type="int", default=DEFAULT_WORKER_PORT_BASE),
     **{name: dict(type="raw", default=DEFAULTS[name]) for name in TIMEOUTS},
 )

@@ -353,6 +353,8 @@ SAMPLE_METADATA = (
     "sync",
     "storage",
     "cache",
+    "background_io",
+    "background_io_mb_per_s",
     "input_format",
     "checkpoint_every_steps",
     "checkpoint_every_secs",

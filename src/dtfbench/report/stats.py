@@ -79,6 +79,8 @@ CONFIG_KEYS = (
     # Checkpoints saved during the measured steps cost images/sec: runs with and without are two configurations.
     "checkpoint_every_steps",
     "checkpoint_every_secs",
+    # Another node read data_dir beside the run (background_io): the spread under load is its own configuration.
+    "background_io",
 )
 # A configuration's held-out accuracy (eval_every_steps): mean top-1, its range, mean top-5, runs that measured it.
 ACCURACY = (

@@ -135,6 +135,7 @@ def _summary_notes(summaries: list[dict[str, Any]]) -> list[str]:
 SETTING_COLUMNS = (
     "storage",
     "cache",
+    "background_io",
     "sync",
     "optimizer",
     "learning_rate",

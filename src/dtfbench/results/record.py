@@ -143,6 +143,15 @@ def storage_of(measured: Mapping[str, Any]) -> str | None:
     return ", ".join(sorted(kinds)) or None
 
 
+def _background_io(run: Mapping[str, Any], read: Any) -> dict[str, Any]:
+    """The node that read data_dir beside the run (the plan's background_io) and its MB/s meanwhile."""
+    rate = read.get("mb_per_s") if isinstance(read, Mapping) else None
+    return {
+        "background_io": run.get("background_io"),
+        "background_io_mb_per_s": float(rate) if isinstance(rate, (int, float)) and run.get("background_io") else None,
+    }
+
+
 def _workload(payload: Mapping[str, Any]) -> dict[str, Any]:
     """The workload columns; a payload without one (an older playbook) ran ours."""
     workload = payload.get("workload")
@@ -279,6 +288,7 @@ def build_record(payload: Mapping[str, Any]) -> dict[str, Any]:
         "cache": run.get("cache"),
         # The real data's file format (the plan leaves TFRecords, the default, off the run).
         "input_format": run.get("input_format") or ("tfrecord" if run.get("data") == "real" else None),
+        **_background_io(run, payload.get("background_read")),
         **_workload(payload),
         **run_environment.columns(payload.get("hosts", {}), payload.get("instance_types")),
         **_nic(payload.get("hosts", {})),
@@ -303,6 +313,7 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "dict", "default": {}},
     "instance_types": {"type": "dict", "default": {}},
     "data_read": {"type": "dict", "default": {}},
+    "background_read": {"type": "dict", "default": {}},
     "interrupted": {"type": "str"},
     "store_expected": {"type": "bool", "default": False},
 }

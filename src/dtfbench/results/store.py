@@ -54,8 +54,9 @@ DEFAULT_DB = "results/results.sqlite"
 # to local disk before a sweep's first run, dtfbench.results.staging); checkpoint_every_steps,
 # checkpoint_every_secs, checkpoint_saves, checkpoint_mean_s, checkpoint_max_s, checkpoint_gb,
 # checkpoint_gb_per_s (the checkpoints worker 0 saved during the measured steps, docs/storage.md).
-# 13: input_format (the real data's file format, tfrecord or lmdb, docs/storage.md).
-SCHEMA_VERSION = 13
+# 13: input_format (the real data's file format, tfrecord or lmdb, docs/storage.md). 14: background_io,
+# background_io_mb_per_s (another node's reader of data_dir during the run, docs/storage.md).
+SCHEMA_VERSION = 14
 
 # (column, SQL type). Order is the export order. Everything a report filters or groups on
 # is a column; the raw worker results stay in `worker_results` as JSON.
@@ -154,6 +155,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     # Real data: the records' file format ('tfrecord', 'lmdb'; a configuration key). NULL: synthetic data, and
     # before 13 (when real data was TFRecords: the report reads it so).
     ("input_format", "TEXT"),
+    # Real data: the node that read data_dir beside the run (background_io, a configuration key; NULL: none)
+    # and the MB/s it read at during the run (NULL where it said nothing). NULL before 14.
+    ("background_io", "TEXT"),
+    ("background_io_mb_per_s", "REAL"),
     # Checkpoints during the measured steps (dtfbench.workload.checkpoints; docs/storage.md): the setting (a
     # configuration key) and worker 0's saves: how many, mean and longest seconds, the checkpoint's GB and the
     # rate it was written at. NULL without checkpoints, and before 12.
