@@ -80,7 +80,7 @@ for name in "${selected[@]}"; do
     # size, and the race to a target), LeNet on the digits, ~35 min on 2 cores.
     summitdev-accuracy) python benchmarks/summitdev_accuracy.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     # Issue #55's D5: the Summitdev study's storage experiments on 4 test-bed hosts (a shared server at
-    # 40 Mbit/s against local disk, cold cache, without and with a background reader; trivial and lenet), ~15 min.
+    # 20 Mbit/s against local disk, cold cache, without and with a background reader; trivial and resnet50), ~20 min.
     summitdev-storage) python benchmarks/summitdev_storage.py ${DTFBENCH_LOCK:+--lock "$DTFBENCH_LOCK"} ;;
     *) echo "unknown benchmark $name: choose from p1 p1-study timeline timeline-profile p2 p3 p3-crc64nvme p4 p4-allreduce p4-keras controller netprobe netprobe-planner netprobe-ring ps-pattern nic-cost eval-cost accuracy-keras summitdev-accuracy summitdev-storage" >&2; exit 2 ;;
   esac

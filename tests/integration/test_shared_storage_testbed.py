@@ -26,11 +26,22 @@ def test_runs_from_a_shared_and_a_local_copy_with_and_without_background_reads(
     bed = testbed_factory(hosts=3)
     shared = bed.share("node01")
     make_digits(shared / "digits")
-    # A local copy on each node: node03's reader reads its own, as another job on its node would.
-    for node in ("node02", "node03"):
-        shutil.copytree(shared / "digits", bed.local_ssd(node) / "digits")
     sweep_id = f"pytest-shared-{uuid.uuid4().hex[:6]}"
     db = tmp_path / "results.sqlite"
+    shutil.copytree(shared / "digits", bed.local_ssd("node02") / "digits")
+    # A reader's node without the local copy stops the sweep before its first run, naming it.
+    refused = run_playbook(
+        "run-benchmark.yml", "-i", bed.inventory, "--limit", "node02,node03",
+        *extra_vars(system="testbed", gpus=1, data="real", network_probe="false", data_dir="/mnt/local_ssd/digits",
+                    background_io="node03", sweep_id=sweep_id, results_db=db),
+        *small_run(), env=strict_inventory_env(), timeout=300,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "no train-* TFRecord shards in data_dir=/mnt/local_ssd/digits on node03" in (
+        refused.stdout
+    ), refused.stdout[-3000:]
+    assert "Start run" not in refused.stdout and (not db.exists() or store.runs(store.connect(db)) == [])
+    # A local copy on each node: node03's reader reads its own, as another job on its node would.
+    shutil.copytree(shared / "digits", bed.local_ssd("node03") / "digits")
     done = run_playbook(
         "run-benchmark.yml",
         "-i", bed.inventory,
