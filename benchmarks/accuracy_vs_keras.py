@@ -188,6 +188,10 @@ def run_ours(args, data_dir, seed, stop_at=0.0):
     else:
         argv += ["--num_batches", str(per_epoch * args.epochs)]
     done = subprocess.run(argv, capture_output=True, text=True, env=env(), timeout=1800)
+    if done.returncode != 0 and "diverged:" in done.stderr:
+        # A loss that became NaN is a result (momentum at this rate, now and then): the round counts
+        # it, and leaves the pair out of A1 and A2 (a paired comparison needs both sides).
+        return {"diverged": done.stderr.strip().splitlines()[-1]}
     if done.returncode != 0:
         raise SystemExit(f"accuracy_vs_keras: our side failed: {done.stderr[-2000:]}")
     (line,) = [x for x in done.stdout.splitlines() if x.startswith(RESULT_PREFIX)]
@@ -204,6 +208,8 @@ def score(rounds):
     mean ratio with its 95% CI; each side's coefficient of variation of time to target."""
     from scipy import stats
 
+    diverged = sum(1 for r in rounds if r.get("ours_diverged"))
+    rounds = [r for r in rounds if not r.get("ours_diverged")]
     ours = [r["ours_top1"] for r in rounds]
     keras = [r["keras_top1"] for r in rounds]
     difference = statistics.fmean(ours) - statistics.fmean(keras)
@@ -227,7 +233,7 @@ def score(rounds):
         a2.update(
             paired_ratio=math.exp(statistics.fmean(logs)), paired_ratio_ci95=[math.exp(float(x)) for x in interval]
         )
-    return {"a1": a1, "a2": a2}
+    return {"a1": a1, "a2": a2, "ours_diverged_rounds": diverged}
 
 
 def lines(summary, args):
@@ -245,9 +251,11 @@ def lines(summary, args):
         paired = f"; paired rounds {a2['paired_ratio']:.3f}, 95% CI {low:.3f}-{high:.3f}"
     yield (
         f"A2 time to top-1 {args.target:g}: ours / keras {ratio}{paired} ({a2['rounds_reached']} of "
-        f"{len(summary['rounds'])} rounds reached it on both sides; goal <= {A2_GOAL})"
+        f"{len(summary['rounds']) - summary['ours_diverged_rounds']} rounds reached it on both sides; goal <= {A2_GOAL})"
     )
-    rounds = summary["rounds"]
+    rounds = [r for r in summary["rounds"] if not r.get("ours_diverged")]
+    if summary["ours_diverged_rounds"]:
+        yield f"  ours diverged (loss NaN) in {summary['ours_diverged_rounds']} of {len(summary['rounds'])} rounds: left out of A1 and A2"
     for side in ("ours", "keras"):
         epochs = [r[f"{side}_epochs_to_target"] for r in rounds if r[f"{side}_epochs_to_target"]]
         per_epoch = statistics.fmean(r[f"{side}_seconds_per_epoch"] for r in rounds)
@@ -288,6 +296,11 @@ def main(argv=None) -> int:
                         run_keras(args, data_dir, index, args.target),
                     )
             (ours_fixed, ours_tta), (keras_fixed, keras_tta) = sides["ours"], sides["keras"]
+            diverged = ours_fixed.get("diverged") or ours_tta.get("diverged")
+            if diverged:
+                rounds.append({"first": "ours" if first_ours else "keras", "ours_diverged": diverged})
+                print(f"round {index + 1}: ours {diverged}", flush=True)
+                continue
             rounds.append(
                 {
                     "first": "ours" if first_ours else "keras",
