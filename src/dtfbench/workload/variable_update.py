@@ -69,7 +69,11 @@ def tower_forward(tf, config, images, labels, device, index, num_towers, scope, 
         decay = weight_decay_loss(tf, params, config.weight_decay) if index == num_towers - 1 else None
         if decay is not None:
             loss += num_towers * decay
-        grads = tf.compat.v1.gradients(loss, params, colocate_gradients_with_ops=True)
+        # Gated: an op's gradients are all computed before any leaves it. Ungated, a reference variable's
+        # update (in place, nothing waiting for the rest of the step) could run before the backward pass
+        # through its own layer had read it, and the layers below took gradients of a mix of old and new
+        # weights: at momentum 0.01 LeNet died or diverged from 5 of 8 seeds (docs/accuracy.md).
+        grads = tf.compat.v1.gradients(loss, params, colocate_gradients_with_ops=True, gate_gradients=True)
     return Tower(str(device), loss, grads, params, network.update_ops)
 
 
