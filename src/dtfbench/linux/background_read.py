@@ -29,25 +29,14 @@ import signal
 import sys
 import time
 
-BLOCK = 4 << 20
-DATASET_PATTERNS = ("train-*", "validation-*")
-
-
-def dataset_files(data_dir):
-    import glob
-
-    found = []
-    for pattern in DATASET_PATTERNS:
-        found += sorted(p for p in glob.glob(os.path.join(glob.escape(str(data_dir)), pattern)) if os.path.isfile(p))
-    return found
+# The dataset's files and the read size are the read test's (the same files the page cache setting covers).
+from dtfbench.linux.files import write_atomic
+from dtfbench.linux.read_throughput import BLOCK, dataset_files
 
 
 def write_json(path, document):
     """Atomically: a reader of the state file sees the old document or the new one, never half."""
-    partial = path + ".partial"
-    with open(partial, "w") as f:
-        json.dump(document, f)
-    os.replace(partial, path)
+    write_atomic(path, json.dumps(document))
 
 
 class _Stop(Exception):
@@ -122,9 +111,6 @@ def start(args):
             file=sys.stderr,
         )
         return 2
-    folder = os.path.dirname(os.path.abspath(args.state))
-    if not os.path.isdir(folder):
-        os.makedirs(folder)
     for leftover in (args.state, args.state + ".result"):
         if os.path.exists(leftover):
             os.unlink(leftover)

@@ -464,15 +464,15 @@ def _background_io(
             f"background_io={','.join(unknown)} is not a node of the sweep ({', '.join(names) or 'none'}): name an "
             "inventory host of the nodes group that --limit leaves in"
         )
-    if len(set(named)) == len(names):
+    if len(named) == len(names):  # named is folded: no node twice
         raise PlanError(
             f"background_io={','.join(named)} names every node, and its nodes run no task: leave one or more "
             "nodes to the runs, or add hosts"
         )
     if "synthetic" in data:
         notes.append("background_io applies to the real-data runs; the synthetic ones read no files")
-    notes.append(f"{', '.join(dict.fromkeys(named))} read data_dir beside the runs (background_io) and run no task")
-    return {"hosts": list(dict.fromkeys(named)), "axis": axis, "mb_per_s": _background_rate(request)}
+    notes.append(f"{', '.join(named)} read data_dir beside the runs (background_io) and run no task")
+    return {"hosts": named, "axis": axis, "mb_per_s": _background_rate(request)}
 
 
 def _background_rate(request: Mapping[str, Any]) -> float | None:
@@ -1152,18 +1152,23 @@ def _recorded_config(sweep: _Sweep) -> dict[str, Any]:
         **sweep.warmup,
         **({"sync": [s for s in sweep.syncs if s is not None]} if sweep.syncs != [None] else {}),
         **({"cache": sweep.caches} if sweep.caches != [None] else {}),
-        **(
-            {"background_io": [b or "none" for b in sweep.background_io["axis"]]}
-            | ({"background_io_mb_per_s": sweep.background_io["mb_per_s"]} if sweep.background_io["mb_per_s"] else {})
-            if sweep.background_io
-            else {}
-        ),
+        **_recorded_background_io(sweep.background_io),
         **({"input_format": [f or "tfrecord" for f in sweep.input_formats]} if sweep.input_formats != [None] else {}),
         **({"data_dir": sweep.data_dirs} if len(sweep.data_dirs) > 1 else {}),
         **({"data_staging": "copy", "stage_dir": sweep.staging["target"]} if sweep.staging else {}),
         **{k: v for k, v in sweep.checkpointing.items() if k != "checkpoint_dir"},
         **{k: v for k, v in sweep.adaptive.items() if k != "num_ps_auto" and v is not None},
     )
+
+
+def _recorded_background_io(background_io: dict[str, Any] | None) -> dict[str, Any]:
+    """background_io as recorded: its axis (none for the runs without) and its bound, where given."""
+    if background_io is None:
+        return {}
+    recorded = {"background_io": [b or "none" for b in background_io["axis"]]}
+    if background_io["mb_per_s"]:
+        recorded["background_io_mb_per_s"] = background_io["mb_per_s"]
+    return recorded
 
 
 def _recorded_num_ps(sweep: _Sweep) -> list[int] | str:
