@@ -28,8 +28,11 @@ export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
 # its own, never one on the local inventory, whose TF tasks take the layout's fixed ports
 # on 127.0.0.1 as the other local runs of HEAVY do.
 #   test_study_stack_testbed.py  170-240 s: with it the lanes end within a minute of each other
+#   test_accuracy_testbed.py, test_shared_storage_testbed.py  ~70 s, ~50 s: room in HEAVY for
+#     test_accuracy_slurm.py's five jobs and the background reader's interrupt test
 HEAVY=(tests/modules tests/slurm tests/integration)
-LIGHT=(tests/unit tests/aws tests/workload tests/nodes tests/testbed tests/integration/test_study_stack_testbed.py)
+LIGHT=(tests/unit tests/aws tests/workload tests/nodes tests/testbed tests/integration/test_study_stack_testbed.py
+       tests/integration/test_accuracy_testbed.py tests/integration/test_shared_storage_testbed.py)
 HEAVY_SKIPS=()
 for path in "${LIGHT[@]}"; do
   [ -f "$path" ] && HEAVY_SKIPS+=("--ignore=$path")

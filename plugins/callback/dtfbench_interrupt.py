@@ -22,6 +22,9 @@ description:
     cancels that run's job (M(slurm_job) O(state=cancelled)).
   - Every process ansible-playbook starts carries C(DTFBENCH_CONTROLLER=<its pid>), so that
     the ones it leaves behind can be found.
+  - For a run with C(background_io) it keeps the node and state file of the background reader
+    (C(dtfbench background_read start) prints them) until its stop returns, and the watchdog
+    stops that reader.
   - For C(provision-aws.yml) it keeps the cluster the aws_cluster role planned (C(aws_cluster_plan)); an
     interrupt before the playbook ends prints the exact C(teardown-aws.yml) command for it.
   - Off when C(DTFBENCH_INTERRUPT_OFF) is set (the watchdog's own stop playbook).
@@ -55,6 +58,8 @@ SWEEP_RECORDED_FACT = "benchmark_sweep_recorded"
 SLURM_RUN_DIR_FACT = "slurm_cluster_run_dir"
 # The aws_cluster role's plan of a cluster to launch (its instance type set: provisioning, not teardown).
 AWS_PLAN_FACT = "aws_cluster_plan"
+# `dtfbench background_read start|stop` prints {"reader": "started"|"stopped", ...} (background_io).
+READER_KEY = "reader"
 # Options that make no sense for the stop playbook (its tasks are tagged always).
 DROPPED_OPTIONS = {"--start-at-task": 1, "--step": 0, "--check": 0, "-C": 0, "--diff": 0, "-D": 0}
 
@@ -74,6 +79,18 @@ def _stop_argv(argv, playbooks):
             continue
         kept.append(arg)
     return [sys.executable, argv[0]] + kept + [str(STOP_PLAYBOOK)]
+
+
+def _reader_said(outcome):
+    """What `dtfbench background_read` printed (its JSON), or None for any other command's output."""
+    stdout = outcome.get("stdout")
+    if not isinstance(stdout, str) or not stdout.startswith("{") or f'"{READER_KEY}"' not in stdout:
+        return None
+    try:
+        said = json.loads(stdout)
+    except ValueError:
+        return None
+    return said if isinstance(said, dict) and said.get(READER_KEY) in ("started", "stopped") else None
 
 
 class CallbackModule(CallbackBase):
@@ -273,6 +290,18 @@ class CallbackModule(CallbackBase):
                 self.pending = True
             elif "died" in outcome and not outcome.get("failed"):
                 self.pending = self.state.get("hosts", {}).pop(host, None) is not None or self.pending
+        elif action.endswith("command") and _reader_said(outcome):
+            # background_io's reader, on the node the task was delegated to: kept until its stop returns.
+            node = (outcome.get("_ansible_delegated_vars") or {}).get(
+                "ansible_delegated_host"
+            ) or result.host.get_name()
+            said = _reader_said(outcome)
+            readers = self.state.setdefault("readers", {})
+            if said.get(READER_KEY) == "started":
+                readers[node] = dict(state=said.get("state"), python=said.get("python"))
+            else:
+                readers.pop(node, None)
+            changed = True
         elif action.endswith("run_record"):
             self.state["run"] = None  # recorded (or its own error shown): nothing to do for it
             changed = True

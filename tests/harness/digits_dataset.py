@@ -1,5 +1,5 @@
 """The digits dataset as `dtfbench tfrecords --dataset digits` writes it, for the tests that train or
-stage on real data (tests/integration/test_local_benchmark.py, test_accuracy_testbed.py,
+stage on real data (tests/integration/test_local_benchmark.py, tests/harness/accuracy_runs.py,
 tests/workload/test_accuracy.py, test_input_formats.py)."""
 
 from __future__ import annotations

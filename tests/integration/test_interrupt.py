@@ -26,6 +26,7 @@ import time
 import uuid
 
 import pytest
+from digits_dataset import make_digits
 from playbook_harness import extra_vars, run_playbook, small_run, start_playbook, strict_inventory_env
 from testbed_fixtures import module_testbed
 
@@ -266,3 +267,25 @@ def test_interrupt_on_the_testbed_stops_every_host(how, bed2, tmp_path, live_pro
     took = sweep.interrupt(how, live_processes)
     line = assert_interrupted(sweep, took, live_processes, earlier=0)
     assert "stopped its tasks on node01, node02" in line, line
+
+
+def test_interrupt_on_the_testbed_stops_the_background_reader(bed2, tmp_path, live_processes):
+    """background_io's reader (node02, beside a run on node01) ends with the run's tasks: without the
+    watchdog's stop it would read on until the run's timeout (docs/storage.md)."""
+    digits = make_digits(tmp_path / "digits")
+    roots = [bed2.local_ssd(n["name"]) / "dtfbench" / "runs" for n in bed2.nodes]
+    sweep = Sweep(
+        strict_inventory_env(),
+        tmp_path,
+        roots,
+        "-i", bed2.inventory,
+        *extra_vars(system="testbed", gpus=1, num_ps=1, repetitions=1, steps=1000000, step_timeout=60,
+                    network_probe="false", data="real", data_dir=digits, image_size=32, background_io="node02"),
+    )  # fmt: skip
+    sweep.wait_until_training(1)
+    readers = [p for p in live_processes(sweep.sweep_id) if "background_read" in p]
+    assert len(readers) == 1, readers
+    took = sweep.interrupt("ctrl_c", live_processes)
+    line = assert_interrupted(sweep, took, live_processes, earlier=0)
+    assert "stopped its tasks on node01 and its background reader on node02" in line, line
+    assert [p for p in live_processes(sweep.sweep_id) if "background_read" in p] == []

@@ -4,6 +4,7 @@ columns and configuration key (the readers across hosts: tests/integration/test_
 import json
 import os
 import re
+import sys
 import time
 
 import pytest
@@ -40,12 +41,20 @@ def test_the_reader_keeps_to_its_rate_and_ends_by_itself(dataset):
 def test_start_detaches_a_reader_and_stop_ends_it_with_its_figures(dataset, tmp_path, capsys):
     state = str(tmp_path / "state" / "reader.json")
     assert background_read.main(["start", str(dataset), "--state", state, "--seconds", "60", "--mb-per-s", "20"]) == 0
-    pid = json.loads(capsys.readouterr().out)["pid"]
+    started = json.loads(capsys.readouterr().out)
+    pid = started["pid"]
+    # What the controller's interrupt watchdog keeps to stop it (plugins/callback/dtfbench_interrupt.py).
+    assert (started["reader"], started["state"], started["python"]) == ("started", state, sys.executable)
     time.sleep(0.5)
     assert os.path.exists(f"/proc/{pid}")
     assert background_read.main(["stop", "--state", state]) == 0
     figures = json.loads(capsys.readouterr().out)
-    assert figures["ended"] == "stopped" and 0 < figures["mb_per_s"] <= 20 * 1.5 and figures["bytes"] > 0
+    assert (
+        figures["reader"] == "stopped"
+        and figures["ended"] == "stopped"
+        and 0 < figures["mb_per_s"] <= 20 * 1.5
+        and figures["bytes"] > 0
+    )
     deadline = time.monotonic() + 5
     while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
         assert time.monotonic() < deadline, "the reader outlived its stop"

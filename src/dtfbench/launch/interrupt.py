@@ -11,8 +11,9 @@ Then, unless the playbook ended normally, it uses the state the plugin keeps in 
    channels close, and the module calls of a local connection; each waiting ``tf_host_run``
    then stops its host's tasks (the node side, library/tf_host_run.py);
 2. ``playbooks/stop-interrupted.yml`` stops every task of the run on every host that had
-   started it, also the hosts where no module call was waiting (between two calls), and
-   cancels the run's Slurm job from the login node that submitted it (Slurm launcher);
+   started it, also the hosts where no module call was waiting (between two calls), cancels
+   the run's Slurm job from the login node that submitted it (Slurm launcher), and stops the
+   background reader of a run with ``background_io``;
 3. the run in progress is recorded as ``failed``, reason ``interrupted: ...``;
 4. one line on stderr: what was stopped, and the command that resumes the sweep.
 
@@ -132,15 +133,24 @@ def why(state: dict[str, Any], controller: int) -> str:
 
 
 def stop_hosts(state: dict[str, Any], workdir: Path) -> tuple[subprocess.Popen | None, Path]:
-    """Start stop-interrupted.yml for the hosts that started the run and the login nodes that
-    submitted its Slurm job (None: there is neither)."""
+    """Start stop-interrupted.yml for the hosts that started the run, the login nodes that
+    submitted its Slurm job and the nodes reading beside it (None: there is none of them)."""
     log = workdir / "stop.log"
     hosts = state.get("hosts") or {}
     slurm = state.get("slurm") or {}
-    if not (hosts or slurm) or not state.get("stop_argv"):
+    readers = state.get("readers") or {}
+    if not (hosts or slurm or readers) or not state.get("stop_argv"):
         return None, log
     extra = workdir / "stop-vars.json"
-    extra.write_text(json.dumps({"dtfbench_interrupted_hosts": hosts, "dtfbench_interrupted_slurm": slurm}))
+    extra.write_text(
+        json.dumps(
+            {
+                "dtfbench_interrupted_hosts": hosts,
+                "dtfbench_interrupted_slurm": slurm,
+                "dtfbench_interrupted_readers": readers,
+            }
+        )
+    )
     env = {k: v for k, v in os.environ.items() if k != MARKER_ENV}
     env[OFF_ENV] = "1"
     with log.open("w") as out:
@@ -224,8 +234,11 @@ def act(controller: int, state_file: Path) -> int:
             what_stopped.append(f"its tasks on {', '.join(sorted(hosts))}")
         if slurm:
             what_stopped.append(f"its Slurm job from {', '.join(sorted(slurm))}")
+        readers = state.get("readers") or {}
+        if readers:
+            what_stopped.append(f"its background reader on {', '.join(sorted(readers))}")
         names = " and ".join(what_stopped)
-        done = "stopped" if hosts else "cancelled"
+        done = "stopped" if hosts or readers else "cancelled"
         stopped = (
             f"{done} {names} in {time.monotonic() - started:.1f} s"
             if rc == 0

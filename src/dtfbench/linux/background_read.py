@@ -13,11 +13,14 @@ server again, as another job's first epoch would.
 
 It is bounded twice: by ``--seconds`` (the run's timeout: a controller that dies mid-run leaves
 no reader behind for long) and, with ``--mb-per-s``, by its rate (a steady load rather than all
-the server gives). ``start`` detaches the reader (its own session) and prints its pid; ``stop``
-ends it (SIGTERM), waits for its figures and prints them as one JSON object: ``{"data_dir",
-"bytes", "seconds", "mb_per_s", "passes", "bound_mb_per_s", "ended"}``, ``ended`` "stopped" or
-"time" (it ran out of ``--seconds`` before the run ended: the last part of the run had no load).
-Both remove the state file's leftovers. Standard library only, and the nodes' oldest Python.
+the server gives). ``start`` detaches the reader (its own session) and prints ``{"reader":
+"started", "pid", "state", "python"}``: what the controller's interrupt watchdog needs to stop it
+(plugins/callback/dtfbench_interrupt.py keeps it until the stop returns). ``stop`` ends it
+(SIGTERM), waits for its figures and prints them as one JSON object: ``{"reader": "stopped",
+"data_dir", "bytes", "seconds", "mb_per_s", "passes", "bound_mb_per_s", "ended"}``, ``ended``
+"stopped" or "time" (it ran out of ``--seconds`` before the run ended: the last part of the run
+had no load). Both remove the state file's leftovers. Standard library only, and the nodes'
+oldest Python.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -129,7 +132,7 @@ def start(args):
     deadline = time.monotonic() + 10
     while not os.path.exists(args.state) and time.monotonic() < deadline:
         time.sleep(0.01)
-    print(json.dumps({"pid": pid}))
+    print(json.dumps({"reader": "started", "pid": pid, "state": args.state, "python": sys.executable}))
     return 0
 
 
@@ -140,7 +143,9 @@ def stop(args, wait=30.0):
         with open(args.state) as f:
             pid = json.load(f)["pid"]
     except (OSError, ValueError, KeyError):
-        print(json.dumps({"error": "no background reader was started (%s is missing)" % args.state}))
+        print(
+            json.dumps({"reader": "stopped", "error": "no background reader was started (%s is missing)" % args.state})
+        )
         return 0
     try:
         os.kill(pid, signal.SIGTERM)
@@ -157,6 +162,7 @@ def stop(args, wait=30.0):
     for leftover in (args.state, result):
         if os.path.exists(leftover):
             os.unlink(leftover)
+    figures["reader"] = "stopped"
     print(json.dumps(figures))
     return 0
 
