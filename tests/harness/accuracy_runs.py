@@ -9,6 +9,8 @@ SSH, tests/integration/test_accuracy_slurm.py inside Slurm jobs.
 import pytest
 from digits_dataset import make_digits
 
+from dtfbench.results import store
+
 # The question is whether every mode stops at its target, not how reliably each learns: at momentum
 # and a learning rate of 0.01, asynchronous distributed_replicated across the test bed's hosts once
 # reached top-1 0.33 and fell to chance for 20 epochs, and once diverged at step 40 (what stale
@@ -18,6 +20,23 @@ TO_TARGET = dict(
     model="lenet", image_size=32, batch_size=16, optimizer="momentum", learning_rate=0.005, eval_every_steps=20,
     target_accuracy=0.3, max_epochs=20, data="real", network_probe="false",
 )  # fmt: skip
+
+
+# Every mode, as a sweep asks for them with sync=true,false (all-reduce has no PS to be asynchronous with).
+EVERY_MODE = "parameter_server,distributed_replicated,collective_all_reduce"
+
+
+def every_mode_runs(db):
+    """The store's runs, after checking that it holds exactly one run of each mode."""
+    runs = store.runs(store.connect(db))
+    assert sorted((r["variable_update"], r["sync"]) for r in runs) == [
+        ("collective_all_reduce", None),
+        ("distributed_replicated", 0),
+        ("distributed_replicated", 1),
+        ("parameter_server", 0),
+        ("parameter_server", 1),
+    ]
+    return runs
 
 
 @pytest.fixture(scope="module")

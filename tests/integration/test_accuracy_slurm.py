@@ -5,12 +5,12 @@ test_accuracy_testbed.py)."""
 import uuid
 
 import pytest
-from accuracy_runs import TO_TARGET, check_reached, digits  # noqa: F401
+from accuracy_runs import EVERY_MODE, TO_TARGET, check_reached, digits, every_mode_runs  # noqa: F401
 from playbook_harness import extra_vars, run_playbook, small_run
 from slurm_testcluster import missing_prerequisites, slurm_env  # noqa: F401
 
 from dtfbench.linux import procfs
-from dtfbench.results import staging, store
+from dtfbench.results import staging
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
@@ -26,21 +26,14 @@ def test_every_mode_reaches_its_target_in_slurm_jobs(slurm_env, slurm_test_clust
     done = run_playbook(
         "run-benchmark.yml",
         *extra_vars(system="slurm-test", gpus=2, num_ps=1, sync="true,false", sweep_id=sweep_id, results_db=db,
-                    variable_update="parameter_server,distributed_replicated,collective_all_reduce",
+                    variable_update=EVERY_MODE,
                     data_dir=digits, cache="warm", data_staging="copy", stage_dir=staged, **TO_TARGET),
         *small_run(model=None, image_size=None, batch_size=None, steps=None),
         env=slurm_env,
         timeout=1200,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
-    runs = store.runs(store.connect(db))
-    assert sorted((r["variable_update"], r["sync"]) for r in runs) == [
-        ("collective_all_reduce", None),
-        ("distributed_replicated", 0),
-        ("distributed_replicated", 1),
-        ("parameter_server", 0),
-        ("parameter_server", 1),
-    ]
+    runs = every_mode_runs(db)
     for run in runs:
         assert run["hosts"] == ["node1", "node2"] and {w["slurm_nodelist"] for w in run["worker_results"]} == {
             "node[1-2]"

@@ -6,12 +6,11 @@ import json
 import uuid
 
 import pytest
-from accuracy_runs import TO_TARGET, check_reached, digits  # noqa: F401
+from accuracy_runs import EVERY_MODE, TO_TARGET, check_reached, digits, every_mode_runs  # noqa: F401
 from playbook_harness import extra_vars, run_playbook, small_run, strict_inventory_env
 from testbed_fixtures import testbed_factory  # noqa: F401
 
 from dtfbench.linux import procfs
-from dtfbench.results import store
 
 pytestmark = [pytest.mark.tf, pytest.mark.ansible]
 
@@ -31,7 +30,7 @@ def test_every_mode_reaches_its_target_across_test_bed_hosts(testbed_factory, di
         bed.dir / "hosts.yml",
         *extra_vars(
             system="testbed", gpus=2, num_ps=1, sync="true,false", sweep_id=sweep_id, results_db=db, data_dir=digits,
-            variable_update="parameter_server,distributed_replicated,collective_all_reduce", cache="cold", **TO_TARGET,
+            variable_update=EVERY_MODE, cache="cold", **TO_TARGET,
         ),
         *small_run(model=None, image_size=None, batch_size=None, steps=None),
         # Whole digits (--augmentation none): the random crop's noise once left asynchronous
@@ -42,14 +41,7 @@ def test_every_mode_reaches_its_target_across_test_bed_hosts(testbed_factory, di
         timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
-    runs = store.runs(store.connect(db))
-    assert sorted((r["variable_update"], r["sync"]) for r in runs) == [
-        ("collective_all_reduce", None),
-        ("distributed_replicated", 0),
-        ("distributed_replicated", 1),
-        ("parameter_server", 0),
-        ("parameter_server", 1),
-    ]
+    runs = every_mode_runs(db)
     for run in runs:
         assert run["hosts"] == ["node01", "node02"]
         check_reached(run, tmp_path)
