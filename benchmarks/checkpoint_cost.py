@@ -38,6 +38,7 @@ from pathlib import Path
 from bench_env import RESULTS, ROOT, spread, write_json
 
 sys.path.insert(0, str(ROOT / "src"))
+from dtfbench.workload import checkpoints  # noqa: E402
 from dtfbench.workload.benchmark_output import RESULT_PREFIX  # noqa: E402
 
 
@@ -67,24 +68,23 @@ def revision_before_checkpoints() -> str:
     return f"{added[-1]}^"
 
 
-def dd_seconds(target: Path, size: int, sync: bool = False) -> float:
-    """Seconds of `dd` writing `size` bytes (4 MiB blocks) to `target` (dd's own figure is rounded)."""
+def dd_rate(target: Path, size: int, sync: bool = False) -> float:
+    """GB/s of `dd` writing `size` bytes (4 MiB blocks) to `target` (dd's own figure is rounded; time it here)."""
     count = max(1, size // (4 << 20))
     started = time.perf_counter()
     subprocess.run(
         ["dd", "if=/dev/zero", f"of={target}", "bs=4M", f"count={count}", *(["conv=fdatasync"] if sync else [])],
         check=True, capture_output=True,
     )  # fmt: skip
-    return time.perf_counter() - started
+    return count * (4 << 20) / 1e9 / (time.perf_counter() - started)
 
 
 def dd_back_to_back(folder: Path, size: int, sync: bool) -> float:
     """GB/s of `dd` writing `size` bytes into `folder`, the median of three in a row."""
-    count = max(1, size // (4 << 20))
+    target = folder / "dd-test"
     rates = []
     for _ in range(3):
-        target = folder / "dd-test"
-        rates.append(count * (4 << 20) / 1e9 / dd_seconds(target, size, sync))
+        rates.append(dd_rate(target, size, sync))
         target.unlink()
     return statistics.median(rates)
 
@@ -92,15 +92,20 @@ def dd_back_to_back(folder: Path, size: int, sync: bool) -> float:
 def dd_like_saves(folder: Path, size: int, writes: int, pause: float) -> list[float]:
     """GB/s of each of `writes` dd writes of `size` bytes into `folder`, written as the Saver
     writes checkpoints: `pause` seconds apart, the file two writes back deleted after each."""
-    count = max(1, size // (4 << 20))
     rates = []
     for n in range(writes):
-        rates.append(count * (4 << 20) / 1e9 / dd_seconds(folder / f"dd-{n}", size))
+        rates.append(dd_rate(folder / f"dd-{n}", size))
         (folder / f"dd-{n - 2}").unlink(missing_ok=True)
         time.sleep(pause)
     for n in (writes - 2, writes - 1):
         (folder / f"dd-{n}").unlink(missing_ok=True)
     return rates
+
+
+def remove_checkpoints(folder: Path) -> None:
+    """The run's checkpoints and the Saver's state file, nothing else of --dir's."""
+    for path in [*folder.glob(f"{checkpoints.PREFIX}-*"), folder / "checkpoint"]:
+        path.unlink(missing_ok=True)
 
 
 def measure_d3(args, folder: Path) -> dict:
@@ -119,8 +124,7 @@ def measure_d3(args, folder: Path) -> dict:
         saved = run["checkpoints"]
         size = int(saved["gb"] * 1e9)
         round_saves = [s["bytes"] / 1e9 / s["seconds"] for s in saved["each"]]
-        for leftover in folder.iterdir():  # the run's checkpoints: dd starts from the same empty folder
-            leftover.unlink()
+        remove_checkpoints(folder)  # dd starts from the folder as the run found it
         os.sync()
         round_dd = dd_like_saves(folder, size, len(round_saves), args.every * run["step_time"]["mean"])
         save_rates += round_saves

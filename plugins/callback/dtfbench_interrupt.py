@@ -290,12 +290,11 @@ class CallbackModule(CallbackBase):
                 self.pending = True
             elif "died" in outcome and not outcome.get("failed"):
                 self.pending = self.state.get("hosts", {}).pop(host, None) is not None or self.pending
-        elif action.endswith("command") and _reader_said(outcome):
+        elif action.endswith("command") and (said := _reader_said(outcome)):
             # background_io's reader, on the node the task was delegated to: kept until its stop returns.
             node = (outcome.get("_ansible_delegated_vars") or {}).get(
                 "ansible_delegated_host"
             ) or result.host.get_name()
-            said = _reader_said(outcome)
             readers = self.state.setdefault("readers", {})
             if said.get(READER_KEY) == "started":
                 readers[node] = dict(state=said.get("state"), python=said.get("python"))

@@ -198,6 +198,7 @@ def act(controller: int, state_file: Path) -> int:
     run = state.get("run") or {}
     hosts = state.get("hosts") or {}
     slurm = state.get("slurm") or {}
+    readers = state.get("readers") or {}
     provisioning = state.get("provisioning")
     if provisioning and not run and not hosts:
         # provision-aws.yml cut short: whatever it launched runs on (and costs) until torn down.
@@ -234,7 +235,6 @@ def act(controller: int, state_file: Path) -> int:
             what_stopped.append(f"its tasks on {', '.join(sorted(hosts))}")
         if slurm:
             what_stopped.append(f"its Slurm job from {', '.join(sorted(slurm))}")
-        readers = state.get("readers") or {}
         if readers:
             what_stopped.append(f"its background reader on {', '.join(sorted(readers))}")
         names = " and ".join(what_stopped)
